@@ -1,0 +1,141 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"videogen/internal/db"
+	"videogen/models"
+)
+
+// ErrInsufficientBalance is returned when the available balance does not cover a reservation.
+var ErrInsufficientBalance = errors.New("insufficient balance")
+
+// ErrUnknownAccount is returned for an account id that does not exist.
+var ErrUnknownAccount = errors.New("unknown account")
+
+// balances is what a balance UPDATE ... RETURNING reads back, to stamp the entry with the result.
+type balances struct {
+	AvailableMicros int64
+	ReservedMicros  int64
+}
+
+// move changes an account's balances by (dAvail, dRes) and appends the ledger entry, inside tx. When
+// guardAvailable is set the update only happens if available stays >= 0 afterwards — the atomic
+// conditional update of DESIGN §4, never a read followed by a write.
+func move(tx *gorm.DB, e *models.LedgerEntry, guardAvailable bool) error {
+	now := db.Now()
+	q := "UPDATE accounts SET available_micros = available_micros + ?, reserved_micros = reserved_micros + ?, updated_at = ? WHERE id = ?"
+	args := []any{e.DeltaAvailable, e.DeltaReserved, now, e.AccountID}
+	if guardAvailable {
+		q += " AND available_micros + ? >= 0"
+		args = append(args, e.DeltaAvailable)
+	}
+	q += " RETURNING available_micros, reserved_micros"
+	var b []balances
+	if err := tx.Raw(q, args...).Scan(&b).Error; err != nil {
+		return fmt.Errorf("update balance of account %d: %w", e.AccountID, err)
+	}
+	if len(b) == 0 {
+		if guardAvailable {
+			return ErrInsufficientBalance
+		}
+		return fmt.Errorf("account %d: %w", e.AccountID, ErrUnknownAccount)
+	}
+	e.AvailableAfter, e.ReservedAfter = b[0].AvailableMicros, b[0].ReservedMicros
+	e.CreatedAt = now
+	if err := tx.Create(e).Error; err != nil {
+		return fmt.Errorf("append %s entry for account %d: %w", e.Kind, e.AccountID, err)
+	}
+	return nil
+}
+
+// Reserve moves amount from available to reserved for a new task, inside the task's create transaction.
+// It fails with ErrInsufficientBalance, writing nothing, when available < amount.
+func Reserve(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
+	if amount <= 0 {
+		return fmt.Errorf("reserve %s for %s: amount must be positive", amount, taskID)
+	}
+	return move(tx, &models.LedgerEntry{
+		AccountID: accountID, Kind: models.KindReserve, TaskID: &taskID,
+		DeltaAvailable: -int64(amount), DeltaReserved: int64(amount),
+	}, true)
+}
+
+// Settle charges a completed task's reservation, inside tx. It resolves the reservation at most once:
+// the task's billing_state moves reserved → settled under a WHERE on the previous state, and only the
+// transaction that made that move writes the entry. It reports whether this call settled.
+func Settle(tx *gorm.DB, task *models.Task) (bool, error) {
+	return resolve(tx, task, models.BillingSettled, models.KindSettle, 0)
+}
+
+// Release refunds a failed task's reservation in full, at most once, inside tx.
+func Release(tx *gorm.DB, task *models.Task) (bool, error) {
+	return resolve(tx, task, models.BillingReleased, models.KindRelease, task.AmountMicros)
+}
+
+func resolve(tx *gorm.DB, task *models.Task, state, kind string, backToAvailable int64) (bool, error) {
+	res := tx.Exec("UPDATE tasks SET billing_state = ?, updated_at = ? WHERE id = ? AND billing_state = ?",
+		state, db.Now(), task.ID, models.BillingReserved)
+	if res.Error != nil {
+		return false, fmt.Errorf("%s task %s: %w", kind, task.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return false, nil // already resolved by someone else: nothing to do
+	}
+	id := task.ID
+	err := move(tx, &models.LedgerEntry{
+		AccountID: task.AccountID, Kind: kind, TaskID: &id,
+		DeltaAvailable: backToAvailable, DeltaReserved: -task.AmountMicros,
+	}, false)
+	if err != nil {
+		return false, err
+	}
+	task.BillingState = state
+	return true, nil
+}
+
+// Credit is a change of available balance that is not about a task: a Stripe top-up, a test top-up or a
+// staff adjustment (which may be negative and may leave available below zero, DESIGN §4).
+type Credit struct {
+	AccountID  int64
+	Kind       string // topup, test_topup or adjustment
+	Amount     Micros
+	Reason     string
+	Actor      string
+	ExternalID string // Stripe session/event id: the same one never credits twice
+}
+
+// ErrDuplicateCredit is returned when a credit with the same kind and external id was already applied.
+var ErrDuplicateCredit = errors.New("credit already applied")
+
+// Apply writes the credit and its ledger entry in one transaction and returns the entry.
+func (c Credit) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, error) {
+	switch c.Kind {
+	case models.KindTopup, models.KindTestTopup, models.KindAdjustment:
+	default:
+		return nil, fmt.Errorf("credit kind %q is not a credit", c.Kind)
+	}
+	if c.Amount == 0 || (c.Amount < 0 && c.Kind != models.KindAdjustment) {
+		return nil, fmt.Errorf("credit of %s: only an adjustment may be negative, and none may be zero", c.Amount)
+	}
+	if c.Kind == models.KindAdjustment && c.Reason == "" {
+		return nil, errors.New("an adjustment needs a reason")
+	}
+	e := &models.LedgerEntry{AccountID: c.AccountID, Kind: c.Kind, DeltaAvailable: int64(c.Amount), Reason: c.Reason, Actor: c.Actor}
+	if c.ExternalID != "" {
+		ext := c.ExternalID
+		e.ExternalID = &ext
+	}
+	err := d.Tx(ctx, func(tx *gorm.DB) error { return move(tx, e, false) })
+	if err != nil {
+		if c.ExternalID != "" && db.IsUniqueViolation(err) {
+			return nil, ErrDuplicateCredit
+		}
+		return nil, err
+	}
+	return e, nil
+}

@@ -1,0 +1,306 @@
+// Command videogen is the whole product in one binary: the server (default), database migrations,
+// operator commands for accounts, keys and wallets, and the standalone upstream simulator.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"os/user"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"videogen/billing"
+	"videogen/internal/accounts"
+	"videogen/internal/apikeys"
+	"videogen/internal/config"
+	"videogen/internal/db"
+	"videogen/internal/server"
+	"videogen/internal/upstream/sim"
+	"videogen/models"
+)
+
+func main() {
+	if err := root().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func root() *cobra.Command {
+	r := &cobra.Command{
+		Use:           "videogen",
+		Short:         "videogen: a billing-first asynchronous video generation API",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
+	}
+	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), simCmd())
+	return r
+}
+
+func newLogger(cfg *config.Config) *slog.Logger {
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func serveCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "serve the API (the default command); settings come from the environment",
+		RunE:  func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
+	}
+	c.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
+		w := cmd.OutOrStdout()
+		fmt.Fprintln(w, "videogen serve: serve the API and console. Every setting is an environment variable:")
+		fmt.Fprintln(w)
+		printVariables(w)
+	})
+	return c
+}
+
+func printVariables(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLE\tDEFAULT\tMEANING")
+	for _, v := range config.Variables() {
+		def := v.Default
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", v.Name, def, v.Help)
+	}
+	_ = tw.Flush()
+}
+
+func serve(ctx context.Context) error {
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return server.Run(ctx, cfg, newLogger(cfg))
+}
+
+// openDB opens and migrates the database the server uses, for the operator commands.
+func openDB(ctx context.Context) (*db.DB, error) {
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return nil, err
+	}
+	d, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.Migrate(ctx); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func migrateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "apply pending database migrations and exit",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(nil)
+			if err != nil {
+				return err
+			}
+			d, err := db.Open(cmd.Context(), cfg.DatabaseURL)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			n, err := d.Migrate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "applied %d migration(s); schema is current\n", n)
+			return nil
+		},
+	}
+}
+
+func accountsCmd() *cobra.Command {
+	c := &cobra.Command{Use: "accounts", Short: "manage accounts"}
+	var email, password, role string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "create a verified user and its account",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			u, err := accounts.Create(cmd.Context(), d, accounts.NewUser{Email: email, Password: password, Role: role, Verified: true})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created %s user %s (account %d)\n", u.Role, u.Email, u.AccountID)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&email, "email", "", "e-mail address (required)")
+	create.Flags().StringVar(&password, "password", "", "password for the console (optional, at least 10 characters)")
+	create.Flags().StringVar(&role, "role", models.RoleMember, "member, support or admin")
+	_ = create.MarkFlagRequired("email")
+	c.AddCommand(create)
+	return c
+}
+
+func keysCmd() *cobra.Command {
+	c := &cobra.Command{Use: "keys", Short: "manage API keys"}
+	var email, name, prefix string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "create an API key for a user's account; prints only the secret, which is never shown again",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			u, err := accounts.ByEmail(cmd.Context(), d, email)
+			if err != nil {
+				return err
+			}
+			if u.EmailVerifiedAt == nil {
+				return fmt.Errorf("%s has not verified their e-mail address; keys need a verified account", u.Email)
+			}
+			secret, k, err := apikeys.Create(cmd.Context(), d, u.AccountID, name, &u.ID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), secret)
+			fmt.Fprintf(cmd.ErrOrStderr(), "created key %s for %s; store the secret now, it is not shown again\n", k.Prefix, u.Email)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&email, "email", "", "owner's e-mail (required)")
+	create.Flags().StringVar(&name, "name", "", "a name to tell the key apart")
+	_ = create.MarkFlagRequired("email")
+	revoke := &cobra.Command{
+		Use:   "revoke",
+		Short: "revoke an API key by its display prefix (e.g. vg_AbCdEfGh); running servers stop accepting it within API_KEY_CACHE_TTL",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			k, err := apikeys.Revoke(cmd.Context(), d, prefix)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", k.Prefix)
+			return nil
+		},
+	}
+	revoke.Flags().StringVar(&prefix, "prefix", "", "the key's display prefix (required)")
+	_ = revoke.MarkFlagRequired("prefix")
+	c.AddCommand(create, revoke)
+	return c
+}
+
+func walletCmd() *cobra.Command {
+	c := &cobra.Command{Use: "wallet", Short: "manage wallets"}
+	var email, usd, reason string
+	credit := &cobra.Command{
+		Use:   "credit",
+		Short: "credit (or, with a negative amount, debit) an account as a staff adjustment; prints the new balance",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			amount, err := billing.ParseUSD(usd)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(reason) == "" {
+				return errors.New("--reason is required: every adjustment says why")
+			}
+			d, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			u, err := accounts.ByEmail(cmd.Context(), d, email)
+			if err != nil {
+				return err
+			}
+			actor := "cli"
+			if cu, err := user.Current(); err == nil {
+				actor = "cli:" + cu.Username
+			}
+			e, err := billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: amount, Reason: reason, Actor: actor}.Apply(cmd.Context(), d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "balance of %s: available %s USD, reserved %s USD\n", u.Email, billing.Micros(e.AvailableAfter), billing.Micros(e.ReservedAfter))
+			return nil
+		},
+	}
+	credit.Flags().StringVar(&email, "email", "", "account owner's e-mail (required)")
+	credit.Flags().StringVar(&usd, "usd", "", "amount in dollars, e.g. 25.00 (required)")
+	credit.Flags().StringVar(&reason, "reason", "", "why (required; kept in the ledger)")
+	for _, f := range []string{"email", "usd", "reason"} {
+		_ = credit.MarkFlagRequired(f)
+	}
+	c.AddCommand(credit)
+	return c
+}
+
+func simCmd() *cobra.Command {
+	var addr, keys string
+	c := &cobra.Command{
+		Use:   "upstream-sim",
+		Short: "run the upstream simulator standalone, speaking the /v1/videos protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_DATA_DIR apply)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(nil)
+			if err != nil {
+				return err
+			}
+			var secrets []string
+			for _, k := range strings.Split(keys, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					secrets = append(secrets, k)
+				}
+			}
+			if len(secrets) == 0 {
+				return errors.New("--keys is required: the credentials the simulator accepts, comma-separated")
+			}
+			log := newLogger(cfg)
+			s, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency, Secrets: secrets, Log: log})
+			if err != nil {
+				return err
+			}
+			srv := &http.Server{Addr: addr, Handler: s, ReadHeaderTimeout: 10 * time.Second}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(sctx)
+			}()
+			log.Info("upstream simulator serving", "addr", addr, "credentials", len(secrets))
+			if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:9090", "listen address")
+	c.Flags().StringVar(&keys, "keys", os.Getenv("UPSTREAM_API_KEYS"), "accepted credentials, comma-separated (default UPSTREAM_API_KEYS)")
+	return c
+}

@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/apierr"
+	"videogen/internal/ids"
+	"videogen/models"
+)
+
+// Locals keys that middleware and handlers share.
+const (
+	localRequestID = "request_id"
+	localPrincipal = "principal"
+	localTaskID    = "task_id"
+	localAmount    = "amount_reserved"
+	localErrorCode = "error_code"
+)
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code      string  `json:"code"`
+	Message   string  `json:"message"`
+	Param     *string `json:"param"`
+	Type      string  `json:"type"`
+	RequestID string  `json:"request_id"`
+}
+
+// apiError renders any error as the API's error body. Errors that are not *apierr.Error are ours: they
+// are logged with the request id and shown as internal_error, never with their text.
+func (h *handler) apiError(c *fiber.Ctx, err error) error {
+	ae, ok := apierr.As(err)
+	if !ok {
+		var fe *fiber.Error
+		switch {
+		case errors.As(err, &fe) && fe.Code == fiber.StatusNotFound:
+			ae = apierr.New(404, "not_found", "No such endpoint: %s %s. See the API reference in the README.", c.Method(), c.Path())
+		case errors.As(err, &fe) && fe.Code == fiber.StatusMethodNotAllowed:
+			ae = apierr.New(405, "method_not_allowed", "%s is not allowed on %s.", c.Method(), c.Path())
+		case errors.As(err, &fe) && fe.Code == fiber.StatusRequestEntityTooLarge:
+			ae = apierr.RequestTooBig
+		case errors.As(err, &fe) && fe.Code < 500:
+			ae = apierr.New(fe.Code, "invalid_request", "The request could not be read: %s.", fe.Message)
+		default:
+			h.Log.Error("request failed", "request_id", requestID(c), "path", c.Path(), "err", err)
+			ae = apierr.Internal
+		}
+	}
+	c.Locals(localErrorCode, ae.Code)
+	for k, v := range ae.Header {
+		c.Set(k, v)
+	}
+	if ae.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.RetryAfter))
+	}
+	body := errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Type: ae.Type(), RequestID: requestID(c)}}
+	if ae.Param != "" {
+		p := ae.Param
+		body.Error.Param = &p
+	}
+	return c.Status(ae.Status).JSON(body)
+}
+
+// lastResortError handles what escapes the route chain, including errors fasthttp raises before any
+// middleware runs (a body over the limit): those requests get an id and a call-log row here.
+func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
+	first := c.Locals(localRequestID) == nil
+	if first {
+		rid := ids.NewRequestID()
+		c.Locals(localRequestID, rid)
+		c.Set("X-Request-Id", rid)
+	}
+	rerr := h.apiError(c, err)
+	if first && isAPIPath(c.Path()) {
+		h.CallLog.Record(models.CallLog{
+			At: h.Now().UTC(), RequestID: requestID(c), Method: strings.Clone(c.Method()), Path: strings.Clone(c.Path()),
+			Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
+		})
+	}
+	return rerr
+}
+
+func isAPIPath(p string) bool {
+	return strings.HasPrefix(p, "/v1/") || p == "/v1" || strings.HasPrefix(p, "/uploads/v1")
+}
+
+func requestID(c *fiber.Ctx) string { return localString(c, localRequestID) }
+
+func localString(c *fiber.Ctx, key string) string {
+	s, _ := c.Locals(key).(string)
+	return s
+}

@@ -1,0 +1,23 @@
+package handlers
+
+import (
+	"github.com/gofiber/fiber/v2"
+	"strings"
+)
+
+// downloadVideo answers GET /v1/videos/{id}/content: the whole MP4, streamed from storage. Range is not
+// supported (interface document): every answer is 200 with the full file.
+func (h *handler) downloadVideo(c *fiber.Ctx) error {
+	id := strings.Clone(c.Params("id")) // kept past the request in the call log
+	c.Locals(localTaskID, id)
+	content, err := h.Videos.OpenContent(c.UserContext(), principal(c).AccountID, id)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "video/mp4")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+id+`.mp4"`)
+	c.Set(fiber.HeaderAcceptRanges, "none")
+	// fasthttp streams the file in chunks, sets Content-Length from the size and closes it when done.
+	c.Response().SetBodyStream(content.Body, int(content.Size))
+	return nil
+}

@@ -1,0 +1,22 @@
+package handlers
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/videos"
+)
+
+// getVideo answers GET /v1/videos/{id} with the task and how long to wait before the next poll.
+func (h *handler) getVideo(c *fiber.Ctx) error {
+	id := strings.Clone(c.Params("id")) // kept past the request in the call log
+	c.Locals(localTaskID, id)
+	t, err := h.Videos.Get(c.UserContext(), principal(c).AccountID, id)
+	if err != nil {
+		return err
+	}
+	c.Set("openai-poll-after-ms", strconv.FormatInt(videos.PollAfter(t, h.Now()).Milliseconds(), 10))
+	return c.JSON(videos.ToVideo(t))
+}

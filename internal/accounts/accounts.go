@@ -1,0 +1,108 @@
+// Package accounts creates and finds users and the accounts (tenants) they belong to.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"videogen/internal/db"
+	"videogen/models"
+)
+
+// ErrEmailTaken is returned when a user with the e-mail exists.
+var ErrEmailTaken = errors.New("a user with this e-mail already exists")
+
+// ErrNoSuchUser is returned when no user has the e-mail.
+var ErrNoSuchUser = errors.New("no user with this e-mail")
+
+// NormalizeEmail checks an address and returns it lower-cased, the form it is stored and looked up in.
+func NormalizeEmail(email string) (string, error) {
+	addr, err := mail.ParseAddress(strings.TrimSpace(email))
+	if err != nil || addr.Address != strings.TrimSpace(email) {
+		return "", fmt.Errorf("%q is not an e-mail address", email)
+	}
+	return strings.ToLower(addr.Address), nil
+}
+
+// NewUser describes a user to create.
+type NewUser struct {
+	Email    string
+	Password string // empty: the user cannot sign in with a password until they reset it
+	Role     string
+	Verified bool
+}
+
+// Create makes a user and the account it owns, in one transaction.
+func Create(ctx context.Context, d *db.DB, n NewUser) (*models.User, error) {
+	email, err := NormalizeEmail(n.Email)
+	if err != nil {
+		return nil, err
+	}
+	role := n.Role
+	if role == "" {
+		role = models.RoleMember
+	}
+	if role != models.RoleMember && role != models.RoleSupport && role != models.RoleAdmin {
+		return nil, fmt.Errorf("role must be member, support or admin, not %q", role)
+	}
+	hash := ""
+	if n.Password != "" {
+		if hash, err = HashPassword(n.Password); err != nil {
+			return nil, err
+		}
+	}
+	now := db.Now()
+	u := &models.User{Email: email, PasswordHash: hash, Role: role, CreatedAt: now, UpdatedAt: now}
+	if n.Verified {
+		u.EmailVerifiedAt = &now
+	}
+	err = d.Tx(ctx, func(tx *gorm.DB) error {
+		acct := &models.Account{Name: email, CreatedAt: now, UpdatedAt: now}
+		if err := tx.Create(acct).Error; err != nil {
+			return fmt.Errorf("create account: %w", err)
+		}
+		u.AccountID = acct.ID
+		if err := tx.Create(u).Error; err != nil {
+			if db.IsUniqueViolation(err) {
+				return ErrEmailTaken
+			}
+			return fmt.Errorf("create user: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// ByEmail finds a user by e-mail address.
+func ByEmail(ctx context.Context, d *db.DB, email string) (*models.User, error) {
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	var u models.User
+	err = d.R.WithContext(ctx).Where("email = ?", norm).Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("%s: %w", norm, ErrNoSuchUser)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find user %s: %w", norm, err)
+	}
+	return &u, nil
+}
+
+// Balance returns an account's balances.
+func Balance(ctx context.Context, d *db.DB, accountID int64) (*models.Account, error) {
+	var a models.Account
+	if err := d.R.WithContext(ctx).Take(&a, accountID).Error; err != nil {
+		return nil, fmt.Errorf("read account %d: %w", accountID, err)
+	}
+	return &a, nil
+}

@@ -1,0 +1,88 @@
+// Package apierr is the error every API answer is made of: an HTTP status, a stable code, a message a
+// person can act on and the request field at fault. Domain packages return it; handlers render it.
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Error is a client-facing failure with a stable code (DESIGN §7). Codes never change once shipped.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Param   string // request field at fault, "" when none
+	// RetryAfter, in seconds, is sent as Retry-After (429 answers always carry it).
+	RetryAfter int
+	// Header holds extra response headers the answer must carry (e.g. x-should-retry).
+	Header map[string]string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Type groups codes the way OpenAI's error bodies do, so SDKs classify them sensibly.
+func (e *Error) Type() string {
+	switch {
+	case e.Status == 401:
+		return "authentication_error"
+	case e.Status == 402:
+		return "billing_error"
+	case e.Status == 404:
+		return "not_found_error"
+	case e.Status == 409:
+		return "conflict_error"
+	case e.Status == 429:
+		return "rate_limit_error"
+	case e.Status >= 500:
+		return "server_error"
+	default:
+		return "invalid_request_error"
+	}
+}
+
+// New makes an error without a field.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Field makes a 400-class error about one request field.
+func Field(status int, code, param, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// As returns the *Error inside err, if any.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// The errors that more than one place returns.
+var (
+	NotFound       = &Error{Status: 404, Code: "not_found", Message: "No video with this id exists for your account. Check the id and the API key's account."}
+	Internal       = &Error{Status: 500, Code: "internal_error", Message: "Something went wrong on our side. Quote the request id to support; do not blindly repeat a create — list your tasks first."}
+	MissingAPIKey  = &Error{Status: 401, Code: "missing_api_key", Message: "Send your API key as 'Authorization: Bearer <key>'. Keys are created on the console's API keys page."}
+	InvalidAPIKey  = &Error{Status: 401, Code: "invalid_api_key", Message: "This API key is unknown or revoked. Create a new key on the console's API keys page."}
+	NoBalance      = &Error{Status: 402, Code: "insufficient_balance", Message: "Your available balance does not cover this video. Top up your wallet, then retry."}
+	VideoNotReady  = &Error{Status: 409, Code: "video_not_ready", Message: "The video is not completed yet. Keep polling GET /v1/videos/{id} until status is completed.", Header: map[string]string{"x-should-retry": "false"}}
+	VideoExpired   = &Error{Status: 404, Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
+	RequestTooBig  = &Error{Status: 413, Code: "request_too_large", Message: "The request body is larger than 1 MiB. Send media through /uploads/v1 and put the returned URLs in the request."}
+	NotJSON        = &Error{Status: 415, Code: "unsupported_content_type", Message: "Send the request body as JSON with 'Content-Type: application/json'."}
+	UpstreamFailed = &Error{Status: 503, Code: "upstream_unavailable", Message: "The generation service is temporarily unavailable. Retry later."}
+)
+
+// RateLimited is the 429 for a key that sends too fast.
+func RateLimited(retryAfter int) *Error {
+	return &Error{Status: 429, Code: "rate_limited", RetryAfter: max(retryAfter, 1),
+		Message: "Too many requests with this API key. Wait for the number of seconds in Retry-After, and poll with growing intervals."}
+}
+
+// NoCapacity is the 429 for an account whose backlog of waiting tasks is full.
+func NoCapacity(retryAfter, backlog int) *Error {
+	return &Error{Status: 429, Code: "no_capacity", RetryAfter: max(retryAfter, 1),
+		Message: "You already have " + strconv.Itoa(backlog) + " tasks waiting for generation capacity. Retry after Retry-After seconds, when some have started."}
+}

@@ -1,0 +1,171 @@
+// Package apikeys creates, revokes and authenticates API keys. A key's secret is shown once at
+// creation; the database keeps its SHA-256 (keys are 238 random bits, so a fast hash is safe) and a short
+// display prefix.
+package apikeys
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
+	"gorm.io/gorm"
+
+	"videogen/internal/db"
+	"videogen/internal/ids"
+	"videogen/models"
+)
+
+// prefixLen is how much of a key is kept in clear for people to tell keys apart: "vg_" and 8 characters.
+const prefixLen = 11
+
+// ErrInvalid is returned for a key that is unknown or revoked.
+var ErrInvalid = errors.New("invalid api key")
+
+// ErrNoSuchKey is returned by Revoke for a prefix no key has.
+var ErrNoSuchKey = errors.New("no api key with this prefix")
+
+// Hash returns the stored form of a secret.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Create makes a key for an account and returns its secret, which is never retrievable again.
+func Create(ctx context.Context, d *db.DB, accountID int64, name string, createdBy *int64) (string, *models.APIKey, error) {
+	secret := ids.NewAPIKey()
+	k := &models.APIKey{
+		AccountID: accountID, CreatedBy: createdBy, Name: strings.TrimSpace(name),
+		Prefix: secret[:prefixLen], SecretHash: Hash(secret), CreatedAt: db.Now(),
+	}
+	if err := d.W.WithContext(ctx).Create(k).Error; err != nil {
+		return "", nil, fmt.Errorf("create api key: %w", err)
+	}
+	return secret, k, nil
+}
+
+// Principal is who a request is from.
+type Principal struct {
+	AccountID int64
+	KeyID     int64
+	KeyPrefix string
+}
+
+type cached struct {
+	p     Principal
+	valid bool
+}
+
+// Authenticator checks Bearer keys. Answers are cached for ttl, so the database sees at most one lookup
+// per key per ttl however fast the key is used; a revocation made on this instance drops the entry at
+// once, and one made elsewhere is seen when the entry expires.
+type Authenticator struct {
+	db    *db.DB
+	cache *expirable.LRU[string, cached]
+	group singleflight.Group
+	// lastUsed remembers when each key's last_used_at was last written, to write it once a minute at most.
+	lastUsed *expirable.LRU[int64, time.Time]
+}
+
+// NewAuthenticator returns an authenticator with the given cache lifetime.
+func NewAuthenticator(d *db.DB, ttl time.Duration) *Authenticator {
+	return &Authenticator{
+		db:       d,
+		cache:    expirable.NewLRU[string, cached](100_000, nil, ttl),
+		lastUsed: expirable.NewLRU[int64, time.Time](100_000, nil, time.Minute),
+	}
+}
+
+// Authenticate returns the principal of a secret, or ErrInvalid.
+func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if !strings.HasPrefix(secret, "vg_") || len(secret) > 200 {
+		return Principal{}, ErrInvalid
+	}
+	h := Hash(secret)
+	if c, ok := a.cache.Get(h); ok {
+		if !c.valid {
+			return Principal{}, ErrInvalid
+		}
+		return c.p, nil
+	}
+	v, err, _ := a.group.Do(h, func() (any, error) { return a.load(ctx, h) })
+	if err != nil {
+		return Principal{}, err
+	}
+	c := v.(cached)
+	if !c.valid {
+		return Principal{}, ErrInvalid
+	}
+	return c.p, nil
+}
+
+func (a *Authenticator) load(ctx context.Context, h string) (cached, error) {
+	var k models.APIKey
+	err := a.db.R.WithContext(ctx).Where("secret_hash = ?", h).Take(&k).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		a.cache.Add(h, cached{})
+		return cached{}, nil
+	}
+	if err != nil {
+		return cached{}, fmt.Errorf("look up api key: %w", err)
+	}
+	c := cached{p: Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, valid: k.RevokedAt == nil}
+	a.cache.Add(h, c)
+	if c.valid {
+		a.touch(k.ID)
+	}
+	return c, nil
+}
+
+// touch records that a key was used, at most once a minute per key, off the request path.
+func (a *Authenticator) touch(keyID int64) {
+	if _, ok := a.lastUsed.Get(keyID); ok {
+		return
+	}
+	now := db.Now()
+	a.lastUsed.Add(keyID, now)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// A lost update only makes "last used" a minute older; it never blocks a request.
+		_ = a.db.W.WithContext(ctx).Exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, keyID).Error
+	}()
+}
+
+// Revoke disables the key with this display prefix. The cache entry on this instance goes at once.
+func (a *Authenticator) Revoke(ctx context.Context, prefix string) error {
+	k, err := Revoke(ctx, a.db, prefix)
+	if err != nil {
+		return err
+	}
+	a.cache.Remove(k.SecretHash)
+	return nil
+}
+
+// Revoke disables the key with this display prefix and returns it. Revoking twice is not an error.
+func Revoke(ctx context.Context, d *db.DB, prefix string) (*models.APIKey, error) {
+	var k models.APIKey
+	err := d.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("prefix = ?", prefix).Take(&k).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return fmt.Errorf("%s: %w", prefix, ErrNoSuchKey)
+			}
+			return fmt.Errorf("find key %s: %w", prefix, err)
+		}
+		if k.RevokedAt != nil {
+			return nil
+		}
+		now := db.Now()
+		k.RevokedAt = &now
+		return tx.Model(&k).Update("revoked_at", now).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}

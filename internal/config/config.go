@@ -1,0 +1,203 @@
+// Package config reads videogen's settings from environment variables and checks them before start.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is every setting of the service. Each field is one environment variable; `help` says what it
+// means and is printed by `videogen serve --help`, so the README and the binary never disagree.
+type Config struct {
+	Addr          string `env:"ADDR" envDefault:":8080" help:"listen address"`
+	DataDir       string `env:"DATA_DIR" envDefault:"data" help:"folder for the SQLite file, the dev secret, stored outputs and the simulator's state"`
+	DatabaseURL   string `env:"DATABASE_URL" help:"a postgres:// URL selects PostgreSQL; otherwise a SQLite file path (default DATA_DIR/videogen.db)"`
+	PublicBaseURL string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080" help:"base of links in e-mails, signed media URLs and Stripe return URLs"`
+	AppSecret     string `env:"APP_SECRET" help:"HMAC key(s), comma-separated (first signs, all verify); generated once into DATA_DIR in development"`
+	AppEnv        string `env:"APP_ENV" envDefault:"development" help:"development or production (production refuses unsafe settings)"`
+	LogLevel      string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+
+	TestTopups     bool   `env:"TEST_TOPUPS" help:"1 offers 'add test funds' in the console; only with a loopback PUBLIC_BASE_URL"`
+	TrustedProxies string `env:"TRUSTED_PROXIES" help:"comma-separated addresses or CIDRs whose X-Forwarded-For is believed"`
+	RedisURL       string `env:"REDIS_URL" help:"redis:// URL for rate limits shared across instances; unset = in-process limits"`
+
+	StripeSecretKey     string `env:"STRIPE_SECRET_KEY" help:"Stripe secret key (unset = no card top-ups)"`
+	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET" help:"Stripe webhook signing secret"`
+	StripeAPIBase       string `env:"STRIPE_API_BASE" help:"Stripe API base URL override, for tests"`
+	ResendAPIKey        string `env:"RESEND_API_KEY" help:"Resend API key (unset = e-mails are printed to the log)"`
+	MailFrom            string `env:"MAIL_FROM" envDefault:"videogen <no-reply@localhost>" help:"sender of e-mails"`
+	ResendAPIBase       string `env:"RESEND_API_BASE" help:"Resend API base URL override, for tests"`
+
+	RateLimitRPS   float64       `env:"RATE_LIMIT_RPS" envDefault:"10" help:"per-key request rate (token bucket refill per second)"`
+	RateLimitBurst int           `env:"RATE_LIMIT_BURST" envDefault:"40" help:"per-key burst (token bucket size)"`
+	MaxQueued      int           `env:"MAX_QUEUED_PER_ACCOUNT" envDefault:"50" help:"tasks an account may have waiting for an upstream slot before create answers 429 no_capacity"`
+	KeyCacheTTL    time.Duration `env:"API_KEY_CACHE_TTL" envDefault:"2s" help:"how long an API key lookup is cached; bounds how late another instance sees a revocation"`
+
+	UpstreamBaseURL     string        `env:"UPSTREAM_BASE_URL" help:"base URL of an OpenAI-style /v1/videos upstream; unset = the built-in simulator"`
+	UpstreamAPIKeys     string        `env:"UPSTREAM_API_KEYS" help:"comma-separated upstream credentials (kept out of the database)"`
+	UpstreamConcurrency int           `env:"UPSTREAM_CONCURRENCY" envDefault:"4" help:"tasks in flight per upstream credential"`
+	UpstreamTimeout     time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"30s" help:"timeout of one upstream submit or poll call"`
+
+	SimDuration    time.Duration `env:"SIM_DURATION" envDefault:"20s" help:"how long a simulated generation takes, queued to completed"`
+	SimCredentials int           `env:"SIM_CREDENTIALS" envDefault:"2" help:"simulated upstream credentials in the pool"`
+	SimConcurrency int           `env:"SIM_CONCURRENCY" envDefault:"4" help:"tasks each simulated credential runs at once"`
+	SimDataDir     string        `env:"SIM_DATA_DIR" help:"where the simulator keeps its tasks (default DATA_DIR/sim); they outlive a platform restart"`
+
+	Workers         bool          `env:"WORKERS" envDefault:"true" help:"run the task workers in this process"`
+	WorkerID        string        `env:"WORKER_ID" help:"name of this instance in task leases (default host-pid)"`
+	QueueTimeout    time.Duration `env:"QUEUE_TIMEOUT" envDefault:"30m" help:"a task waiting this long for an upstream slot fails and is refunded"`
+	RunTimeout      time.Duration `env:"RUN_TIMEOUT" envDefault:"30m" help:"a task running upstream longer than this fails and is refunded"`
+	PollMin         time.Duration `env:"POLL_INTERVAL_MIN" envDefault:"1s" help:"first interval between upstream polls of a task"`
+	PollMax         time.Duration `env:"POLL_INTERVAL_MAX" envDefault:"30s" help:"longest interval between upstream polls of a task"`
+	LeaseDuration   time.Duration `env:"LEASE_DURATION" envDefault:"60s" help:"how long a worker holds a claimed task before another instance may take it"`
+	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s" help:"how long SIGTERM waits for requests and workers to finish"`
+}
+
+// Load reads the configuration from environ (nil means the process environment).
+func Load(environ map[string]string) (*Config, error) {
+	opts := env.Options{}
+	if environ != nil {
+		opts.Environment = environ
+	}
+	var c Config
+	if err := env.ParseWithOptions(&c, opts); err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	c.PublicBaseURL = strings.TrimRight(c.PublicBaseURL, "/")
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = filepath.Join(c.DataDir, "videogen.db")
+	}
+	if c.SimDataDir == "" {
+		c.SimDataDir = filepath.Join(c.DataDir, "sim")
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return &c, nil
+}
+
+// Production reports whether APP_ENV asks for production safety checks.
+func (c *Config) Production() bool { return c.AppEnv == "production" }
+
+// IsPostgres reports whether DATABASE_URL selects PostgreSQL.
+func (c *Config) IsPostgres() bool {
+	return strings.HasPrefix(c.DatabaseURL, "postgres://") || strings.HasPrefix(c.DatabaseURL, "postgresql://")
+}
+
+// Validate refuses settings that would be unsafe or contradictory. It runs before anything starts.
+func (c *Config) Validate() error {
+	var errs []error
+	u, err := url.Parse(c.PublicBaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("PUBLIC_BASE_URL %q is not an http(s) URL", c.PublicBaseURL))
+	}
+	switch c.AppEnv {
+	case "development", "production":
+	default:
+		errs = append(errs, fmt.Errorf("APP_ENV must be development or production, not %q", c.AppEnv))
+	}
+	if c.TestTopups && (u == nil || !isLoopbackHost(u.Hostname())) {
+		errs = append(errs, errors.New("TEST_TOPUPS=1 is refused unless PUBLIC_BASE_URL is a loopback address"))
+	}
+	if c.Production() {
+		if c.TestTopups {
+			errs = append(errs, errors.New("production refuses TEST_TOPUPS"))
+		}
+		if c.ResendAPIKey == "" {
+			errs = append(errs, errors.New("production refuses printed e-mails: set RESEND_API_KEY"))
+		}
+		if c.AppSecret == "" {
+			errs = append(errs, errors.New("production requires APP_SECRET"))
+		}
+		if u != nil && u.Scheme != "https" {
+			errs = append(errs, errors.New("production requires an https:// PUBLIC_BASE_URL"))
+		}
+	}
+	if c.UpstreamBaseURL != "" && strings.TrimSpace(c.UpstreamAPIKeys) == "" {
+		errs = append(errs, errors.New("UPSTREAM_BASE_URL needs UPSTREAM_API_KEYS"))
+	}
+	if c.RateLimitRPS <= 0 || c.RateLimitBurst < 1 {
+		errs = append(errs, errors.New("RATE_LIMIT_RPS must be > 0 and RATE_LIMIT_BURST >= 1"))
+	}
+	if c.SimCredentials < 1 || c.SimConcurrency < 1 || c.UpstreamConcurrency < 1 {
+		errs = append(errs, errors.New("SIM_CREDENTIALS, SIM_CONCURRENCY and UPSTREAM_CONCURRENCY must be >= 1"))
+	}
+	if c.PollMin <= 0 || c.PollMax < c.PollMin {
+		errs = append(errs, errors.New("POLL_INTERVAL_MIN must be > 0 and <= POLL_INTERVAL_MAX"))
+	}
+	return errors.Join(errs...)
+}
+
+// EnsureSecret fills AppSecret in development from DATA_DIR/app_secret, creating it once. Production
+// never gets here without APP_SECRET (Validate refuses it).
+func (c *Config) EnsureSecret() error {
+	if c.AppSecret != "" {
+		return nil
+	}
+	path := filepath.Join(c.DataDir, "app_secret")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		c.AppSecret = strings.TrimSpace(string(b))
+		return nil
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return fmt.Errorf("generate app secret: %w", err)
+	}
+	secret := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write app secret: %w", err)
+	}
+	c.AppSecret = secret
+	return nil
+}
+
+// Secrets returns the configured HMAC keys: the first signs, all verify.
+func (c *Config) Secrets() []string {
+	var out []string
+	for _, s := range strings.Split(c.AppSecret, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Variable is one documented setting, for `serve --help` and the README.
+type Variable struct {
+	Name, Default, Help string
+}
+
+// Variables lists every setting in declaration order.
+func Variables() []Variable {
+	var out []Variable
+	t := reflect.TypeOf(Config{})
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		out = append(out, Variable{Name: f.Tag.Get("env"), Default: f.Tag.Get("envDefault"), Help: f.Tag.Get("help")})
+	}
+	return out
+}

@@ -1,0 +1,197 @@
+// Package db opens videogen's database (PostgreSQL, or SQLite as the embedded default), applies the
+// embedded migrations and runs write transactions the way each engine needs.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"videogen/migrations"
+)
+
+// DB is the database. On SQLite, W is a pool of one connection that every write goes through (SQLite has
+// a single writer; queueing writers in Go instead of in SQLite's busy loop means SQLITE_BUSY never
+// reaches a request), and R is a pool of readers that WAL lets run beside it. On PostgreSQL both are the
+// same pool.
+type DB struct {
+	W, R     *gorm.DB
+	Postgres bool
+}
+
+// Now is the clock for timestamps the database stores: UTC, microseconds (PostgreSQL's precision), so a
+// time read back equals the time written.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// Open connects to url: a postgres:// URL or a SQLite file path. It does not migrate.
+func Open(ctx context.Context, url string) (*DB, error) {
+	gcfg := &gorm.Config{
+		Logger:                 logger.Discard,
+		NowFunc:                Now,
+		SkipDefaultTransaction: true, // every multi-statement write makes its own transaction explicitly
+		PrepareStmt:            true,
+		TranslateError:         true,
+	}
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		g, err := gorm.Open(postgres.Open(url), gcfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		sqlDB, _ := g.DB()
+		sqlDB.SetMaxOpenConns(40)
+		sqlDB.SetMaxIdleConns(40)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+		if err := sqlDB.PingContext(ctx); err != nil {
+			return nil, fmt.Errorf("connect to postgres: %w", err)
+		}
+		return &DB{W: g, R: g, Postgres: true}, nil
+	}
+
+	path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite://"), "file:")
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create database folder: %w", err)
+		}
+	}
+	// FULL keeps a committed ledger entry across a power cut, not only a process crash.
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_time_format=sqlite"
+	w, err := openSQLite(path, "_pragma=journal_mode(WAL)&_txlock=immediate&"+common, gcfg)
+	if err != nil {
+		return nil, err
+	}
+	wsql, _ := w.DB()
+	wsql.SetMaxOpenConns(1)
+	wsql.SetMaxIdleConns(1)
+	wsql.SetConnMaxLifetime(0)
+	r, err := openSQLite(path, "_pragma=query_only(1)&"+common, gcfg)
+	if err != nil {
+		return nil, err
+	}
+	rsql, _ := r.DB()
+	rsql.SetMaxOpenConns(8)
+	rsql.SetMaxIdleConns(8)
+	return &DB{W: w, R: r}, nil
+}
+
+func openSQLite(path, params string, gcfg *gorm.Config) (*gorm.DB, error) {
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params
+	g, err := gorm.Open(sqlite.Open(dsn), gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sqlDB, _ := g.DB()
+	if err := sqlDB.Ping(); err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return g, nil
+}
+
+// Close closes both pools.
+func (d *DB) Close() error {
+	var errs []error
+	for _, g := range []*gorm.DB{d.W, d.R} {
+		if s, err := g.DB(); err == nil {
+			errs = append(errs, s.Close())
+		}
+		if d.Postgres {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Tx runs fn in a write transaction. On SQLite it is BEGIN IMMEDIATE on the single writer connection, so
+// two transactions never deadlock on a read-to-write upgrade.
+func (d *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return d.W.WithContext(ctx).Transaction(fn)
+}
+
+func (d *DB) provider(locked bool) (*goose.Provider, error) {
+	dialect, dir := goose.DialectSQLite3, "sqlite"
+	var opts []goose.ProviderOption
+	if d.Postgres {
+		dialect, dir = goose.DialectPostgres, "postgres"
+	}
+	if d.Postgres && locked {
+		// Several instances may start at once; the advisory lock lets one migrate while the others wait.
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, fmt.Errorf("migration lock: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	sub, err := fs.Sub(migrations.FS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	sqlDB, err := d.W.DB()
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(dialect, sqlDB, sub, opts...)
+}
+
+// Migrate applies every pending migration and returns how many ran.
+func (d *DB) Migrate(ctx context.Context) (int, error) {
+	p, err := d.provider(true)
+	if err != nil {
+		return 0, err
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return len(res), fmt.Errorf("apply migrations: %w", err)
+	}
+	return len(res), nil
+}
+
+// Ready reports whether the database answers and its schema is at the newest embedded migration.
+func (d *DB) Ready(ctx context.Context) error {
+	sqlDB, err := d.R.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("database unreachable: %w", err)
+	}
+	p, err := d.provider(false)
+	if err != nil {
+		return err
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("read migration state: %w", err)
+	}
+	if pending {
+		return errors.New("migrations pending: run 'videogen migrate'")
+	}
+	return nil
+}
+
+// SQL returns the reading pool's *sql.DB for the few hot paths that skip GORM's reflection.
+func (d *DB) SQL() *sql.DB {
+	s, _ := d.R.DB()
+	return s
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint failure on either engine.
+func IsUniqueViolation(err error) bool {
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505")
+}

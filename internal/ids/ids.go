@@ -1,0 +1,47 @@
+// Package ids makes the random public identifiers and secrets of videogen, one function per kind.
+package ids
+
+import (
+	"crypto/rand"
+)
+
+// alphabet is URL-safe and unambiguous to copy; 62 symbols give 5.95 bits each.
+const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// random returns n characters drawn uniformly from alphabet using crypto/rand.
+func random(n int) string {
+	out := make([]byte, n)
+	buf := make([]byte, n+n/2)
+	i := 0
+	for i < n {
+		if _, err := rand.Read(buf); err != nil {
+			panic("crypto/rand failed: " + err.Error()) // the OS random source does not fail on Linux
+		}
+		for _, b := range buf {
+			// 248 = 4*62: rejecting larger bytes keeps the draw uniform.
+			if b < 248 && i < n {
+				out[i] = alphabet[b%62]
+				i++
+			}
+		}
+	}
+	return string(out)
+}
+
+// NewVideoID returns a public task id: "video_" and 24 random characters (~143 bits).
+func NewVideoID() string { return "video_" + random(24) }
+
+// NewAPIKey returns a new API key secret: "vg_" and 40 random characters (~238 bits).
+func NewAPIKey() string { return "vg_" + random(40) }
+
+// NewRequestID returns an id for one HTTP request.
+func NewRequestID() string { return "req_" + random(20) }
+
+// NewUpstreamIdempotencyKey returns the key a submission carries upstream, kept with the task.
+func NewUpstreamIdempotencyKey() string { return "vgsub_" + random(32) }
+
+// NewSimTaskID returns the id the upstream simulator gives a task.
+func NewSimTaskID() string { return "simtask_" + random(24) }
+
+// NewToken returns an opaque random token of n characters (sessions, e-mail links).
+func NewToken(n int) string { return random(n) }

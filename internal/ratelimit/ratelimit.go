@@ -1,0 +1,101 @@
+// Package ratelimit limits how fast each API key may call: a token bucket per key, kept in process or,
+// when several instances serve one customer base, in Redis (GCRA, the same bucket seen by all).
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// Limiter decides whether a key may make one more request now.
+type Limiter interface {
+	// Allow takes one token for key; when none is left it returns false and how long until one is.
+	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
+}
+
+// Local keeps one token bucket per key in this process.
+type Local struct {
+	rps     rate.Limit
+	burst   int
+	mu      sync.Mutex // makes get-or-create of a bucket atomic
+	buckets *expirable.LRU[string, *rate.Limiter]
+}
+
+// NewLocal returns an in-process limiter of rps per second with the given burst.
+func NewLocal(rps float64, burst int) *Local {
+	// A bucket unused for a minute is full again anyway, so forgetting it changes nothing.
+	return &Local{rps: rate.Limit(rps), burst: burst, buckets: expirable.NewLRU[string, *rate.Limiter](200_000, nil, time.Minute)}
+}
+
+// Allow implements Limiter.
+func (l *Local) Allow(_ context.Context, key string) (bool, time.Duration, error) {
+	l.mu.Lock()
+	b, ok := l.buckets.Get(key)
+	if !ok {
+		b = rate.NewLimiter(l.rps, l.burst)
+		l.buckets.Add(key, b)
+	}
+	l.mu.Unlock()
+	now := time.Now()
+	r := b.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d, nil
+	}
+	return true, 0, nil
+}
+
+// Redis keeps the buckets in Redis, shared by every instance.
+type Redis struct {
+	limiter *redis_rate.Limiter
+	limit   redis_rate.Limit
+	prefix  string
+}
+
+// NewRedis connects to url and returns a shared limiter; prefix namespaces its keys.
+func NewRedis(url, prefix string, rps float64, burst int) (*Redis, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	client := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := client.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("connect to redis: %w", err)
+	}
+	// GCRA with rate r per second is expressed as `perPeriod` events per period.
+	period := time.Second
+	perPeriod := rps
+	for perPeriod < 1 || perPeriod != float64(int(perPeriod)) {
+		period *= 10
+		perPeriod *= 10
+		if period > time.Hour {
+			break
+		}
+	}
+	return &Redis{
+		limiter: redis_rate.NewLimiter(client),
+		limit:   redis_rate.Limit{Rate: int(perPeriod), Burst: burst, Period: period},
+		prefix:  prefix,
+	}, nil
+}
+
+// Allow implements Limiter.
+func (r *Redis) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
+	res, err := r.limiter.Allow(ctx, r.prefix+key, r.limit)
+	if err != nil {
+		return false, 0, fmt.Errorf("rate limit in redis: %w", err)
+	}
+	if res.Allowed == 0 {
+		return false, res.RetryAfter, nil
+	}
+	return true, 0, nil
+}

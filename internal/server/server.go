@@ -1,0 +1,279 @@
+// Package server assembles videogen from its configuration — database, upstream pool (or the built-in
+// simulator), workers, call log, HTTP app — and shuts it down in the right order.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/billing"
+	"videogen/handlers"
+	"videogen/internal/apikeys"
+	"videogen/internal/blob"
+	"videogen/internal/calllog"
+	"videogen/internal/config"
+	"videogen/internal/db"
+	"videogen/internal/ratelimit"
+	"videogen/internal/upstream"
+	"videogen/internal/upstream/httpapi"
+	"videogen/internal/upstream/sim"
+	"videogen/internal/videos"
+	"videogen/internal/worker"
+)
+
+// Server is a running videogen instance.
+type Server struct {
+	Cfg     *config.Config
+	Log     *slog.Logger
+	DB      *db.DB
+	App     *fiber.App
+	Worker  *worker.Worker
+	Sim     *sim.Sim // nil when a real upstream is configured
+	Videos  *videos.Service
+	CallLog *calllog.Writer
+
+	simServer    *http.Server
+	workerCancel context.CancelFunc
+	workerDone   chan struct{}
+	closeOnce    sync.Once
+}
+
+// New builds the service from cfg: it opens and migrates the database and starts the background parts
+// (simulator, worker, call-log writer). Serve the App with Serve.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.EnsureSecret(); err != nil {
+		return nil, err
+	}
+	d, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Cfg: cfg, Log: log, DB: d}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = s.Close(context.Background())
+		}
+	}()
+	if n, err := d.Migrate(ctx); err != nil {
+		return nil, err
+	} else if n > 0 {
+		log.Info("database migrated", "migrations", n)
+	}
+	if err := billing.SeedPrices(ctx, d); err != nil {
+		return nil, err
+	}
+
+	pool, err := s.upstreamPool()
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Sync(ctx, d); err != nil {
+		return nil, err
+	}
+	blobs, err := blob.NewLocal(filepath.Join(cfg.DataDir, "blobs"))
+	if err != nil {
+		return nil, err
+	}
+
+	var limiter ratelimit.Limiter = ratelimit.NewLocal(cfg.RateLimitRPS, cfg.RateLimitBurst)
+	if cfg.RedisURL != "" {
+		if limiter, err = ratelimit.NewRedis(cfg.RedisURL, "videogen:rl:", cfg.RateLimitRPS, cfg.RateLimitBurst); err != nil {
+			return nil, err
+		}
+	}
+
+	s.Worker = worker.New(worker.Config{
+		ID: cfg.WorkerID, PollMin: cfg.PollMin, PollMax: cfg.PollMax, Lease: cfg.LeaseDuration,
+		RunTimeout: cfg.RunTimeout, OutputRetention: cfg.OutputRetention,
+	}, d, pool, blobs, log.With("part", "worker"), nil)
+	prices := billing.NewPrices(d)
+	s.Videos = &videos.Service{DB: d, Prices: prices, Blobs: blobs, MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout}
+	if cfg.Workers {
+		s.Videos.Notify = s.Worker.Notify
+	}
+	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
+	s.App = handlers.New(handlers.Deps{
+		DB: d, Log: log, Keys: apikeys.NewAuthenticator(d, cfg.KeyCacheTTL), Limiter: limiter,
+		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
+		MediaPolicy: videos.MediaPolicy{PublicBaseURL: cfg.PublicBaseURL},
+	})
+	if cfg.Workers {
+		wctx, cancel := context.WithCancel(context.Background())
+		s.workerCancel, s.workerDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.workerDone)
+			s.Worker.Run(wctx)
+		}()
+	}
+	ok = true
+	return s, nil
+}
+
+// upstreamPool returns the configured provider, or starts the built-in simulator on a loopback port and
+// returns a pool of its credentials — spoken to over HTTP like any real provider.
+func (s *Server) upstreamPool() (*upstream.Pool, error) {
+	cfg := s.Cfg
+	if cfg.UpstreamBaseURL != "" {
+		var creds []upstream.Credential
+		for i, secret := range strings.Split(cfg.UpstreamAPIKeys, ",") {
+			if secret = strings.TrimSpace(secret); secret == "" {
+				continue
+			}
+			creds = append(creds, upstream.Credential{ID: upstream.CredentialID("upstream", secret),
+				Label: fmt.Sprintf("upstream key %d", i+1), Secret: secret, MaxConcurrency: cfg.UpstreamConcurrency})
+		}
+		return upstream.NewPool(httpapi.New("upstream", cfg.UpstreamBaseURL, cfg.UpstreamTimeout), creds), nil
+	}
+	secrets, err := simSecrets(cfg.SimDataDir, cfg.SimCredentials)
+	if err != nil {
+		return nil, err
+	}
+	sm, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency,
+		Secrets: secrets, Log: s.Log.With("part", "simulator")})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("simulator listener: %w", err)
+	}
+	s.Sim = sm
+	s.simServer = &http.Server{Handler: sm, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.simServer.Serve(ln) }()
+	creds := make([]upstream.Credential, len(secrets))
+	for i, secret := range secrets {
+		creds[i] = upstream.Credential{ID: upstream.CredentialID("sim", secret), Label: fmt.Sprintf("simulated credential %d", i+1),
+			Secret: secret, MaxConcurrency: cfg.SimConcurrency}
+	}
+	base := "http://" + ln.Addr().String()
+	s.Log.Info("built-in upstream simulator started", "credentials", len(creds), "concurrency", cfg.SimConcurrency, "duration", cfg.SimDuration)
+	return upstream.NewPool(httpapi.New("sim", base, cfg.UpstreamTimeout), creds), nil
+}
+
+// simSecrets returns n simulator credentials, kept in dir so that tasks keep their credential across
+// restarts (their ids are digests of the secrets).
+func simSecrets(dir string, n int) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("simulator folder: %w", err)
+	}
+	path := filepath.Join(dir, "credentials")
+	var secrets []string
+	if b, err := os.ReadFile(path); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				secrets = append(secrets, line)
+			}
+		}
+	}
+	if len(secrets) >= n {
+		return secrets[:n], nil
+	}
+	for len(secrets) < n {
+		buf := make([]byte, 16)
+		if _, err := rand.Read(buf); err != nil {
+			return nil, err
+		}
+		secrets = append(secrets, "simkey_"+hex.EncodeToString(buf))
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(secrets, "\n")+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("save simulator credentials: %w", err)
+	}
+	return secrets, nil
+}
+
+// Serve answers HTTP on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.App.Listener(ln)
+}
+
+// Shutdown stops gracefully: no new requests, in-flight requests finish, the worker finishes the tasks
+// it holds, the call log is written out, then the database closes. ctx bounds the whole.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
+	if s.App != nil {
+		if err := s.App.ShutdownWithContext(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop http: %w", err))
+		}
+	}
+	errs = append(errs, s.Close(ctx))
+	return errors.Join(errs...)
+}
+
+// Close stops the background parts and closes the database (Shutdown calls it after the HTTP server).
+func (s *Server) Close(ctx context.Context) error {
+	var errs []error
+	s.closeOnce.Do(func() {
+		if s.workerCancel != nil {
+			s.workerCancel()
+			select {
+			case <-s.workerDone:
+			case <-ctx.Done():
+				errs = append(errs, errors.New("worker did not finish in time"))
+			}
+		}
+		if s.CallLog != nil {
+			if err := s.CallLog.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("flush call log: %w", err))
+			}
+		}
+		if s.simServer != nil {
+			_ = s.simServer.Shutdown(ctx)
+		}
+		if s.DB != nil {
+			errs = append(errs, s.DB.Close())
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Run serves on cfg.Addr until ctx ends (SIGTERM), then shuts down within cfg.ShutdownTimeout.
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	s, err := New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		_ = s.Close(context.Background())
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	log.Info("videogen serving", "addr", ln.Addr().String(), "public_base_url", cfg.PublicBaseURL, "database", dbKind(cfg))
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	select {
+	case err := <-served:
+		_ = s.Close(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests and tasks in hand")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	err = s.Shutdown(sctx)
+	log.Info("stopped")
+	return err
+}
+
+func dbKind(cfg *config.Config) string {
+	if cfg.IsPostgres() {
+		return "postgres"
+	}
+	return "sqlite:" + cfg.DatabaseURL
+}

@@ -1,0 +1,254 @@
+package videos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"gorm.io/gorm"
+
+	"videogen/billing"
+	"videogen/internal/apierr"
+	"videogen/internal/blob"
+	"videogen/internal/db"
+	"videogen/internal/ids"
+	"videogen/models"
+)
+
+// Service creates and reads tasks.
+type Service struct {
+	DB     *db.DB
+	Prices *billing.Prices
+	Blobs  blob.Store
+	// MaxQueued is how many tasks an account may have waiting for an upstream slot.
+	MaxQueued int
+	// QueueTimeout is how long a task may wait for an upstream slot.
+	QueueTimeout time.Duration
+	// Notify, when set, is called after a task is created, to wake the worker.
+	Notify func()
+	// Now is the clock; tests move it.
+	Now func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC().Truncate(time.Microsecond)
+	}
+	return db.Now()
+}
+
+// Caller is who creates a task.
+type Caller struct {
+	AccountID int64
+	KeyID     int64
+}
+
+// Created is the outcome of Create.
+type Created struct {
+	Task *models.Task
+	// Replayed is true when an Idempotency-Key matched an earlier create: nothing new was reserved.
+	Replayed bool
+}
+
+// idempotencyWindow is how long an Idempotency-Key stays bound to its task.
+const idempotencyWindow = 24 * time.Hour
+
+// MaxIdempotencyKeyLen bounds the header's length.
+const MaxIdempotencyKeyLen = 255
+
+// Create reserves the task's price and records it as queued, in one transaction; it never waits for the
+// upstream. With an idempotency key, the same key and body within 24 h return the first task.
+func (s *Service) Create(ctx context.Context, who Caller, req *CreateRequest, idemKey string) (*Created, error) {
+	if len(idemKey) > MaxIdempotencyKeyLen {
+		return nil, apierr.Field(400, "invalid_request", "Idempotency-Key", "Idempotency-Key is longer than %d characters.", MaxIdempotencyKeyLen)
+	}
+	price, err := s.Prices.PerSecond(ctx, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	hash := ""
+	if idemKey != "" {
+		hash = req.Hash()
+	}
+	// A concurrent create with the same key may win the insert; the retry then finds its row.
+	for attempt := 0; ; attempt++ {
+		out, err := s.create(ctx, who, req, price, idemKey, hash)
+		if err != nil && idemKey != "" && attempt == 0 && db.IsUniqueViolation(err) {
+			continue
+		}
+		return out, err
+	}
+}
+
+func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, price billing.Micros, idemKey, hash string) (*Created, error) {
+	now := s.now()
+	inputs, _ := json.Marshal(req.Inputs())
+	amount := price * billing.Micros(req.Seconds)
+	keyID := who.KeyID
+	task := &models.Task{
+		ID: ids.NewVideoID(), AccountID: who.AccountID, APIKeyID: &keyID,
+		Model: req.Model, Prompt: req.Prompt, Seconds: req.Seconds, Size: req.Size, AspectRatio: req.AspectRatio,
+		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Inputs: string(inputs),
+		Status: models.StatusQueued, PriceMicros: int64(price), AmountMicros: int64(amount),
+		BillingState: models.BillingReserved, NextCheckAt: now, QueueDeadline: now.Add(s.QueueTimeout),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	var out *Created
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if idemKey != "" {
+			var prior models.IdempotencyKey
+			err := tx.Where("account_id = ? AND key = ?", who.AccountID, idemKey).Take(&prior).Error
+			switch {
+			case err == nil && prior.CreatedAt.After(now.Add(-idempotencyWindow)):
+				if prior.RequestHash != hash {
+					return apierr.Field(409, "idempotency_conflict", "Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request body. Use a new key for a new video.")
+				}
+				var first models.Task
+				if err := tx.Where("id = ?", prior.TaskID).Take(&first).Error; err != nil {
+					return fmt.Errorf("load task %s of idempotency key: %w", prior.TaskID, err)
+				}
+				out = &Created{Task: &first, Replayed: true}
+				return nil
+			case err == nil: // older than the window: the key is free again
+				if err := tx.Delete(&prior).Error; err != nil {
+					return fmt.Errorf("expire idempotency key: %w", err)
+				}
+			case !errors.Is(err, gorm.ErrRecordNotFound):
+				return fmt.Errorf("look up idempotency key: %w", err)
+			}
+		}
+		if err := billing.Reserve(tx, who.AccountID, task.ID, amount); err != nil {
+			if errors.Is(err, billing.ErrInsufficientBalance) {
+				return apierr.NoBalance
+			}
+			return err
+		}
+		// Counted after the reservation locked the account row, so concurrent creates of one account
+		// see each other's tasks and the backlog cannot be overrun.
+		var waiting int64
+		if err := tx.Model(&models.Task{}).
+			Where("account_id = ? AND status = ? AND credential_id IS NULL", who.AccountID, models.StatusQueued).
+			Count(&waiting).Error; err != nil {
+			return fmt.Errorf("count waiting tasks: %w", err)
+		}
+		if int(waiting) >= s.MaxQueued {
+			return apierr.NoCapacity(10, s.MaxQueued)
+		}
+		if err := tx.Create(task).Error; err != nil {
+			return fmt.Errorf("insert task: %w", err)
+		}
+		ev := &models.TaskEvent{TaskID: task.ID, At: now, ToStatus: models.StatusQueued,
+			Detail: fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount, req.Seconds, price)}
+		if err := tx.Create(ev).Error; err != nil {
+			return fmt.Errorf("insert task event: %w", err)
+		}
+		if idemKey != "" {
+			row := &models.IdempotencyKey{AccountID: who.AccountID, Key: idemKey, RequestHash: hash, TaskID: task.ID, CreatedAt: now}
+			if err := tx.Create(row).Error; err != nil {
+				return err // a unique violation makes Create retry and find the winner's task
+			}
+		}
+		out = &Created{Task: task}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !out.Replayed && s.Notify != nil {
+		s.Notify()
+	}
+	return out, nil
+}
+
+// Get returns a task of the account. Another account's task is reported exactly like a missing one.
+func (s *Service) Get(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	if len(id) > 64 {
+		return nil, apierr.NotFound
+	}
+	var t models.Task
+	err := s.DB.R.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apierr.NotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", id, err)
+	}
+	return &t, nil
+}
+
+// ListParams are the query of GET /v1/videos.
+type ListParams struct {
+	Limit int
+	After string // id of the last task of the previous page
+	Asc   bool
+}
+
+// Page is one page of tasks.
+type Page struct {
+	Tasks   []models.Task
+	HasMore bool
+}
+
+// List returns the account's tasks, newest first unless Asc, after the cursor task.
+func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Page, error) {
+	q := s.DB.R.WithContext(ctx).Where("account_id = ?", accountID)
+	if p.After != "" {
+		var cur models.Task
+		err := s.DB.R.WithContext(ctx).Select("id", "created_at").Where("id = ? AND account_id = ?", p.After, accountID).Take(&cur).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, apierr.Field(400, "invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read cursor task: %w", err)
+		}
+		if p.Asc {
+			q = q.Where("(created_at > ?) OR (created_at = ? AND id > ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
+		} else {
+			q = q.Where("(created_at < ?) OR (created_at = ? AND id < ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
+		}
+	}
+	order := "created_at DESC, id DESC"
+	if p.Asc {
+		order = "created_at ASC, id ASC"
+	}
+	var tasks []models.Task
+	if err := q.Order(order).Limit(p.Limit + 1).Find(&tasks).Error; err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	page := &Page{Tasks: tasks}
+	if len(tasks) > p.Limit {
+		page.Tasks, page.HasMore = tasks[:p.Limit], true
+	}
+	return page, nil
+}
+
+// Content is an open, completed video.
+type Content struct {
+	Body io.ReadCloser
+	Size int64
+}
+
+// OpenContent opens a completed task's stored video for streaming.
+func (s *Service) OpenContent(ctx context.Context, accountID int64, id string) (*Content, error) {
+	t, err := s.Get(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != models.StatusCompleted {
+		return nil, apierr.VideoNotReady
+	}
+	if t.OutputKey == nil || (t.ExpiresAt != nil && !s.now().Before(*t.ExpiresAt)) {
+		return nil, apierr.VideoExpired
+	}
+	body, size, err := s.Blobs.Open(ctx, *t.OutputKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, apierr.VideoExpired // the retention janitor got there first
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open output of %s: %w", id, err)
+	}
+	return &Content{Body: body, Size: size}, nil
+}

@@ -1,0 +1,198 @@
+// Package models holds the GORM models of videogen's tables and the queries that belong to them.
+package models
+
+import "time"
+
+// Account is a tenant: it owns the wallet, the keys and the tasks. Balances are micro-dollars and change
+// only together with a ledger entry (billing.Ledger).
+type Account struct {
+	ID              int64
+	Name            string
+	AvailableMicros int64
+	ReservedMicros  int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Roles a user may have.
+const (
+	RoleMember  = "member"
+	RoleSupport = "support"
+	RoleAdmin   = "admin"
+)
+
+// User is a person who signs in; each belongs to one account.
+type User struct {
+	ID              int64
+	AccountID       int64
+	Email           string
+	PasswordHash    string
+	Role            string
+	EmailVerifiedAt *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// APIKey is a Bearer key. The secret itself is never stored: only its SHA-256 and a display prefix.
+type APIKey struct {
+	ID         int64
+	AccountID  int64
+	CreatedBy  *int64
+	Name       string
+	Prefix     string
+	SecretHash string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Price is the per-second price of one model, editable by an admin.
+type Price struct {
+	Model           string `gorm:"primaryKey"`
+	MicrosPerSecond int64
+	UpdatedAt       time.Time
+}
+
+// Ledger entry kinds (DESIGN §4).
+const (
+	KindTopup      = "topup"
+	KindTestTopup  = "test_topup"
+	KindAdjustment = "adjustment"
+	KindReserve    = "reserve"
+	KindSettle     = "settle"
+	KindRelease    = "release"
+)
+
+// LedgerEntry is one change of an account's balances. Entries are only ever inserted.
+type LedgerEntry struct {
+	ID             int64
+	AccountID      int64
+	Kind           string
+	DeltaAvailable int64
+	DeltaReserved  int64
+	AvailableAfter int64
+	ReservedAfter  int64
+	TaskID         *string
+	Reason         string
+	Actor          string
+	ExternalID     *string
+	CreatedAt      time.Time
+}
+
+// UpstreamCredential is one credential of the upstream pool. Its secret stays in the environment; the
+// row holds what several instances must agree on: how many tasks it runs now and how many it may.
+type UpstreamCredential struct {
+	ID             string `gorm:"primaryKey"`
+	Provider       string
+	Label          string
+	MaxConcurrency int
+	InFlight       int
+	Enabled        bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Task statuses.
+const (
+	StatusQueued     = "queued"
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+)
+
+// Billing states of a task's reservation.
+const (
+	BillingReserved = "reserved"
+	BillingSettled  = "settled"
+	BillingReleased = "released"
+)
+
+// Task is one video generation.
+type Task struct {
+	ID            string `gorm:"primaryKey"`
+	AccountID     int64
+	APIKeyID      *int64 `gorm:"column:api_key_id"`
+	Model         string
+	Prompt        string
+	Seconds       int
+	Size          string
+	AspectRatio   string
+	GenerateAudio bool
+	Watermark     bool
+	Inputs        string // JSON of the media inputs (TaskInputs)
+	Status        string
+	Progress      int
+	PriceMicros   int64 // per second, frozen at creation
+	AmountMicros  int64 // price × seconds, frozen at creation
+	BillingState  string
+	ErrorCode     *string
+	ErrorMessage  *string
+
+	CredentialID   *string
+	UpstreamTaskID *string
+	UpstreamKey    *string
+	SubmitAttempts int
+	PollCount      int
+	NextCheckAt    time.Time
+	QueueDeadline  time.Time
+	RunDeadline    *time.Time
+	SubmittedAt    *time.Time
+	LeaseOwner     *string
+	LeaseUntil     *time.Time
+	OutputKey      *string
+	OutputBytes    *int64
+
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
+	ExpiresAt   *time.Time
+}
+
+// Terminal reports whether the task's status can never change again.
+func (t *Task) Terminal() bool { return t.Status == StatusCompleted || t.Status == StatusFailed }
+
+// TaskInputs are the media URLs a task was created with.
+type TaskInputs struct {
+	ImageURLs     []string `json:"image_urls,omitempty"`
+	VideoURLs     []string `json:"video_urls,omitempty"`
+	AudioURLs     []string `json:"audio_urls,omitempty"`
+	StartImageURL string   `json:"start_image_url,omitempty"`
+	EndImageURL   string   `json:"end_image_url,omitempty"`
+}
+
+// TaskEvent is one line of a task's log: a status change or a notable step.
+type TaskEvent struct {
+	ID         int64
+	TaskID     string
+	At         time.Time
+	FromStatus string
+	ToStatus   string
+	Detail     string
+}
+
+// IdempotencyKey binds a client's Idempotency-Key to the task it created.
+type IdempotencyKey struct {
+	AccountID   int64  `gorm:"primaryKey"`
+	Key         string `gorm:"primaryKey"`
+	RequestHash string
+	TaskID      string
+	CreatedAt   time.Time
+}
+
+// CallLog is one API request as the customer's call log shows it.
+type CallLog struct {
+	ID                   int64
+	At                   time.Time
+	RequestID            string
+	AccountID            *int64
+	KeyPrefix            string
+	Method               string
+	Path                 string
+	Status               int
+	ErrorCode            string
+	LatencyMicros        int64
+	TaskID               string
+	AmountReservedMicros int64
+	BytesIn              int64
+	Files                int
+}
