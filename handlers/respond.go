@@ -30,7 +30,7 @@ type errorDetail struct {
 	Message   string  `json:"message"`
 	Param     *string `json:"param"`
 	Type      string  `json:"type"`
-	RequestID string  `json:"request_id"`
+	RequestID string  `json:"request_id,omitempty"`
 }
 
 // apiError renders any error as the API's error body. Errors that are not *apierr.Error are ours: they
@@ -60,7 +60,12 @@ func (h *handler) apiError(c *fiber.Ctx, err error) error {
 	if ae.RetryAfter > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.RetryAfter))
 	}
-	body := errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Type: ae.Type(), RequestID: requestID(c)}}
+	body := errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Type: ae.Type()}}
+	if ae.Status >= 500 {
+		// Support needs it to find the log line. Only here: a 404 for another account's task must be
+		// byte-identical to one for a missing task (X-Request-Id carries it on every answer anyway).
+		body.Error.RequestID = requestID(c)
+	}
 	if ae.Param != "" {
 		p := ae.Param
 		body.Error.Param = &p

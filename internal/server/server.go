@@ -43,6 +43,7 @@ type Server struct {
 	Worker  *worker.Worker
 	Sim     *sim.Sim // nil when a real upstream is configured
 	Videos  *videos.Service
+	Keys    *apikeys.Authenticator
 	CallLog *calllog.Writer
 
 	simServer    *http.Server
@@ -109,8 +110,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 		s.Videos.Notify = s.Worker.Notify
 	}
 	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
+	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL)
 	s.App = handlers.New(handlers.Deps{
-		DB: d, Log: log, Keys: apikeys.NewAuthenticator(d, cfg.KeyCacheTTL), Limiter: limiter,
+		DB: d, Log: log, Keys: s.Keys, Limiter: limiter,
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
 		MediaPolicy: videos.MediaPolicy{PublicBaseURL: cfg.PublicBaseURL},
 	})

@@ -81,4 +81,3 @@ func submitRequest(t *models.Task) (upstream.SubmitRequest, error) {
 		GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Inputs: in, IdempotencyKey: *t.UpstreamKey,
 	}, nil
 }
-

@@ -22,10 +22,10 @@ import (
 
 // Prompt directives.
 const (
-	DirectiveFail    = "[sim:fail]"    // the task fails half-way
-	DirectiveReject  = "[sim:reject]"  // the submission is refused with 400
+	DirectiveFail    = "[sim:fail]"     // the task fails half-way
+	DirectiveReject  = "[sim:reject]"   // the submission is refused with 400
 	Directive5xxOnce = "[sim:5xx-once]" // the first submission is accepted but answered with 503
-	DirectiveSlow    = "[sim:slow]"    // the task takes ten times as long
+	DirectiveSlow    = "[sim:slow]"     // the task takes ten times as long
 )
 
 // Config sets up a simulator.

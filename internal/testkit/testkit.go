@@ -1,0 +1,433 @@
+// Package testkit is the test rig: a fresh database per test (a SQLite file, and a PostgreSQL schema when
+// TEST_DATABASE_URL is set), a running server on a free port, funded accounts with keys, and checks of
+// the ledger's invariant — so tests read like the story they check.
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for creating test schemas
+	"gorm.io/gorm"
+
+	"videogen/billing"
+	"videogen/internal/accounts"
+	"videogen/internal/apikeys"
+	"videogen/internal/config"
+	"videogen/internal/db"
+	"videogen/internal/server"
+	"videogen/models"
+)
+
+// EachDB runs fn once per database engine under test: SQLite always, PostgreSQL when TEST_DATABASE_URL
+// is set. Each run gets a fresh, empty database.
+func EachDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { fn(t, SQLiteURL(t)) })
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		t.Run("postgres", func(t *testing.T) { fn(t, PostgresURL(t)) })
+	}
+}
+
+// SQLiteURL returns the path of a new SQLite database file in the test's temporary folder.
+func SQLiteURL(t testing.TB) string {
+	return filepath.Join(t.TempDir(), "videogen.db")
+}
+
+// PostgresURL returns TEST_DATABASE_URL pointed at a new schema, dropped when the test ends.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		t.Fatal("TEST_DATABASE_URL is not set")
+	}
+	schema := "t_" + randHex(8)
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		_ = admin.Close()
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		_ = admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("TEST_DATABASE_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Env returns the settings tests run with: fast simulator, tight polling, no rate limit in the way.
+// Entries of over replace them.
+func Env(t testing.TB, dbURL string, over map[string]string) map[string]string {
+	env := map[string]string{
+		"DATABASE_URL":      dbURL,
+		"DATA_DIR":          t.TempDir(),
+		"SIM_DURATION":      "100ms",
+		"POLL_INTERVAL_MIN": "10ms",
+		"POLL_INTERVAL_MAX": "100ms",
+		"RATE_LIMIT_RPS":    "100000",
+		"RATE_LIMIT_BURST":  "100000",
+		"LOG_LEVEL":         "error",
+		"WORKER_ID":         "test-" + randHex(4),
+		"SHUTDOWN_TIMEOUT":  "10s",
+	}
+	for k, v := range over {
+		env[k] = v
+	}
+	return env
+}
+
+// Server is a videogen instance serving on a free loopback port for one test.
+type Server struct {
+	*server.Server
+	URL string
+}
+
+// Start runs a server on dbURL with Env's settings plus over, and stops it when the test ends.
+func Start(t testing.TB, dbURL string, over map[string]string) *Server {
+	t.Helper()
+	cfg, err := config.Load(Env(t, dbURL, over))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartConfig(t, cfg)
+}
+
+// StartConfig runs a server with cfg.
+func StartConfig(t testing.TB, cfg *config.Config) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PublicBaseURL == "http://localhost:8080" {
+		cfg.PublicBaseURL = "http://" + ln.Addr().String()
+	}
+	level := slog.LevelError
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	s, err := server.New(context.Background(), cfg, log)
+	if err != nil {
+		_ = ln.Close()
+		t.Fatalf("start server: %v", err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	srv := &Server{Server: s, URL: "http://" + ln.Addr().String()}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return srv
+}
+
+// Account is a funded test customer.
+type Account struct {
+	ID    int64
+	Email string
+	Key   string
+}
+
+// NewAccount creates a verified user with an account credited with usd and one API key.
+func (s *Server) NewAccount(t testing.TB, usd string) Account {
+	t.Helper()
+	return NewAccount(t, s.DB, usd)
+}
+
+// NewAccount creates a verified, funded account with a key directly in d.
+func NewAccount(t testing.TB, d *db.DB, usd string) Account {
+	t.Helper()
+	ctx := context.Background()
+	email := "user-" + randHex(6) + "@example.com"
+	u, err := accounts.Create(ctx, d, accounts.NewUser{Email: email, Verified: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usd != "" && usd != "0" {
+		amt, err := billing.ParseUSD(usd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: amt, Reason: "test funds", Actor: "testkit"}).Apply(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret, _, err := apikeys.Create(ctx, d, u.AccountID, "test", &u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Account{ID: u.AccountID, Email: email, Key: secret}
+}
+
+// Resp is an HTTP answer read whole (tests only).
+type Resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body as an object; it fails the test if it is not one.
+func (r *Resp) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object (status %d): %q", r.Status, truncate(r.Body))
+	}
+	return m
+}
+
+// ErrorCode returns error.code of an error body, or "".
+func (r *Resp) ErrorCode() string {
+	var m struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &m)
+	return m.Error.Code
+}
+
+func truncate(b []byte) string {
+	if len(b) > 500 {
+		return string(b[:500]) + "…"
+	}
+	return string(b)
+}
+
+var client = &http.Client{Timeout: 60 * time.Second}
+
+// Do sends a request. body may be nil, a string/[]byte (sent as is) or any value (sent as JSON). With a
+// JSON or string body, Content-Type is application/json unless headers set it. headers are name, value
+// pairs.
+func (s *Server) Do(t testing.TB, method, path, key string, body any, headers ...string) *Resp {
+	t.Helper()
+	return Do(t, s.URL, method, path, key, body, headers...)
+}
+
+// Do sends a request to base.
+func Do(t testing.TB, base, method, path, key string, body any, headers ...string) *Resp {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return &Resp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// CreateVideo posts a create request and requires a 200; it returns the video object.
+func (s *Server) CreateVideo(t testing.TB, key string, body map[string]any, headers ...string) map[string]any {
+	t.Helper()
+	r := s.Do(t, "POST", "/v1/videos", key, body, headers...)
+	if r.Status != 200 {
+		t.Fatalf("create video: status %d: %s", r.Status, r.Body)
+	}
+	return r.JSON(t)
+}
+
+// WaitStatus polls the task until its status is one of want, and returns it.
+func (s *Server) WaitStatus(t testing.TB, key, id string, timeout time.Duration, want ...string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last map[string]any
+	for time.Now().Before(deadline) {
+		r := s.Do(t, "GET", "/v1/videos/"+id, key, nil)
+		if r.Status != 200 {
+			t.Fatalf("poll %s: status %d: %s", id, r.Status, r.Body)
+		}
+		last = r.JSON(t)
+		for _, w := range want {
+			if last["status"] == w {
+				return last
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("task %s did not reach %v within %s; last: %v", id, want, timeout, last)
+	return nil
+}
+
+// Task reads a task row.
+func Task(t testing.TB, d *db.DB, id string) models.Task {
+	t.Helper()
+	var task models.Task
+	if err := d.R.Where("id = ?", id).Take(&task).Error; err != nil {
+		t.Fatalf("read task %s: %v", id, err)
+	}
+	return task
+}
+
+// Entries returns the ledger entries of a task, oldest first.
+func Entries(t testing.TB, d *db.DB, taskID string) []models.LedgerEntry {
+	t.Helper()
+	var es []models.LedgerEntry
+	if err := d.R.Where("task_id = ?", taskID).Order("id").Find(&es).Error; err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// Kinds lists the kinds of entries.
+func Kinds(es []models.LedgerEntry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+// CheckLedger fails the test unless the invariant of DESIGN §4 holds for every account (available and
+// reserved equal the sums of their deltas, reserved >= 0), every task's entries match its billing state
+// exactly once, and every credential's in_flight equals its unfinished tasks.
+func CheckLedger(t testing.TB, d *db.DB) {
+	t.Helper()
+	for _, msg := range LedgerProblems(d) {
+		t.Error(msg)
+	}
+}
+
+// LedgerProblems returns each violation of the invariants CheckLedger checks. It reads one consistent
+// snapshot (a read transaction), so it may run while tasks are moving.
+func LedgerProblems(d *db.DB) []string {
+	var out []string
+	var opts []*sql.TxOptions
+	if d.Postgres {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	}
+	err := d.R.Transaction(func(tx *gorm.DB) error {
+		out = ledgerProblems(tx)
+		return nil
+	}, opts...)
+	if err != nil {
+		out = append(out, err.Error())
+	}
+	return out
+}
+
+func ledgerProblems(tx *gorm.DB) []string {
+	d := struct{ R *gorm.DB }{R: tx}
+	var out []string
+	var accts []models.Account
+	if err := d.R.Find(&accts).Error; err != nil {
+		return []string{err.Error()}
+	}
+	for _, a := range accts {
+		var sum struct{ A, R int64 }
+		d.R.Raw("SELECT COALESCE(SUM(delta_available), 0) AS a, COALESCE(SUM(delta_reserved), 0) AS r FROM ledger_entries WHERE account_id = ?", a.ID).Scan(&sum)
+		if sum.A != a.AvailableMicros || sum.R != a.ReservedMicros {
+			out = append(out, fmt.Sprintf("account %d: balances %d/%d but entries sum to %d/%d", a.ID, a.AvailableMicros, a.ReservedMicros, sum.A, sum.R))
+		}
+		if a.ReservedMicros < 0 {
+			out = append(out, fmt.Sprintf("account %d: reserved %d < 0", a.ID, a.ReservedMicros))
+		}
+		var last models.LedgerEntry
+		if err := d.R.Where("account_id = ?", a.ID).Order("id DESC").Limit(1).Find(&last).Error; err == nil && last.ID != 0 &&
+			(last.AvailableAfter != a.AvailableMicros || last.ReservedAfter != a.ReservedMicros) {
+			out = append(out, fmt.Sprintf("account %d: last entry says %d/%d after, account holds %d/%d", a.ID, last.AvailableAfter, last.ReservedAfter, a.AvailableMicros, a.ReservedMicros))
+		}
+	}
+	var tasks []models.Task
+	d.R.Find(&tasks)
+	want := map[string][]string{
+		models.BillingReserved: {models.KindReserve},
+		models.BillingSettled:  {models.KindReserve, models.KindSettle},
+		models.BillingReleased: {models.KindReserve, models.KindRelease},
+	}
+	inFlight := map[string]int{}
+	for _, task := range tasks {
+		var es []models.LedgerEntry
+		d.R.Where("task_id = ?", task.ID).Order("id").Find(&es)
+		got := Kinds(es)
+		if strings.Join(got, ",") != strings.Join(want[task.BillingState], ",") {
+			out = append(out, fmt.Sprintf("task %s (%s, billing %s): entries %v", task.ID, task.Status, task.BillingState, got))
+		}
+		for _, e := range es {
+			if e.DeltaReserved != task.AmountMicros && e.DeltaReserved != -task.AmountMicros {
+				out = append(out, fmt.Sprintf("task %s: %s entry moves %d, task amount is %d", task.ID, e.Kind, e.DeltaReserved, task.AmountMicros))
+			}
+		}
+		switch {
+		case task.Status == models.StatusCompleted && task.BillingState != models.BillingSettled,
+			task.Status == models.StatusFailed && task.BillingState != models.BillingReleased,
+			!task.Terminal() && task.BillingState != models.BillingReserved:
+			out = append(out, fmt.Sprintf("task %s: status %s with billing %s", task.ID, task.Status, task.BillingState))
+		}
+		if task.CredentialID != nil && !task.Terminal() {
+			inFlight[*task.CredentialID]++
+		}
+	}
+	var creds []models.UpstreamCredential
+	d.R.Find(&creds)
+	for _, c := range creds {
+		if c.InFlight != inFlight[c.ID] {
+			out = append(out, fmt.Sprintf("credential %s: in_flight %d, unfinished tasks %d", c.ID, c.InFlight, inFlight[c.ID]))
+		}
+	}
+	return out
+}
