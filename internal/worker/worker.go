@@ -225,7 +225,7 @@ func (w *Worker) acquireSlot(ctx context.Context, t *models.Task) (upstream.Cred
 		if res.RowsAffected == 0 {
 			return gorm.ErrRecordNotFound // failed by its deadline meanwhile: roll the slot back
 		}
-		return event(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s, idempotency key %s", cred.ID, key))
+		return event(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s, idempotency key %s (worker %s)", cred.ID, key, w.cfg.ID))
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return upstream.Credential{}, false, nil
@@ -250,7 +250,7 @@ func (w *Worker) recordAttempt(ctx context.Context, t *models.Task) error {
 			return errors.New("task is no longer waiting for submission")
 		}
 		t.SubmitAttempts++
-		return event(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt %d on upstream credential %s, same idempotency key %s", t.SubmitAttempts, *t.CredentialID, *t.UpstreamKey))
+		return event(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt %d on upstream credential %s, same idempotency key %s (worker %s)", t.SubmitAttempts, *t.CredentialID, *t.UpstreamKey, w.cfg.ID))
 	})
 }
 

@@ -63,10 +63,11 @@ type Sim struct {
 	cfg    Config
 	owners map[string]bool
 
-	mu     sync.Mutex
-	tasks  map[string]*Task
-	byKey  map[string]string // owner + key → task id
-	render sync.Map          // task id → *sync.Mutex, so one output is rendered once
+	mu      sync.Mutex
+	refused int // submissions answered 429 because the credential was full
+	tasks   map[string]*Task
+	byKey   map[string]string // owner + key → task id
+	render  sync.Map          // task id → *sync.Mutex, so one output is rendered once
 }
 
 // New opens (or creates) a simulator whose state lives in cfg.Dir.
@@ -196,6 +197,7 @@ func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
 		}
 	}
 	if running >= s.cfg.Concurrency {
+		s.refused++
 		return nil, false, errCapacity
 	}
 	t.ID = ids.NewSimTaskID()
@@ -228,6 +230,14 @@ func (s *Sim) markAnswered5xx(t *Task) error {
 	defer s.mu.Unlock()
 	t.Answered5xx = true
 	return s.save(t)
+}
+
+// Refused returns how many submissions were refused because their credential was at capacity: a
+// platform that counts its slots right never causes one.
+func (s *Sim) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // Tasks returns a copy of every task the simulator knows, for tests and the operator.

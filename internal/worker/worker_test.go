@@ -1,0 +1,276 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"videogen/internal/testkit"
+	"videogen/internal/upstream/sim"
+	"videogen/models"
+)
+
+func events(t *testing.T, s *testkit.Server, id string) []models.TaskEvent {
+	t.Helper()
+	var es []models.TaskEvent
+	s.DB.R.Where("task_id = ?", id).Order("id").Find(&es)
+	return es
+}
+
+func transitions(es []models.TaskEvent) string {
+	var out []string
+	for _, e := range es {
+		if e.FromStatus != e.ToStatus {
+			out = append(out, e.FromStatus+">"+e.ToStatus)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func simTask(t *testing.T, s *testkit.Server, prompt string) sim.Task {
+	t.Helper()
+	var found []sim.Task
+	for _, st := range s.Sim.Tasks() {
+		if st.Prompt == prompt {
+			found = append(found, st)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d simulator tasks with prompt %q, want exactly 1", len(found), prompt)
+	}
+	return found[0]
+}
+
+func TestTaskOutcomes(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "300ms"})
+		acct := s.NewAccount(t, "100")
+		create := func(prompt string, extra ...any) string {
+			body := map[string]any{"model": "videogen-2.0-480p", "prompt": prompt}
+			for i := 0; i+1 < len(extra); i += 2 {
+				body[extra[i].(string)] = extra[i+1]
+			}
+			return s.CreateVideo(t, acct.Key, body)["id"].(string)
+		}
+		ok := create("a calm lake", "generate_audio", true)
+		fail := create("a storm [sim:fail]")
+		reject := create("forbidden [sim:reject]")
+		flaky := create("a bridge [sim:5xx-once]")
+
+		// A normal task: queued → in progress → completed, settled, on one credential, with its audio flag sent upstream.
+		v := s.WaitStatus(t, acct.Key, ok, 20*time.Second, "completed", "failed")
+		if v["status"] != "completed" || v["billing"].(map[string]any)["state"] != "settled" {
+			t.Fatalf("ok task %v", v)
+		}
+		task := testkit.Task(t, s.DB, ok)
+		if task.CredentialID == nil || task.UpstreamTaskID == nil || task.SubmitAttempts != 1 {
+			t.Fatalf("ok task row %+v", task)
+		}
+		if got := transitions(events(t, s, ok)); got != ">queued queued>in_progress in_progress>completed" {
+			t.Fatalf("task log %q", got)
+		}
+		if st := simTask(t, s, "a calm lake"); !st.GenerateAudio || st.ID != *task.UpstreamTaskID || st.Submissions != 1 {
+			t.Fatalf("simulator saw %+v", st)
+		}
+		if got := testkit.Kinds(testkit.Entries(t, s.DB, ok)); fmt.Sprint(got) != "[reserve settle]" {
+			t.Fatalf("ok entries %v", got)
+		}
+
+		// [sim:fail]: fails upstream → failed, released.
+		v = s.WaitStatus(t, acct.Key, fail, 20*time.Second, "completed", "failed")
+		if v["status"] != "failed" || v["error"].(map[string]any)["code"] != "generation_failed" || v["billing"].(map[string]any)["state"] != "released" {
+			t.Fatalf("fail task %v", v)
+		}
+		if got := testkit.Kinds(testkit.Entries(t, s.DB, fail)); fmt.Sprint(got) != "[reserve release]" {
+			t.Fatalf("fail entries %v", got)
+		}
+
+		// [sim:reject]: refused at submission → failed, released, never polled.
+		v = s.WaitStatus(t, acct.Key, reject, 20*time.Second, "completed", "failed")
+		if v["status"] != "failed" || v["error"].(map[string]any)["code"] != "upstream_rejected" || v["billing"].(map[string]any)["state"] != "released" {
+			t.Fatalf("reject task %v", v)
+		}
+		if got := transitions(events(t, s, reject)); got != ">queued queued>failed" {
+			t.Fatalf("reject task log %q", got)
+		}
+
+		// [sim:5xx-once]: accepted, answered 503 → retried on the same credential with the same key, one
+		// upstream task, completed and settled.
+		v = s.WaitStatus(t, acct.Key, flaky, 20*time.Second, "completed", "failed")
+		if v["status"] != "completed" || v["billing"].(map[string]any)["state"] != "settled" {
+			t.Fatalf("5xx-once task %v", v)
+		}
+		ft := testkit.Task(t, s.DB, flaky)
+		st := simTask(t, s, "a bridge [sim:5xx-once]")
+		if ft.SubmitAttempts != 2 || st.Submissions != 2 || st.ID != *ft.UpstreamTaskID || st.IdemKey != *ft.UpstreamKey || !st.Answered5xx {
+			t.Fatalf("5xx-once: platform %+v, simulator %+v", ft, st)
+		}
+		var attempts []string
+		for _, e := range events(t, s, flaky) {
+			if strings.HasPrefix(e.Detail, "submission attempt") {
+				attempts = append(attempts, e.Detail)
+			}
+		}
+		if len(attempts) != 3 || !strings.Contains(attempts[2], *ft.CredentialID) || !strings.Contains(attempts[2], *ft.UpstreamKey) {
+			t.Fatalf("attempts recorded: %q", attempts)
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+func TestDeadlines(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		// One credential running one task at a time: the slow task holds it, the next one waits in the queue.
+		s := testkit.Start(t, dbURL, map[string]string{
+			"SIM_DURATION": "150ms", "SIM_CREDENTIALS": "1", "SIM_CONCURRENCY": "1",
+			"RUN_TIMEOUT": "600ms", "QUEUE_TIMEOUT": "400ms",
+		})
+		acct := s.NewAccount(t, "100")
+		slow := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "takes ages [sim:slow]"})["id"].(string)
+		deadline := time.Now().Add(5 * time.Second)
+		for testkit.Task(t, s.DB, slow).CredentialID == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("slow task never submitted")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		waiting := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "waits for a slot"})["id"].(string)
+
+		v := s.WaitStatus(t, acct.Key, waiting, 10*time.Second, "failed", "completed")
+		if v["status"] != "failed" || v["error"].(map[string]any)["code"] != "queue_timeout" || v["billing"].(map[string]any)["state"] != "released" {
+			t.Fatalf("waiting task %v", v)
+		}
+		if testkit.Task(t, s.DB, waiting).CredentialID != nil {
+			t.Fatal("task past its queue deadline was submitted")
+		}
+		v = s.WaitStatus(t, acct.Key, slow, 10*time.Second, "failed", "completed")
+		if v["status"] != "failed" || v["error"].(map[string]any)["code"] != "run_timeout" || v["billing"].(map[string]any)["state"] != "released" {
+			t.Fatalf("slow task %v", v)
+		}
+
+		// The upstream finishes the slow task later (1.5 s): the completion is logged and ignored.
+		time.Sleep(time.Until(simTask(t, s, "takes ages [sim:slow]").CreatedAt.Add(1600 * time.Millisecond)))
+		state, err := s.Worker.Recheck(context.Background(), slow)
+		if err != nil || state != "completed" {
+			t.Fatalf("recheck: %q %v", state, err)
+		}
+		after := testkit.Task(t, s.DB, slow)
+		es := events(t, s, slow)
+		if after.Status != "failed" || after.BillingState != "released" || !strings.Contains(es[len(es)-1].Detail, "ignored") {
+			t.Fatalf("after late completion: %s/%s, last event %q", after.Status, after.BillingState, es[len(es)-1].Detail)
+		}
+		if got := testkit.Kinds(testkit.Entries(t, s.DB, slow)); fmt.Sprint(got) != "[reserve release]" {
+			t.Fatalf("entries %v", got)
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+func TestCapacityAndBacklog(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{
+			"SIM_DURATION": "800ms", "SIM_CREDENTIALS": "2", "SIM_CONCURRENCY": "1", "MAX_QUEUED_PER_ACCOUNT": "2",
+		})
+		acct := s.NewAccount(t, "100")
+		body := func(i int) map[string]any { return map[string]any{"model": "videogen-2.0-480p", "prompt": fmt.Sprintf("task %d", i)} }
+		a := s.CreateVideo(t, acct.Key, body(1))["id"].(string)
+		b := s.CreateVideo(t, acct.Key, body(2))["id"].(string)
+		deadline := time.Now().Add(5 * time.Second)
+		for testkit.Task(t, s.DB, a).CredentialID == nil || testkit.Task(t, s.DB, b).CredentialID == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("first two tasks not submitted")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if *testkit.Task(t, s.DB, a).CredentialID == *testkit.Task(t, s.DB, b).CredentialID {
+			t.Fatal("both tasks on one credential: the least-loaded credential was not chosen")
+		}
+		// Every credential is full: the next tasks wait queued, without a credential.
+		c := s.CreateVideo(t, acct.Key, body(3))["id"].(string)
+		d := s.CreateVideo(t, acct.Key, body(4))["id"].(string)
+		time.Sleep(100 * time.Millisecond)
+		for _, id := range []string{c, d} {
+			if tk := testkit.Task(t, s.DB, id); tk.Status != "queued" || tk.CredentialID != nil {
+				t.Fatalf("task %s while credentials are full: %s on %v", id, tk.Status, tk.CredentialID)
+			}
+		}
+		// Past the backlog: 429 no_capacity with Retry-After, nothing written.
+		r := s.Do(t, "POST", "/v1/videos", acct.Key, body(5))
+		if r.Status != 429 || r.ErrorCode() != "no_capacity" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("over the backlog: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
+		}
+		var n int64
+		s.DB.R.Model(&models.Task{}).Where("account_id = ?", acct.ID).Count(&n)
+		if n != 4 {
+			t.Fatalf("%d tasks written", n)
+		}
+		for _, id := range []string{a, b, c, d} {
+			if v := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed", "failed"); v["status"] != "completed" {
+				t.Fatalf("task %s %v", id, v)
+			}
+		}
+		if s.Sim.Refused() != 0 {
+			t.Fatalf("the simulator refused %d submissions: slots were miscounted", s.Sim.Refused())
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+// TestInstancesShareOneDatabase runs two instances with workers on one database and one upstream: every
+// task is submitted exactly once, no credential is overfilled, and billing stays exact.
+func TestInstancesShareOneDatabase(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		secrets := []string{"upstream-key-one", "upstream-key-two"}
+		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 200 * time.Millisecond, Concurrency: 3, Secrets: secrets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(up)
+		defer hs.Close()
+		env := map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": strings.Join(secrets, ","), "UPSTREAM_CONCURRENCY": "3", "MAX_QUEUED_PER_ACCOUNT": "100"}
+		one := testkit.Start(t, dbURL, env)
+		two := testkit.Start(t, dbURL, env)
+		acct := one.NewAccount(t, "100")
+		const n = 24
+		var ids []string
+		for i := 0; i < n; i++ {
+			srv := one
+			if i%2 == 1 {
+				srv = two
+			}
+			ids = append(ids, srv.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": fmt.Sprintf("shared %d", i)})["id"].(string))
+		}
+		for _, id := range ids {
+			if v := one.WaitStatus(t, acct.Key, id, 60*time.Second, "completed", "failed"); v["status"] != "completed" {
+				t.Fatalf("task %s: %v", id, v)
+			}
+		}
+		tasks := up.Tasks()
+		if len(tasks) != n {
+			t.Fatalf("upstream has %d tasks for %d created", len(tasks), n)
+		}
+		for _, st := range tasks {
+			if st.Submissions != 1 {
+				t.Fatalf("upstream task %s was submitted %d times", st.ID, st.Submissions)
+			}
+		}
+		if up.Refused() != 0 {
+			t.Fatalf("upstream refused %d submissions for capacity", up.Refused())
+		}
+		byWorker := map[string]int{}
+		var first []models.TaskEvent
+		one.DB.R.Where("detail LIKE ?", "submission attempt 1 %").Find(&first)
+		for _, e := range first {
+			for _, w := range []string{one.Cfg.WorkerID, two.Cfg.WorkerID} {
+				if strings.Contains(e.Detail, "(worker "+w+")") {
+					byWorker[w]++
+				}
+			}
+		}
+		t.Logf("submissions per instance: %v", byWorker)
+		testkit.CheckLedger(t, one.DB)
+	})
+}
