@@ -1,0 +1,40 @@
+# videogen — `make run` serves the whole product on SQLite; `make test` runs every test.
+GO      ?= go
+BIN     := bin/videogen
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run build test test-deps bench fuzz vet fmt clean
+
+run: build ## build and serve on :8080 (SQLite under data/, built-in simulator, test top-ups)
+	TEST_TOPUPS=1 ./$(BIN) serve
+
+build:
+	$(GO) build -o $(BIN) ./cmd/videogen
+
+test: test-deps ## every test, race detector on; PostgreSQL too when TEST_DATABASE_URL is set
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Tools the tests drive that a fresh machine lacks (Debian packages).
+test-deps:
+	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || { \
+		echo "installing ffmpeg (test-only: decodes the simulator's videos)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
+
+bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; writes docs/performance.md
+	$(GO) build -o bin/videogen-bench ./cmd/videogen-bench
+	./bin/videogen-bench -videogen ./$(BIN) -out docs/performance.md
+
+fuzz: ## run each fuzz target for 30 s
+	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime 30s ./internal/videos/
+	$(GO) test -run XXX -fuzz FuzzParseUSD -fuzztime 30s ./billing/
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+
+fmt:
+	gofmt -w .
+
+clean:
+	rm -rf bin

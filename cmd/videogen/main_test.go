@@ -1,0 +1,375 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"videogen/internal/db"
+	"videogen/internal/testkit"
+	"videogen/internal/upstream/sim"
+	"videogen/models"
+)
+
+// bin is the videogen binary under test, built once (with the race detector) by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "videogen-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "videogen")
+	build := exec.Command("go", "build", "-race", "-o", bin, ".")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build videogen:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// environ is a minimal environment: nothing of the developer's shell leaks into the product's settings.
+func environ(env map[string]string) []string {
+	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// run executes a videogen command and returns stdout, stderr and the exit code.
+func run(t *testing.T, dir string, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, environ(env)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// process is a running `videogen serve`.
+type process struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	exited chan struct{} // closed when the process has exited; err is then set
+	err    error
+}
+
+func serve(t *testing.T, dir string, env map[string]string) *process {
+	t.Helper()
+	addr := freeAddr(t)
+	env["ADDR"] = addr
+	cmd := exec.Command(bin)
+	cmd.Dir, cmd.Env = dir, environ(env)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, url: "http://" + addr, stderr: &errb, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(p.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("videogen exited at start: %v\n%s", p.err, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("videogen not ready after 30 s:\n%s", errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFreshStart: with nothing configured the binary creates its SQLite file and secret under data/,
+// migrates, and serves; `migrate` and `serve --help` work.
+func TestFreshStart(t *testing.T) {
+	dir := t.TempDir()
+	p := serve(t, dir, map[string]string{})
+	if r := testkit.Do(t, p.url, "GET", "/healthz", "", nil); r.Status != 200 {
+		t.Fatalf("healthz %d", r.Status)
+	}
+	for _, f := range []string{"data/videogen.db", "data/app_secret", "data/sim/credentials"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if strings.HasSuffix(f, "secret") && st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s mode %v, want 0600", f, st.Mode().Perm())
+		}
+	}
+	out, _, code := run(t, dir, map[string]string{}, "migrate")
+	if code != 0 || !strings.Contains(out, "applied 0 migration(s)") {
+		t.Fatalf("migrate: %d %q", code, out)
+	}
+	out, _, code = run(t, dir, map[string]string{}, "serve", "--help")
+	for _, v := range []string{"ADDR", "DATABASE_URL", "PUBLIC_BASE_URL", "APP_SECRET", "SIM_DURATION", "RATE_LIMIT_RPS", "REDIS_URL"} {
+		if code != 0 || !strings.Contains(out, v) {
+			t.Fatalf("serve --help lacks %s: %q", v, out)
+		}
+	}
+	// Production refuses unsafe settings and says which.
+	_, stderr, code := run(t, dir, map[string]string{"APP_ENV": "production", "ADDR": freeAddr(t)}, "serve")
+	if code == 0 || !strings.Contains(stderr, "RESEND_API_KEY") || !strings.Contains(stderr, "APP_SECRET") || !strings.Contains(stderr, "https") {
+		t.Fatalf("production with defaults: exit %d %q", code, stderr)
+	}
+}
+
+func TestCLI(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		dir := t.TempDir()
+		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "200ms", "POLL_INTERVAL_MIN": "20ms"}
+		out, stderr, code := run(t, dir, env, "accounts", "create", "--email", "Ada@Example.com", "--password", "correct horse battery", "--role", "admin")
+		if code != 0 || !strings.Contains(out, "admin user ada@example.com") {
+			t.Fatalf("accounts create: %d %q %q", code, out, stderr)
+		}
+		key, stderr, code := run(t, dir, env, "keys", "create", "--email", "ada@example.com", "--name", "ci")
+		key = strings.TrimSpace(key)
+		if code != 0 || !strings.HasPrefix(key, "vg_") || strings.Contains(key, "\n") || !strings.Contains(stderr, key[:11]) {
+			t.Fatalf("keys create printed %q (stderr %q): stdout must be the secret alone", key, stderr)
+		}
+		out, _, code = run(t, dir, env, "wallet", "credit", "--email", "ada@example.com", "--usd", "25.00", "--reason", "welcome credit")
+		if code != 0 || !strings.Contains(out, "available 25.000000 USD") {
+			t.Fatalf("wallet credit: %d %q", code, out)
+		}
+
+		p := serve(t, dir, env)
+		r := testkit.Do(t, p.url, "POST", "/v1/videos", key, map[string]any{"model": "videogen-2.0-720p", "prompt": "cli user's first video"})
+		if r.Status != 200 {
+			t.Fatalf("create with the CLI's key: %d %s", r.Status, r.Body)
+		}
+		out, _, code = run(t, dir, env, "wallet", "credit", "--email", "ada@example.com", "--usd", "-0.50", "--reason", "goodwill correction")
+		if code != 0 || !strings.Contains(out, "available 23.300000 USD, reserved 1.200000 USD") {
+			t.Fatalf("debit: %d %q", code, out)
+		}
+		out, _, code = run(t, dir, env, "keys", "revoke", "--prefix", key[:11])
+		if code != 0 || !strings.Contains(out, "revoked "+key[:11]) {
+			t.Fatalf("revoke: %d %q", code, out)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for testkit.Do(t, p.url, "GET", "/v1/models", key, nil).Status != 401 {
+			if time.Now().After(deadline) {
+				t.Fatal("the running server still accepts a key revoked from the CLI")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+
+		// The ledger has the adjustments with their reasons and actor.
+		d, err := db.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var adj []models.LedgerEntry
+		d.R.Where("kind = ?", models.KindAdjustment).Order("id").Find(&adj)
+		if len(adj) != 2 || adj[0].Reason != "welcome credit" || adj[1].DeltaAvailable != -500_000 || !strings.HasPrefix(adj[0].Actor, "cli") {
+			t.Fatalf("adjustments %+v", adj)
+		}
+
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"accounts", "create", "--email", "ada@example.com"}, "already exists"},
+			{[]string{"accounts", "create", "--email", "not-an-email"}, "not an e-mail address"},
+			{[]string{"accounts", "create", "--email", "b@example.com", "--role", "root"}, "role must be"},
+			{[]string{"accounts", "create", "--email", "c@example.com", "--password", "short"}, "at least 10"},
+			{[]string{"accounts", "create"}, "email"},
+			{[]string{"keys", "create", "--email", "nobody@example.com"}, "no user"},
+			{[]string{"keys", "revoke", "--prefix", "vg_nothing"}, "no api key"},
+			{[]string{"wallet", "credit", "--email", "ada@example.com", "--usd", "ten", "--reason", "x"}, "invalid amount"},
+			{[]string{"wallet", "credit", "--email", "ada@example.com", "--usd", "5", "--reason", " "}, "reason"},
+			{[]string{"wallet", "credit", "--email", "ada@example.com", "--usd", "0", "--reason", "x"}, "zero"},
+			{[]string{"nonsense"}, "unknown command"},
+		} {
+			out, stderr, code := run(t, dir, env, tc.args...)
+			if code == 0 || out != "" || !strings.Contains(strings.ToLower(stderr), tc.want) {
+				t.Errorf("%v: exit %d stdout %q stderr %q, want non-zero exit and %q on stderr", tc.args, code, out, stderr, tc.want)
+			}
+		}
+	})
+}
+
+// TestCrashRecovery kills the server with SIGKILL while tasks are in every stage, restarts it, and shows
+// every task still ends exactly once with its billing right and one upstream task each.
+func TestCrashRecovery(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		dir := t.TempDir()
+		env := map[string]string{
+			"DATABASE_URL": dbURL, "SIM_DURATION": "1500ms", "SIM_CONCURRENCY": "3", "POLL_INTERVAL_MIN": "50ms",
+			"POLL_INTERVAL_MAX": "200ms", "LEASE_DURATION": "1s", "RATE_LIMIT_RPS": "1000", "RATE_LIMIT_BURST": "1000",
+		}
+		_, _, code := run(t, dir, env, "accounts", "create", "--email", "crash@example.com")
+		key, _, code2 := run(t, dir, env, "keys", "create", "--email", "crash@example.com")
+		_, _, code3 := run(t, dir, env, "wallet", "credit", "--email", "crash@example.com", "--usd", "100", "--reason", "test")
+		if code+code2+code3 != 0 {
+			t.Fatal("setup failed")
+		}
+		key = strings.TrimSpace(key)
+		p := serve(t, dir, env)
+		prompts := []string{"plain", "[sim:fail]", "[sim:5xx-once]", "[sim:reject]"}
+		var ids []string
+		for i := 0; i < 16; i++ {
+			r := testkit.Do(t, p.url, "POST", "/v1/videos", key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": fmt.Sprintf("crash %d %s", i, prompts[i%4])})
+			if r.Status != 200 {
+				t.Fatalf("create: %d %s", r.Status, r.Body)
+			}
+			ids = append(ids, r.JSON(t)["id"].(string))
+		}
+		time.Sleep(700 * time.Millisecond) // some submitted, some running, most still waiting for a slot
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+
+		p2 := serve(t, dir, env)
+		deadline := time.Now().Add(90 * time.Second)
+		for _, id := range ids {
+			for {
+				v := testkit.Do(t, p2.url, "GET", "/v1/videos/"+id, key, nil).JSON(t)
+				if v["status"] == "completed" || v["status"] == "failed" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("task %s stuck at %v after restart\n%s", id, v["status"], p2.stderr.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		d, err := db.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		testkit.CheckLedger(t, d)
+		perKey := map[string]int{}
+		var simDir = filepath.Join(dir, "data", "sim")
+		up, err := sim.New(sim.Config{Dir: simDir, Duration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range up.Tasks() {
+			perKey[st.IdemKey]++
+		}
+		for i, id := range ids {
+			task := testkit.Task(t, d, id)
+			wantStatus := map[int]string{0: "completed", 1: "failed", 2: "completed", 3: "failed"}[i%4]
+			if task.Status != wantStatus {
+				t.Errorf("task %d (%s): %s, want %s", i, prompts[i%4], task.Status, wantStatus)
+			}
+			if i%4 == 3 {
+				continue // refused upstream: no upstream task
+			}
+			if task.UpstreamKey == nil || perKey[*task.UpstreamKey] != 1 {
+				t.Errorf("task %d has %d upstream tasks", i, perKey[deref(task.UpstreamKey)])
+			}
+		}
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// TestGracefulShutdown sends SIGTERM under load: the process exits cleanly, every answered request has
+// its call-log row, and no task is left leased.
+func TestGracefulShutdown(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		dir := t.TempDir()
+		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "300ms", "POLL_INTERVAL_MIN": "20ms", "RATE_LIMIT_RPS": "1000", "RATE_LIMIT_BURST": "1000"}
+		run(t, dir, env, "accounts", "create", "--email", "term@example.com")
+		key, _, _ := run(t, dir, env, "keys", "create", "--email", "term@example.com")
+		run(t, dir, env, "wallet", "credit", "--email", "term@example.com", "--usd", "50", "--reason", "test")
+		key = strings.TrimSpace(key)
+		p := serve(t, dir, env)
+		answered := 0
+		for i := 0; i < 40; i++ {
+			var r *testkit.Resp
+			if i%4 == 0 {
+				r = testkit.Do(t, p.url, "POST", "/v1/videos", key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": fmt.Sprintf("term %d", i)})
+			} else {
+				r = testkit.Do(t, p.url, "GET", "/v1/models", key, nil)
+			}
+			if r.Status == 200 {
+				answered++
+			}
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.exited:
+			if p.err != nil {
+				t.Fatalf("exit after SIGTERM: %v\n%s", p.err, p.stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no exit 30 s after SIGTERM")
+		}
+		if !strings.Contains(p.stderr.String(), "stopped") {
+			t.Fatalf("no orderly stop in the log:\n%s", p.stderr.String())
+		}
+		d, err := db.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var rows, leased int64
+		d.R.Model(&models.CallLog{}).Count(&rows)
+		d.R.Model(&models.Task{}).Where("lease_owner IS NOT NULL").Count(&leased)
+		if answered != 40 || rows != 40 {
+			t.Fatalf("%d requests answered, %d call-log rows written", answered, rows)
+		}
+		if leased != 0 {
+			t.Fatalf("%d tasks left leased after a graceful stop", leased)
+		}
+		testkit.CheckLedger(t, d)
+	})
+}

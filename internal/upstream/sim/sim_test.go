@@ -1,0 +1,114 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"videogen/internal/upstream"
+	"videogen/internal/upstream/httpapi"
+	"videogen/internal/upstream/sim"
+)
+
+func start(t *testing.T, dir string, concurrency int) (*sim.Sim, *httpapi.Client) {
+	t.Helper()
+	s, err := sim.New(sim.Config{Dir: dir, Duration: 300 * time.Millisecond, Concurrency: concurrency, Secrets: []string{"key-a", "key-b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return s, httpapi.New("sim", hs.URL, 5*time.Second)
+}
+
+var (
+	credA = upstream.Credential{ID: "a", Secret: "key-a"}
+	credB = upstream.Credential{ID: "b", Secret: "key-b"}
+)
+
+func req(prompt, key string) upstream.SubmitRequest {
+	return upstream.SubmitRequest{Model: "videogen-2.0-480p", Prompt: prompt, Seconds: 4, Size: "864x496", AspectRatio: "16:9", IdempotencyKey: key, GenerateAudio: true}
+}
+
+// TestSimulatorOutlivesRestart: a task submitted before a restart is known after it, keeps progressing,
+// and its idempotency key still finds it.
+func TestSimulatorOutlivesRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	_, c := start(t, dir, 4)
+	st, err := c.Submit(ctx, credA, req("a harbour", "k1"))
+	if err != nil || st.State != "queued" {
+		t.Fatalf("submit: %+v %v", st, err)
+	}
+
+	restarted, c2 := start(t, dir, 4)
+	again, err := c2.Submit(ctx, credA, req("a harbour", "k1"))
+	if err != nil || again.ID != st.ID {
+		t.Fatalf("same key after restart: %+v %v, want task %s", again, err, st.ID)
+	}
+	if got := restarted.Tasks(); len(got) != 1 || got[0].Submissions != 2 || !got[0].GenerateAudio {
+		t.Fatalf("tasks after restart %+v", got)
+	}
+	// Another credential cannot see it.
+	if _, err := c2.Poll(ctx, credB, st.ID); !errors.Is(err, upstream.ErrUnknownTask) {
+		t.Fatalf("poll with another credential: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p, err := c2.Poll(ctx, credA, st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.State == "completed" {
+			if p.Progress != 100 {
+				t.Fatalf("completed with progress %d", p.Progress)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never completed: %+v", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	body, size, err := c2.Download(ctx, credA, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	head := make([]byte, 12)
+	if _, err := io.ReadFull(body, head); err != nil || string(head[4:8]) != "ftyp" || size < 1000 {
+		t.Fatalf("download: %q size %d %v", head, size, err)
+	}
+}
+
+func TestSimulatorCapacityAndDirectives(t *testing.T) {
+	ctx := context.Background()
+	s, c := start(t, t.TempDir(), 1)
+	if _, err := c.Submit(ctx, credA, req("first", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(ctx, credA, req("second", "2")); !errors.Is(err, upstream.ErrBusy) {
+		t.Fatalf("second task on a full credential: %v, want busy", err)
+	}
+	if _, err := c.Submit(ctx, credB, req("on b", "3")); err != nil {
+		t.Fatalf("other credential has room: %v", err)
+	}
+	if _, err := c.Submit(ctx, credB, req("[sim:reject] no", "4")); !errors.Is(err, upstream.ErrRejected) {
+		t.Fatalf("reject: %v", err)
+	}
+	s2, c2 := start(t, t.TempDir(), 4)
+	_, err := c2.Submit(ctx, credA, req("[sim:5xx-once] x", "5"))
+	if !errors.Is(err, upstream.ErrTransient) || len(s2.Tasks()) != 1 {
+		t.Fatalf("5xx-once first answer: %v, tasks %d", err, len(s2.Tasks()))
+	}
+	st, err := c2.Submit(ctx, credA, req("[sim:5xx-once] x", "5"))
+	if err != nil || st.ID != s2.Tasks()[0].ID {
+		t.Fatalf("5xx-once retry: %+v %v", st, err)
+	}
+	if s.Refused() != 1 {
+		t.Fatalf("refused %d, want 1", s.Refused())
+	}
+}
