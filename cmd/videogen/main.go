@@ -256,7 +256,31 @@ func walletCmd() *cobra.Command {
 	for _, f := range []string{"email", "usd", "reason"} {
 		_ = credit.MarkFlagRequired(f)
 	}
-	c.AddCommand(credit)
+	var balEmail string
+	balance := &cobra.Command{
+		Use:   "balance",
+		Short: "print an account's available and reserved balance",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			u, err := accounts.ByEmail(cmd.Context(), d, balEmail)
+			if err != nil {
+				return err
+			}
+			a, err := accounts.Balance(cmd.Context(), d, u.AccountID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "balance of %s: available %s USD, reserved %s USD\n", u.Email, billing.Micros(a.AvailableMicros), billing.Micros(a.ReservedMicros))
+			return nil
+		},
+	}
+	balance.Flags().StringVar(&balEmail, "email", "", "account owner's e-mail (required)")
+	_ = balance.MarkFlagRequired("email")
+	c.AddCommand(credit, balance)
 	return c
 }
 

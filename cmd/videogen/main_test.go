@@ -187,6 +187,10 @@ func TestCLI(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "available 23.300000 USD, reserved 1.200000 USD") {
 			t.Fatalf("debit: %d %q", code, out)
 		}
+		out, _, code = run(t, dir, env, "wallet", "balance", "--email", "ada@example.com")
+		if code != 0 || !strings.Contains(out, "available 23.300000 USD, reserved 1.200000 USD") {
+			t.Fatalf("balance: %d %q", code, out)
+		}
 		out, _, code = run(t, dir, env, "keys", "revoke", "--prefix", key[:11])
 		if code != 0 || !strings.Contains(out, "revoked "+key[:11]) {
 			t.Fatalf("revoke: %d %q", code, out)

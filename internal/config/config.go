@@ -27,6 +27,7 @@ type Config struct {
 	AppSecret     string `env:"APP_SECRET" help:"HMAC key(s), comma-separated (first signs, all verify); generated once into DATA_DIR in development"`
 	AppEnv        string `env:"APP_ENV" envDefault:"development" help:"development or production (production refuses unsafe settings)"`
 	LogLevel      string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
+	PprofAddr     string `env:"PPROF_ADDR" help:"serve Go's pprof profiles on this address (loopback only; unset = off)"`
 
 	TestTopups     bool   `env:"TEST_TOPUPS" help:"1 offers 'add test funds' in the console; only with a loopback PUBLIC_BASE_URL"`
 	TrustedProxies string `env:"TRUSTED_PROXIES" help:"comma-separated addresses or CIDRs whose X-Forwarded-For is believed"`
@@ -124,6 +125,11 @@ func (c *Config) Validate() error {
 		}
 		if u != nil && u.Scheme != "https" {
 			errs = append(errs, errors.New("production requires an https:// PUBLIC_BASE_URL"))
+		}
+	}
+	if c.PprofAddr != "" {
+		if host, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !isLoopbackHost(host) {
+			errs = append(errs, fmt.Errorf("PPROF_ADDR %q must be a loopback address: profiles expose internals", c.PprofAddr))
 		}
 	}
 	if c.UpstreamBaseURL != "" && strings.TrimSpace(c.UpstreamAPIKeys) == "" {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,7 @@ type Server struct {
 	CallLog *calllog.Writer
 
 	simServer    *http.Server
+	pprofServer  *http.Server
 	workerCancel context.CancelFunc
 	workerDone   chan struct{}
 	closeOnce    sync.Once
@@ -116,6 +118,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
 		MediaPolicy: videos.MediaPolicy{PublicBaseURL: cfg.PublicBaseURL},
 	})
+	if cfg.PprofAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		s.pprofServer = &http.Server{Addr: cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = s.pprofServer.ListenAndServe() }()
+	}
 	if cfg.Workers {
 		wctx, cancel := context.WithCancel(context.Background())
 		s.workerCancel, s.workerDone = cancel, make(chan struct{})
@@ -237,6 +246,9 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 		if s.simServer != nil {
 			_ = s.simServer.Shutdown(ctx)
+		}
+		if s.pprofServer != nil {
+			_ = s.pprofServer.Close()
 		}
 		if s.DB != nil {
 			errs = append(errs, s.DB.Close())

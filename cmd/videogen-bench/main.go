@@ -1,0 +1,400 @@
+// Command videogen-bench is the load test behind `make bench`: it starts videogen on SQLite and on
+// PostgreSQL (rate limits and backlog raised, 100 funded accounts) and a bare Fiber handler, drives each
+// from a separate load process (wrk) over loopback, and writes requests/s and p50/p99 latency of
+// GET /v1/videos/{id} and POST /v1/videos beside the bare handler to docs/performance.md, with CPU
+// profiles of the server under load.
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"videogen/billing"
+	"videogen/internal/accounts"
+	"videogen/internal/apikeys"
+	"videogen/internal/db"
+	"videogen/models"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "bare" {
+		bare(os.Args[2])
+		return
+	}
+	var (
+		videogen = flag.String("videogen", "bin/videogen", "videogen binary")
+		out      = flag.String("out", "docs/performance.md", "where to write the results")
+		pgURL    = flag.String("pg", envOr("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL server (a fresh database is created in it)")
+		duration = flag.Duration("duration", 10*time.Second, "length of one measured run")
+		runs     = flag.Int("runs", 3, "measured runs per case (the median is reported)")
+		conns    = flag.Int("conns", 64, "concurrent connections of the load process")
+		nAcct    = flag.Int("accounts", 100, "funded accounts the load is spread over")
+	)
+	flag.Parse()
+	if _, err := exec.LookPath("wrk"); err != nil {
+		log.Fatal("wrk is required (apt-get install wrk); `make bench` installs it")
+	}
+	work, err := os.MkdirTemp("", "videogen-bench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	b := &bench{videogen: *videogen, work: work, duration: *duration, runs: *runs, conns: *conns, accounts: *nAcct}
+
+	var results []result
+	bareRes := b.measureBare()
+	results = append(results, bareRes...)
+	results = append(results, b.measureVideogen("SQLite", filepath.Join(work, "sqlite", "videogen.db"))...)
+	pg, drop := createDatabase(*pgURL)
+	results = append(results, b.measureVideogen("PostgreSQL", pg)...)
+	drop()
+	results = append(results, b.measureBare()...) // again, to show the machine did not drift during the run
+
+	report := b.report(results)
+	fmt.Print(report)
+	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("wrote %s", *out)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// bare serves the baseline: a Fiber handler that answers a small JSON object and does nothing else.
+func bare(addr string) {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/v1/videos/:id", func(c *fiber.Ctx) error {
+		return c.JSON(fiber.Map{"id": c.Params("id"), "object": "video", "status": "queued", "progress": 0})
+	})
+	log.Fatal(app.Listen(addr))
+}
+
+type bench struct {
+	videogen, work        string
+	duration              time.Duration
+	runs, conns, accounts int
+	profiles              []profile
+}
+
+type result struct {
+	Target, Case string
+	RPS          float64
+	P50, P99     time.Duration
+	Requests     int
+	Errors       int
+}
+
+type profile struct {
+	Target, Case, Top string
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitReady(url string) {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log.Fatalf("%s not ready", url)
+}
+
+func (b *bench) measureBare() []result {
+	self, _ := os.Executable()
+	addr := freeAddr()
+	cmd := exec.Command(self, "bare", addr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	url := "http://" + addr
+	waitReady(url + "/v1/videos/x")
+	targets := filepath.Join(b.work, "bare-targets.txt")
+	var lines []string
+	for i := 0; i < b.accounts; i++ {
+		lines = append(lines, fmt.Sprintf("vg_none video_%024d", i))
+	}
+	_ = os.WriteFile(targets, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	return []result{b.median("bare Fiber handler", "GET /v1/videos/{id}", url, "get", targets, "")}
+}
+
+func (b *bench) measureVideogen(name, dbURL string) []result {
+	log.Printf("%s: starting videogen", name)
+	addr, pprofAddr := freeAddr(), freeAddr()
+	dataDir := filepath.Join(b.work, "data-"+strings.ToLower(name))
+	cmd := exec.Command(b.videogen, "serve")
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "ADDR=" + addr, "DATABASE_URL=" + dbURL, "DATA_DIR=" + dataDir,
+		"RATE_LIMIT_RPS=1000000", "RATE_LIMIT_BURST=1000000", "MAX_QUEUED_PER_ACCOUNT=100000000",
+		"LOG_LEVEL=warn", "PPROF_ADDR=" + pprofAddr, "QUEUE_TIMEOUT=24h",
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	url := "http://" + addr
+	waitReady(url + "/readyz")
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+
+	keys := b.fund(dbURL)
+	// One task per account, for the poll load to read.
+	var targets []string
+	for _, k := range keys {
+		body := `{"model":"videogen-2.0-mini-480p","prompt":"benchmark"}`
+		req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+k)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		id := between(string(b), `"id":"`, `"`)
+		if resp.StatusCode != 200 || id == "" {
+			log.Fatalf("setup create: %d %s", resp.StatusCode, b)
+		}
+		targets = append(targets, k+" "+id)
+	}
+	tf := filepath.Join(b.work, strings.ToLower(name)+"-targets.txt")
+	_ = os.WriteFile(tf, []byte(strings.Join(targets, "\n")+"\n"), 0o600)
+
+	return []result{
+		b.median("videogen on "+name, "GET /v1/videos/{id}", url, "get", tf, pprofAddr),
+		b.median("videogen on "+name, "POST /v1/videos", url, "post", tf, pprofAddr),
+	}
+}
+
+// fund creates the accounts and keys the load is spread over, each with plenty of money.
+func (b *bench) fund(dbURL string) []string {
+	ctx := context.Background()
+	d, err := db.Open(ctx, dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	var keys []string
+	for i := 0; i < b.accounts; i++ {
+		u, err := accounts.Create(ctx, d, accounts.NewUser{Email: fmt.Sprintf("bench%d@example.com", i), Verified: true})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: 1_000_000 * billing.PerUSD, Reason: "benchmark", Actor: "bench"}).Apply(ctx, d); err != nil {
+			log.Fatal(err)
+		}
+		secret, _, err := apikeys.Create(ctx, d, u.AccountID, "bench", &u.ID)
+		if err != nil {
+			log.Fatal(err)
+		}
+		keys = append(keys, secret)
+	}
+	return keys
+}
+
+const luaScript = `
+local targets = {}
+local i = 0
+local mode = "get"
+init = function(args)
+  mode = args[1]
+  for line in io.lines(args[2]) do
+    local k, id = line:match("(%S+) (%S+)")
+    table.insert(targets, {k, id})
+  end
+  i = math.random(#targets)
+end
+request = function()
+  i = i % #targets + 1
+  local t = targets[i]
+  if mode == "post" then
+    return wrk.format("POST", "/v1/videos", {["Authorization"] = "Bearer " .. t[1], ["Content-Type"] = "application/json"},
+      '{"model":"videogen-2.0-mini-480p","prompt":"benchmark load"}')
+  end
+  return wrk.format("GET", "/v1/videos/" .. t[2], {["Authorization"] = "Bearer " .. t[1]})
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d %d\n", summary.requests, e.status, e.connect + e.read + e.write + e.timeout,
+    summary.duration, latency:percentile(50), latency:percentile(99)))
+end
+`
+
+// median runs one case b.runs times (after a short warm-up) and returns the run with the median rate;
+// with a pprof address it profiles the server during the middle run.
+func (b *bench) median(target, name, url, mode, targets, pprofAddr string) result {
+	script := filepath.Join(b.work, "load.lua")
+	_ = os.WriteFile(script, []byte(luaScript), 0o600)
+	b.wrk(url, mode, script, targets, 2*time.Second) // warm-up
+	var rs []result
+	for i := 0; i < b.runs; i++ {
+		var prof chan string
+		if pprofAddr != "" && i == b.runs/2 {
+			prof = make(chan string, 1)
+			go func() { prof <- b.profile(pprofAddr, b.duration-2*time.Second) }()
+		}
+		r := b.wrk(url, mode, script, targets, b.duration)
+		r.Target, r.Case = target, name
+		if prof != nil {
+			b.profiles = append(b.profiles, profile{Target: target, Case: name, Top: <-prof})
+		}
+		log.Printf("%s %s: %.0f req/s p50 %v p99 %v errors %d", target, name, r.RPS, r.P50, r.P99, r.Errors)
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].RPS < rs[j].RPS })
+	return rs[len(rs)/2]
+}
+
+func (b *bench) wrk(url, mode, script, targets string, d time.Duration) result {
+	cmd := exec.Command("wrk", "-t1", "-c"+strconv.Itoa(b.conns), "-d"+strconv.Itoa(int(d.Seconds()))+"s", "-s", script, url, "--", mode, targets)
+	out, err := cmd.Output()
+	if err != nil {
+		log.Fatalf("wrk: %v\n%s", err, out)
+	}
+	line := between(string(out), "RESULT ", "\n")
+	f := strings.Fields(line)
+	if len(f) != 6 {
+		log.Fatalf("wrk output: %s", out)
+	}
+	n := atoi(f[0])
+	dur := time.Duration(atoi(f[3])) * time.Microsecond
+	return result{Requests: n, Errors: atoi(f[1]) + atoi(f[2]), RPS: float64(n) / dur.Seconds(),
+		P50: time.Duration(atoi(f[4])) * time.Microsecond, P99: time.Duration(atoi(f[5])) * time.Microsecond}
+}
+
+// profile takes a CPU profile of the server and returns its top functions.
+func (b *bench) profile(addr string, d time.Duration) string {
+	time.Sleep(time.Second)
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+	if err != nil {
+		return "profile failed: " + err.Error()
+	}
+	defer resp.Body.Close()
+	path := filepath.Join(b.work, fmt.Sprintf("profile-%d.pb.gz", time.Now().UnixNano()))
+	f, _ := os.Create(path)
+	_, _ = io.Copy(f, resp.Body)
+	_ = f.Close()
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=22", b.videogen, path).CombinedOutput()
+	if err != nil {
+		return "pprof failed: " + err.Error()
+	}
+	// Keep from the header line on.
+	s := string(out)
+	if i := strings.Index(s, "Showing nodes"); i >= 0 {
+		s = s[i:]
+	}
+	return s
+}
+
+func (b *bench) report(rs []result) string {
+	var w bytes.Buffer
+	host, _ := os.Hostname()
+	fmt.Fprintf(&w, "# Performance\n\n")
+	fmt.Fprintf(&w, "Measured by `make bench` on %s (%d cores, %s, %s) on %s. Each row is the median of %d runs of %s; load from a separate\n",
+		host, runtime.NumCPU(), runtime.GOOS, runtime.Version(), time.Now().UTC().Format("2006-01-02"), b.runs, b.duration)
+	fmt.Fprintf(&w, "process (`wrk -t1 -c%d`) over loopback, spread over %d funded accounts (one key each); rate limits and the backlog are raised for the run.\n", b.conns, b.accounts)
+	fmt.Fprintf(&w, "The server, its workers, the database and the load generator share the same two cores.\n\n")
+	fmt.Fprintf(&w, "| target | request | requests/s | p50 | p99 | errors |\n|---|---|---:|---:|---:|---:|\n")
+	var bareRPS float64
+	for _, r := range rs {
+		if strings.HasPrefix(r.Target, "bare") && bareRPS == 0 {
+			bareRPS = r.RPS
+		}
+		fmt.Fprintf(&w, "| %s | %s | %.0f | %s | %s | %d |\n", r.Target, r.Case, r.RPS, ms(r.P50), ms(r.P99), r.Errors)
+	}
+	fmt.Fprintf(&w, "\nPolling against the bare handler (first bare run): ")
+	var parts []string
+	for _, r := range rs {
+		if strings.HasPrefix(r.Target, "videogen") && strings.HasPrefix(r.Case, "GET") {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", strings.TrimPrefix(r.Target, "videogen on "), 100*r.RPS/bareRPS))
+		}
+	}
+	fmt.Fprintf(&w, "%s (target: at least 40%%).\n\n", strings.Join(parts, ", "))
+	fmt.Fprintf(&w, "Every POST reserves funds in the ledger, inserts the task, its first log line and its call-log row; every GET authenticates, rate-limits, reads the task and writes a call-log row.\n\n")
+	fmt.Fprintf(&w, "## Where the time goes\n\nCPU profiles of the server process during the middle run (`go tool pprof -top`).\n\n")
+	for _, p := range b.profiles {
+		fmt.Fprintf(&w, "### %s — %s\n\n```\n%s```\n\n", p.Target, p.Case, p.Top)
+	}
+	return w.String()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func between(s, a, b string) string {
+	i := strings.Index(s, a)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(a):]
+	j := strings.Index(s, b)
+	if j < 0 {
+		return s
+	}
+	return s[:j]
+}
+
+// createDatabase makes a fresh PostgreSQL database for one run and returns its URL and a drop function.
+func createDatabase(server string) (string, func()) {
+	admin, err := sql.Open("pgx", server)
+	if err != nil {
+		log.Fatal(err)
+	}
+	name := fmt.Sprintf("bench_%d", time.Now().UnixNano())
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		log.Fatalf("create benchmark database: %v", err)
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		log.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String(), func() {
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		_ = admin.Close()
+	}
+}

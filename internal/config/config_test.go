@@ -1,0 +1,69 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestREADMEDocumentsEverySetting keeps the README's configuration table in step with the code.
+func TestREADMEDocumentsEverySetting(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Variables() {
+		if !strings.Contains(string(readme), "`"+v.Name+"`") {
+			t.Errorf("README.md does not document %s", v.Name)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string // "" = valid
+	}{
+		{"defaults", map[string]string{}, ""},
+		{"test top-ups on loopback", map[string]string{"TEST_TOPUPS": "1"}, ""},
+		{"test top-ups on a public host", map[string]string{"TEST_TOPUPS": "1", "PUBLIC_BASE_URL": "https://videogen.example"}, "loopback"},
+		{"production defaults", map[string]string{"APP_ENV": "production"}, "RESEND_API_KEY"},
+		{"production http base", map[string]string{"APP_ENV": "production", "APP_SECRET": "s", "RESEND_API_KEY": "re_x"}, "https"},
+		{"production ok", map[string]string{"APP_ENV": "production", "APP_SECRET": "s", "RESEND_API_KEY": "re_x", "PUBLIC_BASE_URL": "https://v.example"}, ""},
+		{"production test top-ups", map[string]string{"APP_ENV": "production", "APP_SECRET": "s", "RESEND_API_KEY": "re_x", "PUBLIC_BASE_URL": "https://127.0.0.1", "TEST_TOPUPS": "1"}, "TEST_TOPUPS"},
+		{"unknown env", map[string]string{"APP_ENV": "staging"}, "APP_ENV"},
+		{"bad base", map[string]string{"PUBLIC_BASE_URL": "localhost:8080"}, "PUBLIC_BASE_URL"},
+		{"upstream without keys", map[string]string{"UPSTREAM_BASE_URL": "https://up.example"}, "UPSTREAM_API_KEYS"},
+		{"zero rate", map[string]string{"RATE_LIMIT_RPS": "0"}, "RATE_LIMIT_RPS"},
+		{"poll max below min", map[string]string{"POLL_INTERVAL_MIN": "5s", "POLL_INTERVAL_MAX": "1s"}, "POLL_INTERVAL"},
+	} {
+		c, err := Load(tc.env)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		err = c.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Load(map[string]string{"SIM_DURATION": "soon"}); err == nil {
+		t.Error("an unreadable duration must be refused")
+	}
+}
+
+func TestSecretsRotation(t *testing.T) {
+	c := &Config{AppSecret: "new, old ,"}
+	if got := c.Secrets(); len(got) != 2 || got[0] != "new" || got[1] != "old" {
+		t.Fatalf("secrets %q", got)
+	}
+	dir := t.TempDir()
+	c = &Config{DataDir: dir}
+	if err := c.EnsureSecret(); err != nil || len(c.AppSecret) != 64 {
+		t.Fatalf("generated %q %v", c.AppSecret, err)
+	}
+	again := &Config{DataDir: dir}
+	if err := again.EnsureSecret(); err != nil || again.AppSecret != c.AppSecret {
+		t.Fatal("the development secret must be stable across restarts")
+	}
+}
