@@ -13,7 +13,7 @@ import (
 func (h *handler) getVideo(c *fiber.Ctx) error {
 	id := strings.Clone(c.Params("id")) // kept past the request in the call log
 	c.Locals(localTaskID, id)
-	t, err := h.Videos.Get(c.UserContext(), principal(c).AccountID, id)
+	t, err := h.Videos.Poll(c.UserContext(), principal(c).AccountID, id)
 	if err != nil {
 		return err
 	}

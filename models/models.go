@@ -10,6 +10,7 @@ type Account struct {
 	Name            string
 	AvailableMicros int64
 	ReservedMicros  int64
+	WaitingTasks    int // tasks queued without an upstream slot yet (the backlog)
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }

@@ -49,6 +49,7 @@ func main() {
 		runs     = flag.Int("runs", 3, "measured runs per case (the median is reported)")
 		conns    = flag.Int("conns", 64, "concurrent connections of the load process")
 		nAcct    = flag.Int("accounts", 100, "funded accounts the load is spread over")
+		engines  = flag.String("engines", "sqlite,postgres", "which databases to measure")
 	)
 	flag.Parse()
 	if _, err := exec.LookPath("wrk"); err != nil {
@@ -64,10 +65,14 @@ func main() {
 	var results []result
 	bareRes := b.measureBare()
 	results = append(results, bareRes...)
-	results = append(results, b.measureVideogen("SQLite", filepath.Join(work, "sqlite", "videogen.db"))...)
-	pg, drop := createDatabase(*pgURL)
-	results = append(results, b.measureVideogen("PostgreSQL", pg)...)
-	drop()
+	if strings.Contains(*engines, "sqlite") {
+		results = append(results, b.measureVideogen("SQLite", filepath.Join(work, "sqlite", "videogen.db"))...)
+	}
+	if strings.Contains(*engines, "postgres") {
+		pg, drop := createDatabase(*pgURL)
+		results = append(results, b.measureVideogen("PostgreSQL", pg)...)
+		drop()
+	}
 	results = append(results, b.measureBare()...) // again, to show the machine did not drift during the run
 
 	report := b.report(results)

@@ -163,7 +163,7 @@ func TestFreshStart(t *testing.T) {
 func TestCLI(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "200ms", "POLL_INTERVAL_MIN": "20ms"}
+		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "10m"} // the task stays reserved while the balances are read
 		out, stderr, code := run(t, dir, env, "accounts", "create", "--email", "Ada@Example.com", "--password", "correct horse battery", "--role", "admin")
 		if code != 0 || !strings.Contains(out, "admin user ada@example.com") {
 			t.Fatalf("accounts create: %d %q %q", code, out, stderr)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"gorm.io/gorm"
+
 	"videogen/internal/db"
 	"videogen/models"
 )
@@ -20,8 +22,9 @@ type Writer struct {
 	batch int
 	every time.Duration
 
-	closeOnce sync.Once
-	done      chan struct{}
+	mu     sync.RWMutex // Record holds it shared; Close exclusively, so no row is sent on a closed queue
+	closed bool
+	done   chan struct{}
 }
 
 // NewWriter starts a writer. Rows wait at most `every` before they are written.
@@ -34,6 +37,13 @@ func NewWriter(d *db.DB, log *slog.Logger) *Writer {
 // Record queues a row. When the queue is full it waits: a call log with gaps would be worse for a
 // billing service than a request slowed under extreme load.
 func (w *Writer) Record(row models.CallLog) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		// Only a request that outlived the shutdown deadline gets here; say so rather than lose it quietly.
+		w.log.Warn("call log already closed; row not written", "request_id", row.RequestID, "path", row.Path, "status", row.Status)
+		return
+	}
 	w.queue <- row
 }
 
@@ -64,10 +74,17 @@ func (w *Writer) flush(buf []models.CallLog) []models.CallLog {
 	if len(buf) == 0 {
 		return buf
 	}
+	// SQLite: one prepared single-row INSERT run for each row in one transaction (its driver binds
+	// parameters in time quadratic in their number, so big multi-row statements are slow there).
+	// PostgreSQL: multi-row INSERTs, which save round trips.
+	batch := 1
+	if w.db.Postgres {
+		batch = 200
+	}
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = w.db.W.WithContext(ctx).CreateInBatches(buf, 500).Error
+		err = w.db.Tx(ctx, func(tx *gorm.DB) error { return tx.CreateInBatches(buf, batch).Error })
 		cancel()
 		if err == nil {
 			return buf[:0]
@@ -80,7 +97,12 @@ func (w *Writer) flush(buf []models.CallLog) []models.CallLog {
 
 // Close writes every queued row and stops. No Record may follow.
 func (w *Writer) Close(ctx context.Context) error {
-	w.closeOnce.Do(func() { close(w.queue) })
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.queue)
+	}
+	w.mu.Unlock()
 	select {
 	case <-w.done:
 		return nil

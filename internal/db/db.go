@@ -39,11 +39,14 @@ func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // Open connects to url: a postgres:// URL or a SQLite file path. It does not migrate.
 func Open(ctx context.Context, url string) (*DB, error) {
+	// GORM's PrepareStmt is off for writes and for PostgreSQL: a statement it prepares inside a
+	// transaction belongs to that transaction and is re-prepared by every later one (an extra round trip
+	// each), and pgx already keeps prepared statements per connection. SQLite's readers keep it: their
+	// queries run outside transactions, so each is parsed once per connection.
 	gcfg := &gorm.Config{
 		Logger:                 logger.Discard,
 		NowFunc:                Now,
 		SkipDefaultTransaction: true, // every multi-statement write makes its own transaction explicitly
-		PrepareStmt:            true,
 		TranslateError:         true,
 	}
 	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
@@ -77,7 +80,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	wsql.SetMaxOpenConns(1)
 	wsql.SetMaxIdleConns(1)
 	wsql.SetConnMaxLifetime(0)
-	r, err := openSQLite(path, "_pragma=query_only(1)&"+common, gcfg)
+	rcfg := *gcfg
+	rcfg.PrepareStmt = true
+	r, err := openSQLite(path, "_pragma=query_only(1)&"+common, &rcfg)
 	if err != nil {
 		return nil, err
 	}

@@ -108,6 +108,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 	}, d, pool, blobs, log.With("part", "worker"), nil)
 	prices := billing.NewPrices(d)
 	s.Videos = &videos.Service{DB: d, Prices: prices, Blobs: blobs, MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout}
+	s.Worker.OnChange = s.Videos.Forget
 	if cfg.Workers {
 		s.Videos.Notify = s.Worker.Notify
 	}

@@ -344,7 +344,8 @@ func Kinds(es []models.LedgerEntry) []string {
 
 // CheckLedger fails the test unless the invariant of DESIGN §4 holds for every account (available and
 // reserved equal the sums of their deltas, reserved >= 0), every task's entries match its billing state
-// exactly once, and every credential's in_flight equals its unfinished tasks.
+// exactly once, and the two counters the worker keeps are exact: each credential's in_flight equals its
+// unfinished tasks, each account's waiting_tasks its tasks waiting for a slot.
 func CheckLedger(t testing.TB, d *db.DB) {
 	t.Helper()
 	for _, msg := range LedgerProblems(d) {
@@ -382,6 +383,11 @@ func ledgerProblems(tx *gorm.DB) []string {
 		d.R.Raw("SELECT COALESCE(SUM(delta_available), 0) AS a, COALESCE(SUM(delta_reserved), 0) AS r FROM ledger_entries WHERE account_id = ?", a.ID).Scan(&sum)
 		if sum.A != a.AvailableMicros || sum.R != a.ReservedMicros {
 			out = append(out, fmt.Sprintf("account %d: balances %d/%d but entries sum to %d/%d", a.ID, a.AvailableMicros, a.ReservedMicros, sum.A, sum.R))
+		}
+		var waiting int64
+		d.R.Model(&models.Task{}).Where("account_id = ? AND status = 'queued' AND credential_id IS NULL", a.ID).Count(&waiting)
+		if int64(a.WaitingTasks) != waiting {
+			out = append(out, fmt.Sprintf("account %d: waiting_tasks %d, tasks waiting for a slot %d", a.ID, a.WaitingTasks, waiting))
 		}
 		if a.ReservedMicros < 0 {
 			out = append(out, fmt.Sprintf("account %d: reserved %d < 0", a.ID, a.ReservedMicros))

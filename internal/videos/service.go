@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -31,7 +32,21 @@ type Service struct {
 	Notify func()
 	// Now is the clock; tests move it.
 	Now func() time.Time
+
+	cacheOnce sync.Once
+	cache     *pollCache
 }
+
+// pollCacheFresh bounds how late a poll may see another instance's change of an unfinished task.
+const pollCacheFresh = time.Second
+
+func (s *Service) polls() *pollCache {
+	s.cacheOnce.Do(func() { s.cache = newPollCache(20_000, pollCacheFresh) })
+	return s.cache
+}
+
+// Forget drops a task from the poll cache; the worker calls it after every change it makes.
+func (s *Service) Forget(taskID string) { s.polls().forget(taskID) }
 
 func (s *Service) now() time.Time {
 	if s.Now != nil {
@@ -120,23 +135,6 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 				return fmt.Errorf("look up idempotency key: %w", err)
 			}
 		}
-		if err := billing.Reserve(tx, who.AccountID, task.ID, amount); err != nil {
-			if errors.Is(err, billing.ErrInsufficientBalance) {
-				return apierr.NoBalance
-			}
-			return err
-		}
-		// Counted after the reservation locked the account row, so concurrent creates of one account
-		// see each other's tasks and the backlog cannot be overrun.
-		var waiting int64
-		if err := tx.Model(&models.Task{}).
-			Where("account_id = ? AND status = ? AND credential_id IS NULL", who.AccountID, models.StatusQueued).
-			Count(&waiting).Error; err != nil {
-			return fmt.Errorf("count waiting tasks: %w", err)
-		}
-		if int(waiting) >= s.MaxQueued {
-			return apierr.NoCapacity(10, s.MaxQueued)
-		}
 		if err := tx.Create(task).Error; err != nil {
 			return fmt.Errorf("insert task: %w", err)
 		}
@@ -151,6 +149,22 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 				return err // a unique violation makes Create retry and find the winner's task
 			}
 		}
+		// The account row is touched last, so it stays locked only for the backlog count, the reservation,
+		// its entry and the commit: creates of one account queue on that lock. A refusal rolls back
+		// everything above, so a 429 or 402 writes nothing.
+		res := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = ? AND waiting_tasks < ?", who.AccountID, s.MaxQueued)
+		if res.Error != nil {
+			return fmt.Errorf("count task in backlog: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return apierr.NoCapacity(10, s.MaxQueued)
+		}
+		if err := billing.Reserve(tx, who.AccountID, task.ID, amount); err != nil {
+			if errors.Is(err, billing.ErrInsufficientBalance) {
+				return apierr.NoBalance
+			}
+			return err
+		}
 		out = &Created{Task: task}
 		return nil
 	})
@@ -163,7 +177,24 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 	return out, nil
 }
 
-// Get returns a task of the account. Another account's task is reported exactly like a missing one.
+// Poll returns a task of the account for GET /v1/videos/{id}, from the poll cache when it may.
+func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	now := time.Now()
+	if t, ok := s.polls().get(id, now); ok {
+		if t.AccountID != accountID {
+			return nil, apierr.NotFound
+		}
+		return t, nil
+	}
+	t, err := s.Get(ctx, accountID, id)
+	if err == nil {
+		s.polls().put(t, now)
+	}
+	return t, err
+}
+
+// Get reads a task of the account from the database. Another account's task is reported exactly like a
+// missing one.
 func (s *Service) Get(ctx context.Context, accountID int64, id string) (*models.Task, error) {
 	if len(id) > 64 {
 		return nil, apierr.NotFound

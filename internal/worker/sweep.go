@@ -22,7 +22,7 @@ func (w *Worker) sweep(ctx context.Context) {
 		w.fail(ctx, &waiting[i], "queue_timeout", "No generation capacity became free in time. Your reservation was released; create the task again.")
 	}
 	var running []models.Task
-	if err := w.db.R.WithContext(ctx).Where("status IN ? AND run_deadline IS NOT NULL AND run_deadline < ?", []string{models.StatusQueued, models.StatusInProgress}, now).
+	if err := w.db.R.WithContext(ctx).Where("status IN ? AND credential_id IS NOT NULL AND run_deadline < ?", []string{models.StatusQueued, models.StatusInProgress}, now).
 		Limit(100).Find(&running).Error; err != nil {
 		w.log.Error("find tasks past run deadline", "err", err)
 	}

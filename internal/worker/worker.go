@@ -44,6 +44,16 @@ type Worker struct {
 	log   *slog.Logger
 	now   func() time.Time
 	wake  chan struct{}
+
+	// OnChange, when set, is called after every committed change a client can see (status, progress),
+	// so caches of this instance drop the task at once.
+	OnChange func(taskID string)
+}
+
+func (w *Worker) changed(taskID string) {
+	if w.OnChange != nil {
+		w.OnChange(taskID)
+	}
 }
 
 // New returns a worker. now is the clock (nil: real time).
@@ -74,10 +84,14 @@ func (w *Worker) Notify() {
 // own context so that a shutdown never abandons a submission half-recorded.
 func (w *Worker) Run(ctx context.Context) {
 	tick := min(max(w.cfg.PollMin/2, 10*time.Millisecond), 500*time.Millisecond)
+	// Creates wake the worker; under a burst of them, rounds are spaced so the queue is not re-read for
+	// every single create.
+	gap := min(max(w.cfg.PollMin/10, 5*time.Millisecond), 50*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	var lastSweep time.Time
 	for {
+		roundStart := time.Now()
 		work := context.WithoutCancel(ctx)
 		if time.Since(lastSweep) >= tick*4 {
 			w.sweep(work)
@@ -95,6 +109,13 @@ func (w *Worker) Run(ctx context.Context) {
 			return
 		case <-w.wake:
 		case <-t.C:
+		}
+		if wait := gap - time.Since(roundStart); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
 		}
 	}
 }
@@ -225,6 +246,9 @@ func (w *Worker) acquireSlot(ctx context.Context, t *models.Task) (upstream.Cred
 		if res.RowsAffected == 0 {
 			return gorm.ErrRecordNotFound // failed by its deadline meanwhile: roll the slot back
 		}
+		if err := leaveBacklog(tx, t.AccountID); err != nil {
+			return err
+		}
 		return event(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s, idempotency key %s (worker %s)", cred.ID, key, w.cfg.ID))
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -326,6 +350,7 @@ func (w *Worker) apply(ctx context.Context, t *models.Task, cred upstream.Creden
 				w.log.Error("mark in progress", "task", t.ID, "err", err)
 			}
 			t.Status = models.StatusInProgress
+			w.changed(t.ID)
 		}
 		w.reschedule(ctx, t, progress)
 	default:
@@ -342,6 +367,9 @@ func (w *Worker) reschedule(ctx context.Context, t *models.Task, progress int) {
 		next, progress, now, t.ID, w.cfg.ID).Error
 	if err != nil {
 		w.log.Error("reschedule", "task", t.ID, "err", err)
+	}
+	if progress != t.Progress {
+		w.changed(t.ID)
 	}
 }
 
@@ -408,7 +436,9 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 	if !won {
 		w.lateCompletion(ctx, t)
 		_ = w.blobs.Delete(ctx, key)
+		return
 	}
+	w.changed(t.ID)
 }
 
 // lateCompletion notes an upstream completion for a task that had already ended here (its deadline
@@ -429,6 +459,7 @@ func (w *Worker) fail(ctx context.Context, t *models.Task, code, message string)
 	if err := Fail(ctx, w.db, t, code, message, w.clock()); err != nil {
 		w.log.Error("fail task", "task", t.ID, "err", err)
 	}
+	w.changed(t.ID)
 }
 
 // Fail ends a task as failed with a refund, guarded so that only the first ending counts.
@@ -449,11 +480,24 @@ func Fail(ctx context.Context, d *db.DB, t *models.Task, code, message string, n
 		if _, err := billing.Release(tx, &cur); err != nil {
 			return err
 		}
+		if cur.Status == models.StatusQueued && cur.CredentialID == nil {
+			if err := leaveBacklog(tx, cur.AccountID); err != nil {
+				return err
+			}
+		}
 		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
 			return err
 		}
 		return event(tx, t.ID, now, cur.Status, models.StatusFailed, code+": "+message)
 	})
+}
+
+// leaveBacklog uncounts a task that stops waiting for an upstream slot (it got one, or it ended).
+func leaveBacklog(tx *gorm.DB, accountID int64) error {
+	if err := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks - 1 WHERE id = ? AND waiting_tasks > 0", accountID).Error; err != nil {
+		return fmt.Errorf("leave backlog: %w", err)
+	}
+	return nil
 }
 
 func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {

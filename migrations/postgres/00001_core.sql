@@ -4,6 +4,9 @@ CREATE TABLE accounts (
     name             TEXT        NOT NULL DEFAULT '',
     available_micros BIGINT      NOT NULL DEFAULT 0,
     reserved_micros  BIGINT      NOT NULL DEFAULT 0 CHECK (reserved_micros >= 0),
+    -- Tasks of the account waiting for an upstream slot (queued, no credential yet): kept exact in the
+    -- transactions that change it, so the backlog check is one guarded UPDATE, not a count.
+    waiting_tasks    INTEGER     NOT NULL DEFAULT 0 CHECK (waiting_tasks >= 0),
     created_at       TIMESTAMPTZ NOT NULL,
     updated_at       TIMESTAMPTZ NOT NULL
 );
@@ -110,9 +113,9 @@ CREATE TABLE tasks (
     expires_at             TIMESTAMPTZ
 );
 CREATE INDEX tasks_account_created ON tasks (account_id, created_at DESC, id DESC);
--- The worker's queue: only unfinished tasks are in it, so it stays small however many tasks exist.
-CREATE INDEX tasks_open ON tasks (next_check_at) WHERE status IN ('queued', 'in_progress');
-CREATE INDEX tasks_account_waiting ON tasks (account_id) WHERE status = 'queued' AND credential_id IS NULL;
+-- Tasks running upstream, by next check: only tasks holding a credential slot are in it, so the
+-- worker's claim reads a handful of rows however many tasks wait for a slot.
+CREATE INDEX tasks_inflight ON tasks (next_check_at) WHERE status IN ('queued', 'in_progress') AND credential_id IS NOT NULL;
 -- Tasks waiting for an upstream slot, oldest first.
 CREATE INDEX tasks_waiting ON tasks (created_at, id) WHERE status = 'queued' AND credential_id IS NULL;
 CREATE INDEX tasks_expiring ON tasks (expires_at) WHERE output_key IS NOT NULL;

@@ -1,0 +1,41 @@
+package videos
+
+import (
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+
+	"videogen/models"
+)
+
+// pollCache keeps recently read tasks for GET /v1/videos/{id}, the endpoint clients call most. A
+// finished task never changes, so it is served from memory until evicted; an unfinished one for at most
+// fresh, and the worker of this instance drops a task's entry the moment it changes it (Forget), so only
+// another instance's change can be seen up to `fresh` late — less than the shortest poll interval the
+// API advises (openai-poll-after-ms ≥ 1 s).
+type pollCache struct {
+	fresh time.Duration
+	lru   *expirable.LRU[string, cachedTask]
+}
+
+type cachedTask struct {
+	task    models.Task
+	fetched time.Time
+}
+
+func newPollCache(size int, fresh time.Duration) *pollCache {
+	return &pollCache{fresh: fresh, lru: expirable.NewLRU[string, cachedTask](size, nil, 10*time.Minute)}
+}
+
+func (c *pollCache) get(id string, now time.Time) (*models.Task, bool) {
+	e, ok := c.lru.Get(id)
+	if !ok || (!e.task.Terminal() && now.Sub(e.fetched) >= c.fresh) {
+		return nil, false
+	}
+	t := e.task
+	return &t, true
+}
+
+func (c *pollCache) put(t *models.Task, now time.Time) { c.lru.Add(t.ID, cachedTask{task: *t, fetched: now}) }
+
+func (c *pollCache) forget(id string) { c.lru.Remove(id) }
