@@ -36,6 +36,8 @@ func (c *pollCache) get(id string, now time.Time) (*models.Task, bool) {
 	return &t, true
 }
 
-func (c *pollCache) put(t *models.Task, now time.Time) { c.lru.Add(t.ID, cachedTask{task: *t, fetched: now}) }
+func (c *pollCache) put(t *models.Task, now time.Time) {
+	c.lru.Add(t.ID, cachedTask{task: *t, fetched: now})
+}
 
 func (c *pollCache) forget(id string) { c.lru.Remove(id) }

@@ -175,7 +175,9 @@ func TestCapacityAndBacklog(t *testing.T) {
 			"SIM_DURATION": "800ms", "SIM_CREDENTIALS": "2", "SIM_CONCURRENCY": "1", "MAX_QUEUED_PER_ACCOUNT": "2",
 		})
 		acct := s.NewAccount(t, "100")
-		body := func(i int) map[string]any { return map[string]any{"model": "videogen-2.0-480p", "prompt": fmt.Sprintf("task %d", i)} }
+		body := func(i int) map[string]any {
+			return map[string]any{"model": "videogen-2.0-480p", "prompt": fmt.Sprintf("task %d", i)}
+		}
 		a := s.CreateVideo(t, acct.Key, body(1))["id"].(string)
 		b := s.CreateVideo(t, acct.Key, body(2))["id"].(string)
 		deadline := time.Now().Add(5 * time.Second)
