@@ -186,9 +186,9 @@ func (d *DB) Ready(ctx context.Context) error {
 	return nil
 }
 
-// SQL returns the reading pool's *sql.DB for the few hot paths that skip GORM's reflection.
-func (d *DB) SQL() *sql.DB {
-	s, _ := d.R.DB()
+// WSQL returns the writing pool's *sql.DB, for the few hot paths that skip GORM's reflection.
+func (d *DB) WSQL() *sql.DB {
+	s, _ := d.W.DB()
 	return s
 }
 
