@@ -22,6 +22,8 @@ test-deps:
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
 
 bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; writes docs/performance.md
+	@command -v wrk >/dev/null || { echo "installing wrk (the load generator)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
 	$(GO) build -o bin/videogen-bench ./cmd/videogen-bench
 	./bin/videogen-bench -videogen ./$(BIN) -out docs/performance.md
 

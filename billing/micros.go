@@ -28,10 +28,7 @@ func (m Micros) String() string {
 
 // USD formats the amount for people: "$12.34" when whole cents, else all six decimals.
 func (m Micros) USD() string {
-	s := m.String()
-	if strings.HasSuffix(s, "0000") {
-		s = s[:len(s)-4]
-	}
+	s := strings.TrimSuffix(m.String(), "0000")
 	if strings.HasPrefix(s, "-") {
 		return "-$" + s[1:]
 	}

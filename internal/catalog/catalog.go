@@ -2,8 +2,6 @@
 // aspect ratio (DESIGN §5). Prices live in billing; this package knows only what a model renders.
 package catalog
 
-import "sort"
-
 // Model is one public model alias.
 type Model struct {
 	ID         string
@@ -88,16 +86,4 @@ func (m Model) RatioOfSize(size string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// AllSizes returns every size any model renders, sorted, for tests and docs.
-func AllSizes() []string {
-	var out []string
-	for _, byRatio := range sizes {
-		for _, s := range byRatio {
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -50,8 +50,6 @@ func (w *bitWriter) se(v int32) {
 	}
 }
 
-func (w *bitWriter) byteAligned() bool { return w.n == 0 }
-
 // alignZero writes zero bits up to the next byte boundary, as
 // pcm_alignment_zero_bit and rbsp_alignment_zero_bit require.
 func (w *bitWriter) alignZero() {
