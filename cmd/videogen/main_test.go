@@ -377,3 +377,60 @@ func TestGracefulShutdown(t *testing.T) {
 		testkit.CheckLedger(t, d)
 	})
 }
+
+// TestStandaloneSimulator runs `videogen upstream-sim` as its own process and points `videogen serve` at
+// it as an external upstream: the HTTP adapter works end to end, and the credential stays in the
+// environment, never in the database.
+func TestStandaloneSimulator(t *testing.T) {
+	dir := t.TempDir()
+	simAddr := freeAddr(t)
+	simCmd := exec.Command(bin, "upstream-sim", "--addr", simAddr, "--keys", "up-key-1,up-key-2")
+	simCmd.Dir, simCmd.Env = dir, environ(map[string]string{"SIM_DURATION": "300ms", "SIM_DATA_DIR": filepath.Join(dir, "upstream")})
+	var simErr bytes.Buffer
+	simCmd.Stderr = &simErr
+	if err := simCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = simCmd.Process.Kill(); _ = simCmd.Wait() })
+
+	env := map[string]string{"UPSTREAM_BASE_URL": "http://" + simAddr, "UPSTREAM_API_KEYS": "up-key-1,up-key-2", "POLL_INTERVAL_MIN": "50ms"}
+	run(t, dir, env, "accounts", "create", "--email", "ext@example.com")
+	key, _, _ := run(t, dir, env, "keys", "create", "--email", "ext@example.com")
+	run(t, dir, env, "wallet", "credit", "--email", "ext@example.com", "--usd", "5", "--reason", "test")
+	key = strings.TrimSpace(key)
+	p := serve(t, dir, env)
+	id := testkit.Do(t, p.url, "POST", "/v1/videos", key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "through the wire"}).JSON(t)["id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v := testkit.Do(t, p.url, "GET", "/v1/videos/"+id, key, nil).JSON(t)
+		if v["status"] == "completed" {
+			break
+		}
+		if v["status"] == "failed" || time.Now().After(deadline) {
+			t.Fatalf("task %v\nserver: %s\nsimulator: %s", v, p.stderr.String(), simErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := testkit.Do(t, p.url, "GET", "/v1/videos/"+id+"/content", key, nil); r.Status != 200 || len(r.Body) < 1000 {
+		t.Fatalf("download: %d, %d bytes", r.Status, len(r.Body))
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "upstream", "tasks"))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("the standalone simulator holds %d tasks (%v), want 1", len(entries), err)
+	}
+	d, err := db.Open(context.Background(), filepath.Join(dir, "data", "videogen.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var creds []models.UpstreamCredential
+	d.R.Find(&creds)
+	if len(creds) != 2 {
+		t.Fatalf("%d credentials in the database, want 2", len(creds))
+	}
+	for _, c := range creds {
+		if strings.Contains(c.ID+c.Label, "up-key") {
+			t.Fatalf("a credential secret reached the database: %+v", c)
+		}
+	}
+}
