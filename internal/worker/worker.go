@@ -178,8 +178,13 @@ func (w *Worker) claim(ctx context.Context) ([]models.Task, error) {
 	return append(out, waiting...), nil
 }
 
+// downloadTimeout bounds one copy of an output from the upstream, so a stalled transfer cannot hold a
+// worker forever; the next poll starts a fresh copy.
+const downloadTimeout = 15 * time.Minute
+
 func (w *Worker) handle(ctx context.Context, t *models.Task) {
 	log := w.log.With("task", t.ID)
+	defer w.keepLease(ctx, t)()
 	if t.CredentialID == nil {
 		cred, ok, err := w.acquireSlot(ctx, t)
 		if err != nil {
@@ -217,6 +222,30 @@ func (w *Worker) handle(ctx context.Context, t *models.Task) {
 		return
 	}
 	w.apply(ctx, t, cred, st)
+}
+
+// keepLease renews the claim on t every third of the lease while the task is being handled, so slow but
+// live work (a long download) is never taken over by another instance, while a crashed instance's
+// tasks still come free within one lease. It returns the function that stops the renewal.
+func (w *Worker) keepLease(ctx context.Context, t *models.Task) func() {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(w.cfg.Lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				err := w.db.W.WithContext(ctx).Exec("UPDATE tasks SET lease_until = ? WHERE id = ? AND lease_owner = ?",
+					w.clock().Add(w.cfg.Lease), t.ID, w.cfg.ID).Error
+				if err != nil {
+					w.log.Warn("renew lease", "task", t.ID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // acquireSlot picks the least-loaded credential with room, counts the task against it and records the
@@ -386,7 +415,9 @@ func (w *Worker) unclaim(ctx context.Context, t *models.Task, next time.Time) {
 // task completed, settles its reservation and frees its credential slot. A copy that fails is retried.
 func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Credential) {
 	log := w.log.With("task", t.ID)
-	body, size, err := w.pool.Provider.Download(ctx, cred, *t.UpstreamTaskID)
+	dctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	defer cancel()
+	body, size, err := w.pool.Provider.Download(dctx, cred, *t.UpstreamTaskID)
 	if err != nil {
 		log.Warn("download output", "err", err)
 		w.reschedule(ctx, t, t.Progress)
@@ -394,7 +425,7 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 	}
 	// A key of its own per copy: if two instances ever copy the same task, neither deletes the other's.
 	key := fmt.Sprintf("outputs/%s/%s.mp4", t.ID, ids.NewToken(12))
-	n, err := w.blobs.Put(ctx, key, body)
+	n, err := w.blobs.Put(dctx, key, body)
 	_ = body.Close()
 	if err == nil && (n == 0 || (size >= 0 && n != size)) {
 		err = fmt.Errorf("copied %d of %d bytes", n, size)

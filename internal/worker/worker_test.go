@@ -3,8 +3,10 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,4 +277,74 @@ func TestInstancesShareOneDatabase(t *testing.T) {
 		t.Logf("submissions per instance: %v", byWorker)
 		testkit.CheckLedger(t, one.DB)
 	})
+}
+
+// slowContent streams simulator downloads slowly and counts them per task.
+type slowContent struct {
+	next  http.Handler
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (s *slowContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/content") {
+		s.mu.Lock()
+		s.count[r.URL.Path]++
+		s.mu.Unlock()
+		rec := httptest.NewRecorder()
+		s.next.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		body := rec.Body.Bytes()
+		for i := 0; i < 10; i++ { // ~1 s in ten slices
+			lo, hi := i*len(body)/10, (i+1)*len(body)/10
+			_, _ = w.Write(body[lo:hi])
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+		return
+	}
+	s.next.ServeHTTP(w, r)
+}
+
+// TestLeaseRenewedDuringSlowWork: a download longer than the lease is not taken over by another
+// instance — each output is copied once, and no completion is discarded as late.
+func TestLeaseRenewedDuringSlowWork(t *testing.T) {
+	secrets := []string{"slow-key"}
+	up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 4, Secrets: secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &slowContent{next: up, count: map[string]int{}}
+	hs := httptest.NewServer(slow)
+	defer hs.Close()
+	dbURL := testkit.SQLiteURL(t)
+	env := map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": secrets[0], "LEASE_DURATION": "300ms", "POLL_INTERVAL_MIN": "20ms"}
+	one := testkit.Start(t, dbURL, env)
+	two := testkit.Start(t, dbURL, env)
+	acct := one.NewAccount(t, "10")
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, one.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": fmt.Sprintf("slow copy %d", i)})["id"].(string))
+	}
+	for _, id := range ids {
+		if v := two.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
+			t.Fatalf("%s: %v", id, v)
+		}
+	}
+	slow.mu.Lock()
+	defer slow.mu.Unlock()
+	for path, n := range slow.count {
+		if n != 1 {
+			t.Errorf("%s downloaded %d times", path, n)
+		}
+	}
+	var ignored int64
+	one.DB.R.Model(&models.TaskEvent{}).Where("detail LIKE ?", "%ignored%").Count(&ignored)
+	if ignored != 0 {
+		t.Errorf("%d completions were discarded: a second instance took over live work", ignored)
+	}
+	testkit.CheckLedger(t, one.DB)
 }
