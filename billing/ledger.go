@@ -120,7 +120,10 @@ func (c Credit) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, error
 		return nil, fmt.Errorf("credit kind %q is not a credit", c.Kind)
 	}
 	if c.Amount == 0 || (c.Amount < 0 && c.Kind != models.KindAdjustment) {
-		return nil, fmt.Errorf("credit of %s: only an adjustment may be negative, and none may be zero", c.Amount)
+		if c.Amount == 0 {
+			return nil, errors.New("the amount must not be zero")
+		}
+		return nil, fmt.Errorf("a %s cannot be negative; use an adjustment to debit", c.Kind)
 	}
 	if c.Kind == models.KindAdjustment && c.Reason == "" {
 		return nil, errors.New("an adjustment needs a reason")

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestInsufficientBalanceWritesNothing(t *testing.T) {
 		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
 		acct := s.NewAccount(t, "1.19") // one cent short of a 4 s 720p task
 		r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "x"})
-		if r.Status != 402 || r.ErrorCode() != "insufficient_balance" {
+		if r.Status != 402 || r.ErrorCode() != "insufficient_balance" || !strings.Contains(string(r.Body), "costs $1.20 but your available balance is $1.19") {
 			t.Fatalf("got %d %s", r.Status, r.Body)
 		}
 		var tasks, entries int64

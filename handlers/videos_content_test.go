@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,6 +44,9 @@ func TestDownloadVideo(t *testing.T) {
 		failed := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "[sim:fail] a kite"})
 		s.WaitStatus(t, acct.Key, failed["id"].(string), 20*time.Second, "failed")
 		notReady(failed["id"].(string), "failed")
+		if r := s.Do(t, "GET", "/v1/videos/"+failed["id"].(string)+"/content", acct.Key, nil); !strings.Contains(string(r.Body), "failed") || strings.Contains(string(r.Body), "Keep polling") {
+			t.Fatalf("a failed video's download must say it failed, not to keep polling: %s", r.Body)
+		}
 
 		// Range is ignored: the answer is 200 with the whole file.
 		r := s.Do(t, "GET", "/v1/videos/"+id+"/content", acct.Key, nil, "Range", "bytes=0-99")

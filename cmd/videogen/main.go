@@ -62,7 +62,7 @@ func serveCmd() *cobra.Command {
 	}
 	c.SetHelpFunc(func(cmd *cobra.Command, _ []string) {
 		w := cmd.OutOrStdout()
-		fmt.Fprintln(w, "videogen serve: serve the API and console. Every setting is an environment variable:")
+		fmt.Fprintln(w, "videogen serve: serve the API. Every setting is an environment variable:")
 		fmt.Fprintln(w)
 		printVariables(w)
 	})
@@ -201,6 +201,11 @@ func keysCmd() *cobra.Command {
 				return err
 			}
 			defer d.Close()
+			var before models.APIKey
+			if err := d.R.WithContext(cmd.Context()).Where("prefix = ?", prefix).Take(&before).Error; err == nil && before.RevokedAt != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s was already revoked on %s\n", before.Prefix, before.RevokedAt.UTC().Format(time.RFC3339))
+				return nil
+			}
 			k, err := apikeys.Revoke(cmd.Context(), d, prefix)
 			if err != nil {
 				return err

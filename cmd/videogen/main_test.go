@@ -195,6 +195,9 @@ func TestCLI(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "revoked "+key[:11]) {
 			t.Fatalf("revoke: %d %q", code, out)
 		}
+		if out, _, code = run(t, dir, env, "keys", "revoke", "--prefix", key[:11]); code != 0 || !strings.Contains(out, "already revoked") {
+			t.Fatalf("second revoke: %d %q", code, out)
+		}
 		deadline := time.Now().Add(5 * time.Second)
 		for testkit.Do(t, p.url, "GET", "/v1/models", key, nil).Status != 401 {
 			if time.Now().After(deadline) {

@@ -65,14 +65,21 @@ func As(err error) (*Error, bool) {
 var (
 	NotFound      = &Error{Status: 404, Code: "not_found", Message: "No video with this id exists for your account. Check the id and the API key's account."}
 	Internal      = &Error{Status: 500, Code: "internal_error", Message: "Something went wrong on our side. Quote the request id to support; do not blindly repeat a create — list your tasks first."}
-	MissingAPIKey = &Error{Status: 401, Code: "missing_api_key", Message: "Send your API key as 'Authorization: Bearer <key>'. Keys are created on the console's API keys page."}
-	InvalidAPIKey = &Error{Status: 401, Code: "invalid_api_key", Message: "This API key is unknown or revoked. Create a new key on the console's API keys page."}
-	NoBalance     = &Error{Status: 402, Code: "insufficient_balance", Message: "Your available balance does not cover this video. Top up your wallet, then retry."}
+	MissingAPIKey = &Error{Status: 401, Code: "missing_api_key", Message: "Send your API key in the header 'Authorization: Bearer <key>'."}
+	InvalidAPIKey = &Error{Status: 401, Code: "invalid_api_key", Message: "This API key is unknown or has been revoked. Check the key, or use a current one."}
+
 	VideoNotReady = &Error{Status: 409, Code: "video_not_ready", Message: "The video is not completed yet. Keep polling GET /v1/videos/{id} until status is completed.", Header: map[string]string{"x-should-retry": "false"}}
+	VideoFailed   = &Error{Status: 409, Code: "video_not_ready", Message: "This video failed, so there is no file to download; its error says why, and its reservation was released. Create a new video to try again.", Header: map[string]string{"x-should-retry": "false"}}
 	VideoExpired  = &Error{Status: 404, Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
-	RequestTooBig = &Error{Status: 413, Code: "request_too_large", Message: "The request body is larger than 1 MiB. Send media through /uploads/v1 and put the returned URLs in the request."}
+	RequestTooBig = &Error{Status: 413, Code: "request_too_large", Message: "The request body is larger than 1 MiB. Media go into a request as URLs, never as inline data."}
 	NotJSON       = &Error{Status: 415, Code: "unsupported_content_type", Message: "Send the request body as JSON with 'Content-Type: application/json'."}
 )
+
+// NoBalance is the 402 for a create the available balance does not cover.
+func NoBalance(cost, available string) *Error {
+	return &Error{Status: 402, Code: "insufficient_balance",
+		Message: "This video costs " + cost + " but your available balance is " + available + ". Top up your wallet, then retry."}
+}
 
 // RateLimited is the 429 for a key that sends too fast.
 func RateLimited(retryAfter int) *Error {

@@ -29,7 +29,7 @@ type Config struct {
 	LogLevel      string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	PprofAddr     string `env:"PPROF_ADDR" help:"serve Go's pprof profiles on this address (loopback only; unset = off)"`
 
-	TestTopups     bool   `env:"TEST_TOPUPS" help:"1 offers 'add test funds' in the console; only with a loopback PUBLIC_BASE_URL"`
+	TestTopups     bool   `env:"TEST_TOPUPS" help:"1 allows test top-ups ('add test funds', no card); only with a loopback PUBLIC_BASE_URL"`
 	TrustedProxies string `env:"TRUSTED_PROXIES" help:"comma-separated addresses or CIDRs whose X-Forwarded-For is believed"`
 	RedisURL       string `env:"REDIS_URL" help:"redis:// URL for rate limits shared across instances; unset = in-process limits"`
 

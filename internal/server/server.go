@@ -260,14 +260,15 @@ func (s *Server) Close(ctx context.Context) error {
 
 // Run serves on cfg.Addr until ctx ends (SIGTERM), then shuts down within cfg.ShutdownTimeout.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	s, err := New(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
+	// Listen first: a busy port fails at once, before workers start touching the database.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		_ = s.Close(context.Background())
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return fmt.Errorf("cannot serve: %w", err)
+	}
+	s, err := New(ctx, cfg, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
 	}
 	log.Info("videogen serving", "addr", ln.Addr().String(), "public_base_url", cfg.PublicBaseURL, "database", dbKind(cfg))
 	served := make(chan error, 1)

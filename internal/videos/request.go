@@ -340,7 +340,7 @@ func urlList(fields map[string]json.RawMessage, name string) ([]string, *apierr.
 // check accepts https:// URLs and URLs under the platform's own base (http in development).
 func (p MediaPolicy) check(param, raw string) *apierr.Error {
 	bad := func(why string) *apierr.Error {
-		return apierr.Field(400, "invalid_media_url", param, "%s %s. Upload files or import links through /uploads/v1 and use the URLs it returns.", param, why)
+		return apierr.Field(400, "invalid_media_url", param, "%s %s; media URLs must be https:// links.", param, why)
 	}
 	if raw == "" {
 		return bad("is empty")

@@ -161,7 +161,11 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		}
 		if err := billing.Reserve(tx, who.AccountID, task.ID, amount); err != nil {
 			if errors.Is(err, billing.ErrInsufficientBalance) {
-				return apierr.NoBalance
+				var a models.Account
+				if err := tx.Select("available_micros").Take(&a, who.AccountID).Error; err != nil {
+					return fmt.Errorf("read balance: %w", err)
+				}
+				return apierr.NoBalance(amount.USD(), billing.Micros(a.AvailableMicros).USD())
 			}
 			return err
 		}
@@ -268,7 +272,11 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id string) (
 	if err != nil {
 		return nil, err
 	}
-	if t.Status != models.StatusCompleted {
+	switch t.Status {
+	case models.StatusCompleted:
+	case models.StatusFailed:
+		return nil, apierr.VideoFailed
+	default:
 		return nil, apierr.VideoNotReady
 	}
 	if t.OutputKey == nil || (t.ExpiresAt != nil && !s.now().Before(*t.ExpiresAt)) {
