@@ -1,8 +1,12 @@
 package handlers_test
 
 import (
+	"io"
+	"net"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"videogen/internal/testkit"
 	"videogen/models"
@@ -61,6 +65,36 @@ func TestCallLogRecordsEveryRequest(t *testing.T) {
 			if r.LatencyMicros <= 0 || time.Since(r.At) > time.Minute {
 				t.Errorf("row %s: latency %d at %v", r.RequestID, r.LatencyMicros, r.At)
 			}
+		}
+	})
+}
+
+// TestCallLogSurvivesHostileInput: a request line with bytes that are not UTF-8 (which PostgreSQL would
+// refuse to store) is logged cleaned, and does not cost the rows written beside it.
+func TestCallLogSurvivesHostileInput(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		acct := s.NewAccount(t, "1")
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write([]byte("GET /v1/videos/video_\xff\xfe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + acct.Key + "\r\nConnection: close\r\n\r\n"))
+		reply, _ := io.ReadAll(conn)
+		conn.Close()
+		if !strings.HasPrefix(string(reply), "HTTP/1.1 404") {
+			t.Fatalf("reply %q", reply)
+		}
+		ok := s.Do(t, "GET", "/v1/models", acct.Key, nil)
+		deadline := time.Now().Add(5 * time.Second)
+		var rows []models.CallLog
+		for len(rows) < 2 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			rows = nil
+			s.DB.R.Order("id").Find(&rows)
+		}
+		if len(rows) != 2 || rows[1].RequestID != ok.Header.Get("X-Request-Id") || !utf8.ValidString(rows[0].Path) || rows[0].Status != 404 {
+			t.Fatalf("call log rows %+v", rows)
 		}
 	})
 }

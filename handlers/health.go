@@ -2,9 +2,12 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/db"
 )
 
 // healthz answers while the process runs.
@@ -17,7 +20,13 @@ func (h *handler) readyz(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)
 	defer cancel()
 	if err := h.DB.Ready(ctx); err != nil {
-		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "not_ready", "reason": err.Error()})
+		// The detail (host, user, database) is for the operator's log, not for whoever asks.
+		h.Log.Warn("not ready", "err", err)
+		reason := "database unreachable"
+		if errors.Is(err, db.ErrMigrationsPending) {
+			reason = "migrations pending"
+		}
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "not_ready", "reason": reason})
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"math"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -27,10 +28,9 @@ func (h *handler) recordCall(c *fiber.Ctx) error {
 	start := time.Now()
 	err := c.Next()
 	row := models.CallLog{
-		// Fiber's strings point into buffers reused after the request: the row outlives it, so copy.
-		At: start.UTC(), RequestID: requestID(c), Method: strings.Clone(c.Method()), Path: strings.Clone(c.Path()),
+		At: start.UTC(), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
 		Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
-		LatencyMicros: time.Since(start).Microseconds(), TaskID: localString(c, localTaskID),
+		LatencyMicros: time.Since(start).Microseconds(), TaskID: logText(localString(c, localTaskID), 80),
 		BytesIn: int64(len(c.Request().Body())),
 	}
 	if p, ok := c.Locals(localPrincipal).(apikeys.Principal); ok {
@@ -54,7 +54,7 @@ func (h *handler) renderErrors(c *fiber.Ctx) error {
 }
 
 func (h *handler) logPanic(c *fiber.Ctx, e any) {
-	h.Log.Error("panic in handler", "request_id", requestID(c), "path", c.Path(), "panic", e)
+	h.Log.Error("panic in handler", "request_id", requestID(c), "path", c.Path(), "panic", e, "stack", string(debug.Stack()))
 }
 
 // authenticate resolves the Bearer key to its account.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -85,7 +86,7 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 	rerr := h.apiError(c, err)
 	if first && isAPIPath(c.Path()) {
 		h.CallLog.Record(models.CallLog{
-			At: h.Now().UTC(), RequestID: requestID(c), Method: strings.Clone(c.Method()), Path: strings.Clone(c.Path()),
+			At: h.Now().UTC(), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
 			Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
 		})
 	}
@@ -97,6 +98,20 @@ func isAPIPath(p string) bool {
 }
 
 func requestID(c *fiber.Ctx) string { return localString(c, localRequestID) }
+
+// logText makes client-supplied text safe to store in the call log: a copy (Fiber's strings point into
+// reused buffers), valid UTF-8 without NUL (PostgreSQL refuses both, and one bad row would fail its whole
+// batch), at most n bytes.
+func logText(s string, n int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return strings.Clone(s)
+}
 
 func localString(c *fiber.Ctx, key string) string {
 	s, _ := c.Locals(key).(string)

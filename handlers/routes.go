@@ -51,7 +51,7 @@ func New(d Deps) *fiber.App {
 		IdleTimeout:           120 * time.Second,
 		ErrorHandler:          h.lastResortError,
 	})
-	app.Use(h.requestID)
+	app.Use(h.requestID, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}))
 
 	app.Get("/healthz", h.healthz)
 	app.Get("/readyz", h.readyz)

@@ -2,13 +2,12 @@ package handlers
 
 import (
 	"github.com/gofiber/fiber/v2"
-	"strings"
 )
 
 // downloadVideo answers GET /v1/videos/{id}/content: the whole MP4, streamed from storage. Range is not
 // supported (interface document): every answer is 200 with the full file.
 func (h *handler) downloadVideo(c *fiber.Ctx) error {
-	id := strings.Clone(c.Params("id")) // kept past the request in the call log
+	id := c.Params("id")
 	c.Locals(localTaskID, id)
 	content, err := h.Videos.OpenContent(c.UserContext(), principal(c).AccountID, id)
 	if err != nil {

@@ -78,6 +78,9 @@ func TestCreateVideoValidation(t *testing.T) {
 			{"prompt 5000 characters of 2 bytes", body(map[string]any{"prompt": strings.Repeat("é", 5000)}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
 			{"prompt 5000 emoji of 4 bytes", body(map[string]any{"prompt": strings.Repeat("🎬", 5000)}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
 			{"prompt 5001 characters", body(map[string]any{"prompt": strings.Repeat("a", 5001)}), nil, want{status: 400, code: "invalid_prompt", param: "prompt"}},
+			{"prompt with NUL", `{"model":"videogen-2.0-720p","prompt":"a\u0000b"}`, nil, want{status: 400, code: "invalid_prompt", param: "prompt"}},
+			{"prompt with newlines and tabs", body(map[string]any{"prompt": "scene 1:\n\ta fox\r\nscene 2"}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
+			{"invalid UTF-8 in prompt is replaced", []byte("{\"model\":\"videogen-2.0-720p\",\"prompt\":\"caf\xe9\"}"), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
 			// seconds and duration
 			{"seconds default", body(nil), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
 			{"seconds 4", body(map[string]any{"seconds": 4}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
@@ -136,6 +139,8 @@ func TestCreateVideoValidation(t *testing.T) {
 			{"http start frame", body(map[string]any{"start_image_url": "http://cdn.example.com/a.png"}), nil, want{status: 400, code: "invalid_media_url", param: "start_image_url"}},
 			{"end frame not a string", body(map[string]any{"end_image_url": 3}), nil, want{status: 400, code: "invalid_media_url", param: "end_image_url"}},
 			{"own http base accepted", body(map[string]any{"image_urls": []string{own}, "start_image_url": own}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
+			{"own base with NUL", body(map[string]any{"image_urls": []string{own + "\x00"}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
+			{"idempotency key not ASCII", body(nil), []string{"Idempotency-Key", "cl\xe9"}, want{status: 400, code: "invalid_request", param: "Idempotency-Key"}},
 			{"nulls mean absent", `{"model":"videogen-2.0-720p","prompt":"x","seconds":null,"size":null,"image_urls":null,"generate_audio":null}`, nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
 		}
 		accepted := 0

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -11,7 +10,7 @@ import (
 
 // getVideo answers GET /v1/videos/{id} with the task and how long to wait before the next poll.
 func (h *handler) getVideo(c *fiber.Ctx) error {
-	id := strings.Clone(c.Params("id")) // kept past the request in the call log
+	id := c.Params("id")
 	c.Locals(localTaskID, id)
 	t, err := h.Videos.Poll(c.UserContext(), principal(c).AccountID, id)
 	if err != nil {

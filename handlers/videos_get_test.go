@@ -123,7 +123,7 @@ func TestListVideos(t *testing.T) {
 		if m := r.JSON(t); len(m["data"].([]any)) != 0 || m["first_id"] != nil || m["has_more"] != false {
 			t.Fatalf("empty list %s", r.Body)
 		}
-		for _, q := range []string{"?limit=0", "?limit=101", "?limit=x", "?order=up", "?after=video_unknown"} {
+		for _, q := range []string{"?limit=0", "?limit=101", "?limit=x", "?order=up", "?after=video_unknown", "?after=%FF", "?after=a%00b", "?after=video_%E2%82%AC"} {
 			if r := s.Do(t, "GET", "/v1/videos"+q, acct.Key, nil); r.Status != 400 || r.ErrorCode() != "invalid_request" {
 				t.Errorf("%s: %d %s", q, r.Status, r.Body)
 			}

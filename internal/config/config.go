@@ -44,6 +44,7 @@ type Config struct {
 	RateLimitBurst int           `env:"RATE_LIMIT_BURST" envDefault:"40" help:"per-key burst (token bucket size)"`
 	MaxQueued      int           `env:"MAX_QUEUED_PER_ACCOUNT" envDefault:"50" help:"tasks an account may have waiting for an upstream slot before create answers 429 no_capacity"`
 	KeyCacheTTL    time.Duration `env:"API_KEY_CACHE_TTL" envDefault:"2s" help:"how long an API key lookup is cached; bounds how late another instance sees a revocation"`
+	PollCacheTTL   time.Duration `env:"POLL_CACHE_TTL" envDefault:"1s" help:"how long a poll may be answered from memory for an unfinished task (0 = always read the database)"`
 
 	UpstreamBaseURL     string        `env:"UPSTREAM_BASE_URL" help:"base URL of an OpenAI-style /v1/videos upstream; unset = the built-in simulator"`
 	UpstreamAPIKeys     string        `env:"UPSTREAM_API_KEYS" help:"comma-separated upstream credentials (kept out of the database)"`
@@ -140,6 +141,22 @@ func (c *Config) Validate() error {
 	}
 	if c.SimCredentials < 1 || c.SimConcurrency < 1 || c.UpstreamConcurrency < 1 {
 		errs = append(errs, errors.New("SIM_CREDENTIALS, SIM_CONCURRENCY and UPSTREAM_CONCURRENCY must be >= 1"))
+	}
+	for name, d := range map[string]time.Duration{"LEASE_DURATION": c.LeaseDuration, "QUEUE_TIMEOUT": c.QueueTimeout,
+		"RUN_TIMEOUT": c.RunTimeout, "OUTPUT_RETENTION": c.OutputRetention, "UPSTREAM_TIMEOUT": c.UpstreamTimeout,
+		"SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "SIM_DURATION": c.SimDuration} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be a positive duration such as 30s", name))
+		}
+	}
+	if c.LeaseDuration > 0 && c.LeaseDuration < 300*time.Millisecond {
+		errs = append(errs, errors.New("LEASE_DURATION must be at least 300ms"))
+	}
+	if c.MaxQueued < 1 {
+		errs = append(errs, errors.New("MAX_QUEUED_PER_ACCOUNT must be at least 1"))
+	}
+	if c.KeyCacheTTL < 0 || c.PollCacheTTL < 0 {
+		errs = append(errs, errors.New("API_KEY_CACHE_TTL and POLL_CACHE_TTL must not be negative"))
 	}
 	if c.PollMin <= 0 || c.PollMax < c.PollMin {
 		errs = append(errs, errors.New("POLL_INTERVAL_MIN must be > 0 and <= POLL_INTERVAL_MAX"))

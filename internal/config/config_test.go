@@ -37,6 +37,11 @@ func TestValidate(t *testing.T) {
 		{"upstream without keys", map[string]string{"UPSTREAM_BASE_URL": "https://up.example"}, "UPSTREAM_API_KEYS"},
 		{"zero rate", map[string]string{"RATE_LIMIT_RPS": "0"}, "RATE_LIMIT_RPS"},
 		{"poll max below min", map[string]string{"POLL_INTERVAL_MIN": "5s", "POLL_INTERVAL_MAX": "1s"}, "POLL_INTERVAL"},
+		{"zero lease", map[string]string{"LEASE_DURATION": "0s"}, "LEASE_DURATION"},
+		{"tiny lease", map[string]string{"LEASE_DURATION": "10ms"}, "LEASE_DURATION"},
+		{"negative run timeout", map[string]string{"RUN_TIMEOUT": "-1s"}, "RUN_TIMEOUT"},
+		{"no backlog", map[string]string{"MAX_QUEUED_PER_ACCOUNT": "0"}, "MAX_QUEUED_PER_ACCOUNT"},
+		{"negative poll cache", map[string]string{"POLL_CACHE_TTL": "-1s"}, "POLL_CACHE_TTL"},
 	} {
 		c, err := Load(tc.env)
 		if err != nil {

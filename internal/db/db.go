@@ -70,8 +70,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			return nil, fmt.Errorf("create database folder: %w", err)
 		}
 	}
-	// FULL keeps a committed ledger entry across a power cut, not only a process crash.
-	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_time_format=sqlite"
+	// FULL keeps a committed ledger entry across a power cut, not only a process crash. No _time_format:
+	// the driver (glebarez/go-sqlite v1.21) stops reading parameters after it, which would silently drop
+	// _txlock=immediate; its default time format is the same one anyway.
+	common := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	w, err := openSQLite(path, "_pragma=journal_mode(WAL)&_txlock=immediate&"+common, gcfg)
 	if err != nil {
 		return nil, err
@@ -163,6 +165,9 @@ func (d *DB) Migrate(ctx context.Context) (int, error) {
 	return len(res), nil
 }
 
+// ErrMigrationsPending is returned by Ready when the schema is older than the binary.
+var ErrMigrationsPending = errors.New("migrations pending: run 'videogen migrate'")
+
 // Ready reports whether the database answers and its schema is at the newest embedded migration.
 func (d *DB) Ready(ctx context.Context) error {
 	sqlDB, err := d.R.DB()
@@ -181,7 +186,7 @@ func (d *DB) Ready(ctx context.Context) error {
 		return fmt.Errorf("read migration state: %w", err)
 	}
 	if pending {
-		return errors.New("migrations pending: run 'videogen migrate'")
+		return ErrMigrationsPending
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package ids
 
 import (
 	"crypto/rand"
+	"strings"
 )
 
 // alphabet is URL-safe and unambiguous to copy; 62 symbols give 5.95 bits each.
@@ -30,6 +31,21 @@ func random(n int) string {
 
 // NewVideoID returns a public task id: "video_" and 24 random characters (~143 bits).
 func NewVideoID() string { return "video_" + random(24) }
+
+// IsVideoID reports whether s has the shape of a video id ("video_" and 1–64 letters or digits), so
+// malformed ids are refused before any lookup.
+func IsVideoID(s string) bool {
+	rest, ok := strings.CutPrefix(s, "video_")
+	if !ok || len(rest) == 0 || len(rest) > 64 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if strings.IndexByte(alphabet, rest[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // NewAPIKey returns a new API key secret: "vg_" and 40 random characters (~238 bits).
 func NewAPIKey() string { return "vg_" + random(40) }

@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 		RunTimeout: cfg.RunTimeout, OutputRetention: cfg.OutputRetention,
 	}, d, pool, blobs, log.With("part", "worker"), nil)
 	prices := billing.NewPrices(d)
-	s.Videos = &videos.Service{DB: d, Prices: prices, Blobs: blobs, MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout}
+	s.Videos = &videos.Service{DB: d, Prices: prices, Blobs: blobs, MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, PollFresh: cfg.PollCacheTTL}
 	s.Worker.OnChange = s.Videos.Forget
 	if cfg.Workers {
 		s.Videos.Notify = s.Worker.Notify
@@ -232,17 +232,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	var errs []error
 	s.closeOnce.Do(func() {
+		// The call log first: no request runs any more, and its rows must not wait behind the worker.
+		if s.CallLog != nil {
+			if err := s.CallLog.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("flush call log: %w", err))
+			}
+		}
 		if s.workerCancel != nil {
 			s.workerCancel()
 			select {
 			case <-s.workerDone:
 			case <-ctx.Done():
-				errs = append(errs, errors.New("worker did not finish in time"))
-			}
-		}
-		if s.CallLog != nil {
-			if err := s.CallLog.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("flush call log: %w", err))
+				errs = append(errs, errors.New("worker did not finish in time; its tasks come free when their leases end"))
 			}
 		}
 		if s.simServer != nil {

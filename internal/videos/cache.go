@@ -36,7 +36,13 @@ func (c *pollCache) get(id string, now time.Time) (*models.Task, bool) {
 	return &t, true
 }
 
+// maxCachedPrompt keeps the cache's memory bounded (20,000 entries of at most a few KB).
+const maxCachedPrompt = 2048
+
 func (c *pollCache) put(t *models.Task, now time.Time) {
+	if len(t.Prompt) > maxCachedPrompt {
+		return
+	}
 	c.lru.Add(t.ID, cachedTask{task: *t, fetched: now})
 }
 

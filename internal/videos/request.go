@@ -119,6 +119,9 @@ func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error
 	if n > MaxPromptChars {
 		return nil, apierr.Field(400, "invalid_prompt", "prompt", "The prompt has %d characters; at most %d are allowed.", n, MaxPromptChars)
 	}
+	if strings.ContainsRune(prompt, 0) {
+		return nil, apierr.Field(400, "invalid_prompt", "prompt", "The prompt contains a NUL character (\\u0000); remove it.")
+	}
 	r.Prompt = prompt
 
 	// seconds / duration
@@ -347,6 +350,9 @@ func (p MediaPolicy) check(param, raw string) *apierr.Error {
 	}
 	if len(raw) > maxURLBytes {
 		return bad("is longer than 8 KiB")
+	}
+	if !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
+		return bad("contains control characters")
 	}
 	if p.PublicBaseURL != "" && strings.HasPrefix(raw, p.PublicBaseURL+"/") {
 		return nil

@@ -32,16 +32,16 @@ type Service struct {
 	Notify func()
 	// Now is the clock; tests move it.
 	Now func() time.Time
+	// PollFresh bounds how late a poll may see another instance's change of an unfinished task; 0 turns
+	// the poll cache off.
+	PollFresh time.Duration
 
 	cacheOnce sync.Once
 	cache     *pollCache
 }
 
-// pollCacheFresh bounds how late a poll may see another instance's change of an unfinished task.
-const pollCacheFresh = time.Second
-
 func (s *Service) polls() *pollCache {
-	s.cacheOnce.Do(func() { s.cache = newPollCache(20_000, pollCacheFresh) })
+	s.cacheOnce.Do(func() { s.cache = newPollCache(20_000, s.PollFresh) })
 	return s.cache
 }
 
@@ -79,6 +79,11 @@ const MaxIdempotencyKeyLen = 255
 func (s *Service) Create(ctx context.Context, who Caller, req *CreateRequest, idemKey string) (*Created, error) {
 	if len(idemKey) > MaxIdempotencyKeyLen {
 		return nil, apierr.Field(400, "invalid_request", "Idempotency-Key", "Idempotency-Key is longer than %d characters.", MaxIdempotencyKeyLen)
+	}
+	for i := 0; i < len(idemKey); i++ {
+		if idemKey[i] < 0x20 || idemKey[i] > 0x7e {
+			return nil, apierr.Field(400, "invalid_request", "Idempotency-Key", "Idempotency-Key must be printable ASCII, such as a UUID.")
+		}
 	}
 	price, err := s.Prices.PerSecond(ctx, req.Model)
 	if err != nil {
@@ -183,6 +188,9 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 
 // Poll returns a task of the account for GET /v1/videos/{id}, from the poll cache when it may.
 func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	if s.PollFresh <= 0 {
+		return s.Get(ctx, accountID, id)
+	}
 	now := time.Now()
 	if t, ok := s.polls().get(id, now); ok {
 		if t.AccountID != accountID {
@@ -200,7 +208,7 @@ func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models
 // Get reads a task of the account from the database. Another account's task is reported exactly like a
 // missing one.
 func (s *Service) Get(ctx context.Context, accountID int64, id string) (*models.Task, error) {
-	if len(id) > 64 {
+	if !ids.IsVideoID(id) {
 		return nil, apierr.NotFound
 	}
 	var t models.Task
@@ -230,6 +238,9 @@ type Page struct {
 // List returns the account's tasks, newest first unless Asc, after the cursor task.
 func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Page, error) {
 	q := s.DB.R.WithContext(ctx).Where("account_id = ?", accountID)
+	if p.After != "" && !ids.IsVideoID(p.After) {
+		return nil, apierr.Field(400, "invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
+	}
 	if p.After != "" {
 		var cur models.Task
 		err := s.DB.R.WithContext(ctx).Select("id", "created_at").Where("id = ? AND account_id = ?", p.After, accountID).Take(&cur).Error

@@ -7,10 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -80,29 +83,46 @@ func (w *Worker) Notify() {
 	}
 }
 
-// Run works until ctx ends, then finishes the tasks it holds and returns. Work in progress runs on its
-// own context so that a shutdown never abandons a submission half-recorded.
+// Run works until ctx ends, then finishes the tasks it holds and returns. It is a pipeline: up to
+// Parallel tasks are handled at once, each on its own, and a free handler claims the next due task at
+// once — one slow task (a long download) never holds the others back. Work in progress runs on its own
+// context so that a shutdown never abandons a submission half-recorded.
 func (w *Worker) Run(ctx context.Context) {
+	work := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.sweepLoop(ctx, work)
+	}()
+
 	tick := min(max(w.cfg.PollMin/2, 10*time.Millisecond), 500*time.Millisecond)
-	// Creates wake the worker; under a burst of them, rounds are spaced so the queue is not re-read for
+	// Creates wake the worker; under a burst of them, claims are spaced so the queue is not re-read for
 	// every single create.
 	gap := min(max(w.cfg.PollMin/10, 5*time.Millisecond), 50*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	var lastSweep time.Time
+	handlers := make(chan struct{}, w.cfg.Parallel)
 	for {
-		roundStart := time.Now()
-		work := context.WithoutCancel(ctx)
-		if time.Since(lastSweep) >= tick*4 {
-			w.sweep(work)
-			lastSweep = time.Now()
-		}
-		n := w.Round(work)
-		if ctx.Err() != nil {
-			return
-		}
-		if n >= w.cfg.Batch {
-			continue // more is due: do not wait for the tick
+		claimed := time.Now()
+		if free := cap(handlers) - len(handlers); free > 0 {
+			tasks, err := w.Claim(work, min(free, w.cfg.Batch))
+			if err != nil {
+				w.log.Error("claim tasks", "err", err)
+			}
+			for i := range tasks {
+				handlers <- struct{}{}
+				wg.Add(1)
+				go func(t models.Task) {
+					defer func() {
+						<-handlers
+						wg.Done()
+						w.Notify() // a handler is free: look for more work now
+					}()
+					w.handle(work, &t)
+				}(tasks[i])
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -110,7 +130,7 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-w.wake:
 		case <-t.C:
 		}
-		if wait := gap - time.Since(roundStart); wait > 0 {
+		if wait := gap - time.Since(claimed); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -120,31 +140,25 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-// Round claims due tasks once and handles them; it returns how many it handled.
-func (w *Worker) Round(ctx context.Context) int {
-	tasks, err := w.claim(ctx)
-	if err != nil {
-		w.log.Error("claim tasks", "err", err)
-		return 0
+// sweepLoop runs the deadline and retention sweep on its own timer, so it is never delayed by tasks.
+func (w *Worker) sweepLoop(ctx, work context.Context) {
+	every := min(max(w.cfg.PollMin*2, 20*time.Millisecond), 2*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.sweep(work)
+		}
 	}
-	sem := make(chan struct{}, w.cfg.Parallel)
-	var wg sync.WaitGroup
-	for i := range tasks {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(t *models.Task) {
-			defer func() { <-sem; wg.Done() }()
-			w.handle(ctx, t)
-		}(&tasks[i])
-	}
-	wg.Wait()
-	return len(tasks)
 }
 
-// claim leases due tasks: those in flight whose next check is due, and as many waiting tasks (oldest
+// Claim leases due tasks: those in flight whose next check is due, and as many waiting tasks (oldest
 // first) as the pool has free slots. On PostgreSQL, FOR UPDATE SKIP LOCKED lets instances claim side by
 // side without ever taking the same task; on SQLite the single writer serialises claims.
-func (w *Worker) claim(ctx context.Context) ([]models.Task, error) {
+func (w *Worker) Claim(ctx context.Context, limit int) ([]models.Task, error) {
 	now := w.clock()
 	until := now.Add(w.cfg.Lease)
 	lock := ""
@@ -155,8 +169,12 @@ func (w *Worker) claim(ctx context.Context) ([]models.Task, error) {
 	inFlight := "SELECT id FROM tasks WHERE status IN ('queued', 'in_progress') AND credential_id IS NOT NULL" +
 		" AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_check_at LIMIT ?" + lock
 	if err := w.db.W.WithContext(ctx).Raw("UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id IN ("+inFlight+") RETURNING *",
-		w.cfg.ID, until, now, now, w.cfg.Batch).Scan(&out).Error; err != nil {
+		w.cfg.ID, until, now, now, limit).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("claim in-flight tasks: %w", err)
+	}
+	limit -= len(out)
+	if limit <= 0 {
+		return out, nil
 	}
 
 	var free int64
@@ -172,15 +190,18 @@ func (w *Worker) claim(ctx context.Context) ([]models.Task, error) {
 	queued := "SELECT id FROM tasks WHERE status = 'queued' AND credential_id IS NULL" +
 		" AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY created_at, id LIMIT ?" + lock
 	if err := w.db.W.WithContext(ctx).Raw("UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id IN ("+queued+") RETURNING *",
-		w.cfg.ID, until, now, now, min(free, int64(w.cfg.Batch))).Scan(&waiting).Error; err != nil {
+		w.cfg.ID, until, now, now, min(free, int64(limit))).Scan(&waiting).Error; err != nil {
 		return nil, fmt.Errorf("claim queued tasks: %w", err)
 	}
 	return append(out, waiting...), nil
 }
 
-// downloadTimeout bounds one copy of an output from the upstream, so a stalled transfer cannot hold a
-// worker forever; the next poll starts a fresh copy.
-const downloadTimeout = 15 * time.Minute
+// A copy of an output from the upstream is abandoned after downloadIdle without a byte, or after
+// downloadTimeout in all, so a stalled transfer cannot hold a handler; the next poll starts a fresh copy.
+const (
+	downloadIdle    = time.Minute
+	downloadTimeout = 30 * time.Minute
+)
 
 func (w *Worker) handle(ctx context.Context, t *models.Task) {
 	log := w.log.With("task", t.ID)
@@ -361,7 +382,7 @@ func (w *Worker) apply(ctx context.Context, t *models.Task, cred upstream.Creden
 	case upstream.StateFailed:
 		msg := "The generation failed upstream"
 		if st.ErrorMessage != "" {
-			msg += ": " + st.ErrorMessage
+			msg += ": " + clip(st.ErrorMessage, 300)
 		}
 		w.fail(ctx, t, "generation_failed", msg+". Your reservation was released.")
 	case upstream.StateInProgress:
@@ -417,12 +438,15 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 	log := w.log.With("task", t.ID)
 	dctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
+	idle := time.AfterFunc(downloadIdle, cancel)
+	defer idle.Stop()
 	body, size, err := w.pool.Provider.Download(dctx, cred, *t.UpstreamTaskID)
 	if err != nil {
 		log.Warn("download output", "err", err)
 		w.reschedule(ctx, t, t.Progress)
 		return
 	}
+	body = idleReader{body, idle}
 	// A key of its own per copy: if two instances ever copy the same task, neither deletes the other's.
 	key := fmt.Sprintf("outputs/%s/%s.mp4", t.ID, ids.NewToken(12))
 	n, err := w.blobs.Put(dctx, key, body)
@@ -450,10 +474,12 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 			return nil
 		}
 		won = true
-		if _, err := billing.Settle(tx, t); err != nil {
+		// Lock order everywhere: task, credential, account (acquireSlot takes the credential before a
+		// waiting task no one else holds) — so two transactions never wait on each other.
+		if err := freeSlot(tx, t.CredentialID, now); err != nil {
 			return err
 		}
-		if err := freeSlot(tx, t.CredentialID, now); err != nil {
+		if _, err := billing.Settle(tx, t); err != nil {
 			return err
 		}
 		return event(tx, t.ID, now, t.Status, models.StatusCompleted, fmt.Sprintf("output copied (%d bytes); %s charged", n, billing.Micros(t.AmountMicros)))
@@ -496,8 +522,14 @@ func (w *Worker) fail(ctx context.Context, t *models.Task, code, message string)
 // Fail ends a task as failed with a refund, guarded so that only the first ending counts.
 func Fail(ctx context.Context, d *db.DB, t *models.Task, code, message string, now time.Time) error {
 	return d.Tx(ctx, func(tx *gorm.DB) error {
+		// Read under a row lock: another instance may be assigning the task a credential right now, and the
+		// slot it takes must be freed with the row we fail (SQLite's single writer serialises this anyway).
+		q := tx
+		if d.Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
 		var cur models.Task
-		if err := tx.Where("id = ?", t.ID).Take(&cur).Error; err != nil {
+		if err := q.Where("id = ?", t.ID).Take(&cur).Error; err != nil {
 			return err
 		}
 		res := tx.Exec(`UPDATE tasks SET status = 'failed', error_code = ?, error_message = ?, lease_owner = NULL, lease_until = NULL,
@@ -508,6 +540,9 @@ func Fail(ctx context.Context, d *db.DB, t *models.Task, code, message string, n
 		if res.RowsAffected == 0 || cur.Terminal() {
 			return nil
 		}
+		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
+			return err
+		}
 		if _, err := billing.Release(tx, &cur); err != nil {
 			return err
 		}
@@ -515,9 +550,6 @@ func Fail(ctx context.Context, d *db.DB, t *models.Task, code, message string, n
 			if err := leaveBacklog(tx, cur.AccountID); err != nil {
 				return err
 			}
-		}
-		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
-			return err
 		}
 		return event(tx, t.ID, now, cur.Status, models.StatusFailed, code+": "+message)
 	})
@@ -529,6 +561,20 @@ func leaveBacklog(tx *gorm.DB, accountID int64) error {
 		return fmt.Errorf("leave backlog: %w", err)
 	}
 	return nil
+}
+
+// idleReader pushes the idle deadline of a download back with every byte that arrives.
+type idleReader struct {
+	io.ReadCloser
+	idle *time.Timer
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.idle.Reset(downloadIdle)
+	}
+	return n, err
 }
 
 func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {
@@ -554,18 +600,24 @@ func backoff(minD, maxD time.Duration, n int, factor float64) time.Duration {
 	return time.Duration(d)
 }
 
-func shortErr(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200] + "…"
+func shortErr(err error) string { return clip(err.Error(), 200) }
+
+// clip shortens s to at most n bytes on a character boundary, valid UTF-8 (it may end up in PostgreSQL).
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func rejectReason(err error) string {
 	var re *upstream.RejectedError
 	if errors.As(err, &re) && re.Message != "" {
-		return re.Message
+		return clip(re.Message, 300)
 	}
 	return "request refused"
 }

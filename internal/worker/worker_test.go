@@ -2,16 +2,24 @@ package worker_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	_ "github.com/glebarez/go-sqlite"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"videogen/internal/db"
 	"videogen/internal/testkit"
 	"videogen/internal/upstream/sim"
+	"videogen/internal/worker"
 	"videogen/models"
 )
 
@@ -347,4 +355,149 @@ func TestLeaseRenewedDuringSlowWork(t *testing.T) {
 		t.Errorf("%d completions were discarded: a second instance took over live work", ignored)
 	}
 	testkit.CheckLedger(t, one.DB)
+}
+
+// TestFailWhileSlotAssignedElsewhere: the sweep fails a task from a stale read while another instance is
+// assigning it a credential; the slot that instance took is freed with it, and the backlog counter stays
+// exact (Fail re-reads the row under a lock).
+func TestFailWhileSlotAssignedElsewhere(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		acct := s.NewAccount(t, "100")
+		id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "one"})["id"].(string)
+		var cred models.UpstreamCredential
+		s.DB.R.Where("enabled = ?", true).Order("id").Take(&cred)
+		stale := testkit.Task(t, s.DB, id) // what the sweep read: no credential yet
+
+		driver, dsn := "sqlite", "file:"+dbURL+"?_txlock=immediate&_pragma=busy_timeout(10000)"
+		if s.DB.Postgres {
+			driver, dsn = "pgx", dbURL
+		}
+		raw, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		ctx := context.Background()
+		tx, err := raw.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What acquireSlot does on another instance, not yet committed.
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{"UPDATE upstream_credentials SET in_flight = in_flight + 1 WHERE id = $1", []any{cred.ID}},
+			{"UPDATE tasks SET credential_id = $1, upstream_key = 'k' WHERE id = $2 AND status = 'queued' AND credential_id IS NULL", []any{cred.ID, id}},
+			{"UPDATE accounts SET waiting_tasks = waiting_tasks - 1 WHERE id = $1", []any{acct.ID}},
+		} {
+			if _, err := tx.Exec(q.sql, q.args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() { done <- worker.Fail(ctx, s.DB, &stale, "queue_timeout", "late", db.Now()) }()
+		time.Sleep(300 * time.Millisecond)
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if after := testkit.Task(t, s.DB, id); after.Status != "failed" || after.BillingState != "released" {
+			t.Fatalf("task %s/%s", after.Status, after.BillingState)
+		}
+		testkit.CheckLedger(t, s.DB) // in_flight back to 0, waiting_tasks 0
+	})
+}
+
+// TestClaimsAreDisjoint: instances claiming at the same moment never get the same task.
+func TestClaimsAreDisjoint(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		env := map[string]string{"WORKERS": "false", "MAX_QUEUED_PER_ACCOUNT": "1000"}
+		one, two := testkit.Start(t, dbURL, env), testkit.Start(t, dbURL, env)
+		acct := one.NewAccount(t, "1000")
+		for i := 0; i < 80; i++ {
+			one.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": fmt.Sprintf("c%d", i)})
+		}
+		var cred models.UpstreamCredential
+		one.DB.R.Order("id").Take(&cred)
+		// Make every task look in flight and due.
+		one.DB.W.Exec("UPDATE tasks SET credential_id = ?, upstream_task_id = 'u', next_check_at = ?", cred.ID, time.Now().UTC().Add(-time.Minute))
+		ctx := context.Background()
+		for round := 0; round < 10; round++ {
+			one.DB.W.Exec("UPDATE tasks SET lease_owner = NULL, lease_until = NULL")
+			var a, b []models.Task
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, c := range []struct {
+				w   *worker.Worker
+				out *[]models.Task
+			}{{one.Worker, &a}, {two.Worker, &b}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					got, err := c.w.Claim(ctx, 60)
+					if err != nil {
+						t.Error(err)
+					}
+					*c.out = got
+				}()
+			}
+			close(start)
+			wg.Wait()
+			seen := map[string]bool{}
+			for _, x := range a {
+				seen[x.ID] = true
+			}
+			for _, x := range b {
+				if seen[x.ID] {
+					t.Fatalf("round %d: task %s claimed by both instances (%d and %d claimed)", round, x.ID, len(a), len(b))
+				}
+			}
+			if n := len(a) + len(b); n < 60 || n > 80 {
+				t.Fatalf("round %d: %d + %d claims of 80 due tasks", round, len(a), len(b))
+			}
+		}
+	})
+}
+
+// TestStalledDownloadDoesNotBlockOthers: an upstream that stalls one download does not delay the
+// submission of other tasks on the same instance.
+func TestStalledDownloadDoesNotBlockOthers(t *testing.T) {
+	var n atomic.Int64
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "POST":
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("up%d", n.Add(1)), "status": "queued"})
+		case strings.HasSuffix(r.URL.Path, "/content"):
+			w.Header().Set("Content-Length", "100000")
+			w.WriteHeader(200)
+			_, _ = w.Write(make([]byte, 10))
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		default:
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": strings.TrimPrefix(r.URL.Path, "/v1/videos/"), "status": "completed", "progress": 100})
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"UPSTREAM_BASE_URL": up.URL, "UPSTREAM_API_KEYS": "k1", "UPSTREAM_CONCURRENCY": "10"})
+	acct := s.NewAccount(t, "100")
+	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "stalls"})
+	time.Sleep(500 * time.Millisecond) // its download is now stuck
+	second := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "must not wait"})["id"].(string)
+	deadline := time.Now().Add(3 * time.Second)
+	for testkit.Task(t, s.DB, second).UpstreamTaskID == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("a stalled download held back another task's submission")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -34,8 +34,11 @@ type Config struct {
 	Duration    time.Duration // queued → completed
 	Concurrency int           // unfinished tasks per credential
 	Secrets     []string      // accepted Bearer credentials
-	Now         func() time.Time
-	Log         *slog.Logger
+	// Keep is how long a finished task and its video stay available, like a provider's retention
+	// (default 24 h); older ones are deleted, so a long-running simulator does not grow without bound.
+	Keep time.Duration
+	Now  func() time.Time
+	Log  *slog.Logger
 }
 
 // Task is one simulated generation, as stored on disk.
@@ -65,6 +68,7 @@ type Sim struct {
 
 	mu      sync.Mutex
 	refused int // submissions answered 429 because the credential was full
+	pruned  time.Time
 	tasks   map[string]*Task
 	byKey   map[string]string // owner + key → task id
 	render  sync.Map          // task id → *sync.Mutex, so one output is rendered once
@@ -80,6 +84,9 @@ func New(cfg Config) (*Sim, error) {
 	}
 	if cfg.Concurrency < 1 {
 		cfg.Concurrency = 1
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 24 * time.Hour
 	}
 	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}}
 	for _, sec := range cfg.Secrets {
@@ -188,6 +195,7 @@ func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
 		}
 	}
 	now := s.cfg.Now()
+	s.pruneLocked(now)
 	running := 0
 	for _, x := range s.tasks {
 		if x.Owner == own {
@@ -222,6 +230,25 @@ func (s *Sim) get(own, id string) (*Task, bool) {
 		return nil, false
 	}
 	return t, true
+}
+
+// pruneLocked deletes tasks that ended more than Keep ago, with their videos, at most once a minute.
+func (s *Sim) pruneLocked(now time.Time) {
+	if now.Sub(s.pruned) < time.Minute {
+		return
+	}
+	s.pruned = now
+	for id, t := range s.tasks {
+		if now.Sub(t.CreatedAt.Add(t.Duration)) < s.cfg.Keep {
+			continue
+		}
+		_ = os.Remove(filepath.Join(s.taskDir(), id+".json"))
+		_ = os.Remove(filepath.Join(s.outputDir(), id+".mp4"))
+		delete(s.tasks, id)
+		if t.IdemKey != "" {
+			delete(s.byKey, t.Owner+"\x00"+t.IdemKey)
+		}
+	}
 }
 
 // markAnswered5xx records that the first submission of t was answered with 503.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -110,5 +112,37 @@ func TestSimulatorCapacityAndDirectives(t *testing.T) {
 	}
 	if s.Refused() != 1 {
 		t.Fatalf("refused %d, want 1", s.Refused())
+	}
+}
+
+// TestSimulatorPrunesOldTasks: finished tasks older than Keep are deleted with their files.
+func TestSimulatorPrunesOldTasks(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	dir := t.TempDir()
+	s, err := sim.New(sim.Config{Dir: dir, Duration: time.Second, Concurrency: 4, Secrets: []string{"key-a"}, Keep: time.Hour, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	c := httpapi.New("sim", hs.URL, 5*time.Second)
+	old, err := c.Submit(ctx, credA, req("old", "k-old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour) // the first task ended well over Keep ago
+	if _, err := c.Submit(ctx, credA, req("new", "k-new")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Poll(ctx, credA, old.ID); !errors.Is(err, upstream.ErrUnknownTask) {
+		t.Fatalf("pruned task still known: %v", err)
+	}
+	if n := len(s.Tasks()); n != 1 {
+		t.Fatalf("%d tasks kept, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tasks", old.ID+".json")); !os.IsNotExist(err) {
+		t.Fatalf("pruned task file still on disk: %v", err)
 	}
 }
