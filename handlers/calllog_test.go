@@ -22,8 +22,19 @@ func TestCallLogRecordsEveryRequest(t *testing.T) {
 		broke := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "too dear"})
 		anon := s.Do(t, "GET", "/v1/models", "", nil)
 		bad := s.Do(t, "POST", "/v1/videos", acct.Key, `{"model":`)
-		health := s.Do(t, "GET", "/healthz", "", nil)
-		_ = health
+		s.Do(t, "GET", "/healthz", "", nil)
+		pr, pw := ioPipe()
+		go func() {
+			for i := 0; i < 40; i++ {
+				if _, err := pw.Write(make([]byte, 64<<10)); err != nil {
+					break
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			_ = pw.Close()
+		}()
+		huge := doStream(t, s.URL+"/v1/videos", acct.Key, pr, 40*64<<10)
+		_ = pr.Close()
 
 		want := map[string]struct {
 			status           int
@@ -37,6 +48,8 @@ func TestCallLogRecordsEveryRequest(t *testing.T) {
 			broke.Header.Get("X-Request-Id"):   {402, "insufficient_balance", "/v1/videos", "", 0, true, "POST"},
 			anon.Header.Get("X-Request-Id"):    {401, "missing_api_key", "/v1/models", "", 0, false, "GET"},
 			bad.Header.Get("X-Request-Id"):     {400, "invalid_json", "/v1/videos", "", 0, true, "POST"},
+			// Refused by the server before the request reached any handler: no account is known yet.
+			huge.Header.Get("X-Request-Id"): {413, "request_too_large", "/v1/videos", "", 0, false, "POST"},
 		}
 		var rows []models.CallLog
 		deadline := time.Now().Add(5 * time.Second)

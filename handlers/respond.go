@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -88,6 +89,7 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 		h.CallLog.Record(models.CallLog{
 			At: h.Now().UTC(), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
 			Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
+			LatencyMicros: max(time.Since(c.Context().Time()).Microseconds(), 1), // fasthttp stamps when the request arrived
 		})
 	}
 	return rerr

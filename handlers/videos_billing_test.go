@@ -104,11 +104,16 @@ func TestInsufficientBalanceWritesNothing(t *testing.T) {
 		if task.PriceMicros != 50_000 || task.AmountMicros != 200_000 {
 			t.Fatalf("frozen price %d amount %d", task.PriceMicros, task.AmountMicros)
 		}
-		// A later price change does not touch the existing task.
+		// A later price change (as an admin edit does it) applies to new tasks only.
 		s.DB.W.Exec("UPDATE prices SET micros_per_second = 90000 WHERE model = 'videogen-2.0-mini-480p'")
-		task = testkit.Task(t, s.DB, v["id"].(string))
-		if task.AmountMicros != 200_000 {
-			t.Fatalf("amount changed to %d", task.AmountMicros)
+		s.Videos.Prices.Invalidate()
+		credit(t, s, acct, "1")
+		later := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "y"})
+		if b := later["billing"].(map[string]any); b["amount"] != "0.360000" {
+			t.Fatalf("new task at the new price: %v", b)
+		}
+		if again := s.Do(t, "GET", "/v1/videos/"+v["id"].(string), acct.Key, nil).JSON(t); again["billing"].(map[string]any)["amount"] != "0.200000" {
+			t.Fatalf("the first task's price moved: %v", again["billing"])
 		}
 		testkit.CheckLedger(t, s.DB)
 	})

@@ -20,7 +20,7 @@ import (
 
 func TestDownloadVideo(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "400ms"})
+		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "1500ms"})
 		acct := s.NewAccount(t, "100")
 		notReady := func(id, when string) {
 			t.Helper()
@@ -32,10 +32,10 @@ func TestDownloadVideo(t *testing.T) {
 		v := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a kite", "seconds": 5, "aspect_ratio": "21:9"})
 		id := v["id"].(string)
 		notReady(id, "queued")
-		s.WaitStatus(t, acct.Key, id, 20*time.Second, "in_progress", "completed")
-		if testkit.Task(t, s.DB, id).Status == "in_progress" {
-			notReady(id, "in progress")
+		if v := s.WaitStatus(t, acct.Key, id, 20*time.Second, "in_progress", "completed"); v["status"] != "in_progress" {
+			t.Fatal("the task was never seen in progress")
 		}
+		notReady(id, "in progress")
 		done := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
 		if done["progress"] != 100.0 || done["completed_at"] == nil || done["expires_at"] == nil {
 			t.Fatalf("completed object %v", done)
@@ -105,7 +105,11 @@ func probe(t *testing.T, video []byte, width, height, seconds int) {
 }
 
 func TestDownloadExpires(t *testing.T) {
-	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"OUTPUT_RETENTION": "1500ms"})
+	testkit.EachDB(t, testDownloadExpires)
+}
+
+func testDownloadExpires(t *testing.T, dbURL string) {
+	s := testkit.Start(t, dbURL, map[string]string{"OUTPUT_RETENTION": "1500ms"})
 	acct := s.NewAccount(t, "10")
 	id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "short-lived"})["id"].(string)
 	done := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")

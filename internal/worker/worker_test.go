@@ -501,3 +501,64 @@ func TestStalledDownloadDoesNotBlockOthers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// truncatingContent cuts the first download of each video off half-way, as a broken connection would.
+type truncatingContent struct {
+	next http.Handler
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (tc *truncatingContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/content") {
+		tc.next.ServeHTTP(w, r)
+		return
+	}
+	tc.mu.Lock()
+	tc.seen[r.URL.Path]++
+	first := tc.seen[r.URL.Path] == 1
+	tc.mu.Unlock()
+	if !first {
+		tc.next.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	tc.next.ServeHTTP(rec, r)
+	w.Header().Set("Content-Length", fmt.Sprint(rec.Body.Len()))
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes()[:rec.Body.Len()/2])
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler) // drop the connection with half the promised bytes sent
+}
+
+// TestSettlesOnlyAfterWholeCopy: a copy cut off half-way is thrown away and retried; the task completes
+// with the whole file, settled once.
+func TestSettlesOnlyAfterWholeCopy(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 4, Secrets: []string{"k"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := &truncatingContent{next: up, seen: map[string]int{}}
+		hs := httptest.NewServer(tc)
+		defer hs.Close()
+		s := testkit.Start(t, dbURL, map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": "k"})
+		acct := s.NewAccount(t, "10")
+		id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "cut short"})["id"].(string)
+		if v := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed", "failed"); v["status"] != "completed" {
+			t.Fatalf("%v", v)
+		}
+		task := testkit.Task(t, s.DB, id)
+		body := s.Do(t, "GET", "/v1/videos/"+id+"/content", acct.Key, nil).Body
+		tc.mu.Lock()
+		downloads := tc.seen["/v1/videos/"+*task.UpstreamTaskID+"/content"]
+		tc.mu.Unlock()
+		if downloads != 2 || int64(len(body)) != *task.OutputBytes || len(body) < 1000 {
+			t.Fatalf("%d downloads, stored %d bytes, served %d", downloads, *task.OutputBytes, len(body))
+		}
+		if got := testkit.Kinds(testkit.Entries(t, s.DB, id)); fmt.Sprint(got) != "[reserve settle]" {
+			t.Fatalf("entries %v", got)
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
