@@ -68,8 +68,8 @@ type Created struct {
 	Replayed bool
 }
 
-// idempotencyWindow is how long an Idempotency-Key stays bound to its task.
-const idempotencyWindow = 24 * time.Hour
+// IdempotencyWindow is how long an Idempotency-Key stays bound to its task.
+const IdempotencyWindow = 24 * time.Hour
 
 // MaxIdempotencyKeyLen bounds the header's length.
 const MaxIdempotencyKeyLen = 255
@@ -122,7 +122,7 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 			var prior models.IdempotencyKey
 			err := tx.Where("account_id = ? AND key = ?", who.AccountID, idemKey).Take(&prior).Error
 			switch {
-			case err == nil && prior.CreatedAt.After(now.Add(-idempotencyWindow)):
+			case err == nil && prior.CreatedAt.After(now.Add(-IdempotencyWindow)):
 				if prior.RequestHash != hash {
 					return apierr.Field(409, "idempotency_conflict", "Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request body. Use a new key for a new video.")
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"videogen/internal/upstream"
+	"videogen/internal/videos"
 	"videogen/models"
 )
 
@@ -28,6 +29,10 @@ func (w *Worker) sweep(ctx context.Context) {
 	}
 	for i := range running {
 		w.fail(ctx, &running[i], "run_timeout", fmt.Sprintf("The generation did not finish within %s. Your reservation was released.", w.cfg.RunTimeout))
+	}
+	// Idempotency keys bind for 24 hours (videos.IdempotencyWindow); older rows only take space.
+	if err := w.db.W.WithContext(ctx).Exec("DELETE FROM idempotency_keys WHERE created_at < ?", now.Add(-videos.IdempotencyWindow)).Error; err != nil {
+		w.log.Error("delete old idempotency keys", "err", err)
 	}
 	var expired []models.Task
 	if err := w.db.R.WithContext(ctx).Select("id", "output_key").Where("output_key IS NOT NULL AND expires_at < ?", now).

@@ -562,3 +562,24 @@ func TestSettlesOnlyAfterWholeCopy(t *testing.T) {
 		testkit.CheckLedger(t, s.DB)
 	})
 }
+
+// TestOldIdempotencyKeysAreDeleted: keys past their 24-hour window are removed by the sweep.
+func TestOldIdempotencyKeysAreDeleted(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), nil)
+	acct := s.NewAccount(t, "10")
+	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "old"}, "Idempotency-Key", "old-key")
+	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "new"}, "Idempotency-Key", "new-key")
+	s.DB.W.Exec("UPDATE idempotency_keys SET created_at = ? WHERE key = 'old-key'", time.Now().UTC().Add(-25*time.Hour))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var keys []models.IdempotencyKey
+		s.DB.R.Find(&keys)
+		if len(keys) == 1 && keys[0].Key == "new-key" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys after the sweep: %+v", keys)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
