@@ -23,18 +23,7 @@ func TestCallLogRecordsEveryRequest(t *testing.T) {
 		anon := s.Do(t, "GET", "/v1/models", "", nil)
 		bad := s.Do(t, "POST", "/v1/videos", acct.Key, `{"model":`)
 		s.Do(t, "GET", "/healthz", "", nil)
-		pr, pw := ioPipe()
-		go func() {
-			for i := 0; i < 40; i++ {
-				if _, err := pw.Write(make([]byte, 64<<10)); err != nil {
-					break
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-			_ = pw.Close()
-		}()
-		huge := doStream(t, s.URL+"/v1/videos", acct.Key, pr, 40*64<<10)
-		_ = pr.Close()
+		huge := postOversized(t, s.URL, acct.Key, false)
 
 		want := map[string]struct {
 			status           int

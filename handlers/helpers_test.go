@@ -1,36 +1,20 @@
 package handlers_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"videogen/billing"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
-
-func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
-
-// doStream posts a streamed body; length -1 sends it chunked, without announcing its size.
-func doStream(t *testing.T, url, key string, body io.Reader, length int64) *testkit.Resp {
-	t.Helper()
-	req, err := http.NewRequest("POST", url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = length
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return &testkit.Resp{Status: resp.StatusCode, Header: resp.Header, Body: b}
-}
 
 func creditUSD(s *testkit.Server, accountID int64, usd string) error {
 	amt, err := billing.ParseUSD(usd)
@@ -39,4 +23,45 @@ func creditUSD(s *testkit.Server, accountID int64, usd string) error {
 	}
 	_, err = billing.Credit{AccountID: accountID, Kind: models.KindAdjustment, Amount: amt, Reason: "test", Actor: "test"}.Apply(context.Background(), s.DB)
 	return err
+}
+
+// postOversized sends POST /v1/videos over a raw connection with a body far over 1 MiB — announced in
+// Content-Length (and then not sent: the server must answer from the headers), or chunked (sent until the
+// server stops it) — and reads the answer while the body is still being written, so that a write failing
+// after the server closed the connection cannot hide the answer.
+func postOversized(t *testing.T, base, key string, chunked bool) *testkit.Resp {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head := "POST /v1/videos HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\nContent-Type: application/json\r\n"
+	if chunked {
+		head += "Transfer-Encoding: chunked\r\n\r\n"
+	} else {
+		head += fmt.Sprintf("Content-Length: %d\r\n\r\n", 3<<20)
+	}
+	if _, err := conn.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	if chunked {
+		go func() {
+			chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat("a", 64<<10))
+			for i := 0; i < 48; i++ { // 3 MiB
+				if _, err := conn.Write([]byte(chunk)); err != nil {
+					return // the server has answered and closed
+				}
+			}
+			_, _ = conn.Write([]byte("0\r\n\r\n"))
+		}()
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return &testkit.Resp{Status: resp.StatusCode, Header: resp.Header, Body: body}
 }
