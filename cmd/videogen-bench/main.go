@@ -163,24 +163,9 @@ func (b *bench) measureBare() []result {
 
 func (b *bench) measureVideogen(name, dbURL string) []result {
 	log.Printf("%s: starting videogen", name)
-	addr, pprofAddr := freeAddr(), freeAddr()
 	dataDir := filepath.Join(b.work, "data-"+strings.ToLower(name))
-	cmd := exec.Command(b.videogen, "serve")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "ADDR=" + addr, "DATABASE_URL=" + dbURL, "DATA_DIR=" + dataDir,
-		"RATE_LIMIT_RPS=1000000", "RATE_LIMIT_BURST=1000000", "MAX_QUEUED_PER_ACCOUNT=100000000",
-		"LOG_LEVEL=warn", "PPROF_ADDR=" + pprofAddr, "QUEUE_TIMEOUT=24h",
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
-	url := "http://" + addr
-	waitReady(url + "/readyz")
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	url, pprofAddr, stop := b.startServer(dbURL, dataDir, "MAX_QUEUED_PER_ACCOUNT=100000000", "QUEUE_TIMEOUT=24h")
+	defer stop()
 
 	keys := b.fund(dbURL)
 	// One task per account, for the poll load to read.
@@ -214,24 +199,31 @@ func (b *bench) measureVideogen(name, dbURL string) []result {
 // uncachedPolls measures polling with the poll cache off (POLL_CACHE_TTL=0): a second instance on the
 // same database, without workers, so every poll reads the database.
 func (b *bench) uncachedPolls(name, dbURL, dataDir, targets string) result {
-	addr, pprofAddr := freeAddr(), freeAddr()
+	url, pprofAddr, stop := b.startServer(dbURL, dataDir, "WORKERS=false", "POLL_CACHE_TTL=0")
+	defer stop()
+	return b.median("videogen on "+name, "GET /v1/videos/{id}, poll cache off", url, "get", targets, pprofAddr)
+}
+
+// startServer runs `videogen serve` on dbURL with limits raised for load and pprof on, plus extra
+// settings, and returns its URL, its pprof address and how to stop it.
+func (b *bench) startServer(dbURL, dataDir string, extra ...string) (url, pprofAddr string, stop func()) {
+	addr := freeAddr()
+	pprofAddr = freeAddr()
 	cmd := exec.Command(b.videogen, "serve")
-	cmd.Env = []string{
+	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "ADDR=" + addr, "DATABASE_URL=" + dbURL, "DATA_DIR=" + dataDir,
 		"RATE_LIMIT_RPS=1000000", "RATE_LIMIT_BURST=1000000", "LOG_LEVEL=warn", "PPROF_ADDR=" + pprofAddr,
-		"WORKERS=false", "POLL_CACHE_TTL=0",
-	}
+	}, extra...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	url := "http://" + addr
+	url = "http://" + addr
 	waitReady(url + "/readyz")
-	defer func() {
+	return url, pprofAddr, func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
-	}()
-	return b.median("videogen on "+name, "GET /v1/videos/{id}, poll cache off", url, "get", targets, pprofAddr)
+	}
 }
 
 // fund creates the accounts and keys the load is spread over, each with plenty of money.
