@@ -109,6 +109,20 @@ func openDB(ctx context.Context) (*db.DB, error) {
 	return d, nil
 }
 
+// openUser opens the database and finds the user with this e-mail; the caller closes the database.
+func openUser(ctx context.Context, email string) (*db.DB, *models.User, error) {
+	d, err := openDB(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := accounts.ByEmail(ctx, d, email)
+	if err != nil {
+		_ = d.Close()
+		return nil, nil, err
+	}
+	return d, u, nil
+}
+
 func migrateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
@@ -168,15 +182,11 @@ func keysCmd() *cobra.Command {
 		Use:   "create",
 		Short: "create an API key for a user's account; prints only the secret, which is never shown again",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := openDB(cmd.Context())
+			d, u, err := openUser(cmd.Context(), email)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			u, err := accounts.ByEmail(cmd.Context(), d, email)
-			if err != nil {
-				return err
-			}
 			if u.EmailVerifiedAt == nil {
 				return fmt.Errorf("%s has not verified their e-mail address; keys need a verified account", u.Email)
 			}
@@ -234,15 +244,11 @@ func walletCmd() *cobra.Command {
 			if strings.TrimSpace(reason) == "" {
 				return errors.New("--reason is required: every adjustment says why")
 			}
-			d, err := openDB(cmd.Context())
+			d, u, err := openUser(cmd.Context(), email)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			u, err := accounts.ByEmail(cmd.Context(), d, email)
-			if err != nil {
-				return err
-			}
 			actor := "cli"
 			if cu, err := user.Current(); err == nil {
 				actor = "cli:" + cu.Username
@@ -266,15 +272,11 @@ func walletCmd() *cobra.Command {
 		Use:   "balance",
 		Short: "print an account's available and reserved balance",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := openDB(cmd.Context())
+			d, u, err := openUser(cmd.Context(), balEmail)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			u, err := accounts.ByEmail(cmd.Context(), d, balEmail)
-			if err != nil {
-				return err
-			}
 			a, err := accounts.Balance(cmd.Context(), d, u.AccountID)
 			if err != nil {
 				return err
