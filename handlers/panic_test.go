@@ -43,7 +43,7 @@ func TestPanicIsInternalError(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cl := calllog.NewWriter(d, log)
 	defer cl.Close(context.Background())
-	app := handlers.New(handlers.Deps{DB: d, Log: log, Keys: apikeys.NewAuthenticator(d, 0), Limiter: ratelimit.NewLocal(100, 100),
+	app := handlers.New(handlers.Deps{DB: d, Log: log, Keys: apikeys.NewAuthenticator(d, 0), Limiter: ratelimit.NewLocal(ratelimit.PerSecond(100, 100)),
 		CallLog: cl, Prices: billing.NewPrices(d) /* Videos deliberately missing */})
 
 	req := httptest.NewRequest("POST", "/v1/videos", strings.NewReader(`{"model":"videogen-2.0-720p","prompt":"boom"}`))

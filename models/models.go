@@ -30,8 +30,46 @@ type User struct {
 	PasswordHash    string
 	Role            string
 	EmailVerifiedAt *time.Time
+	TermsAcceptedAt *time.Time
+	TimeZone        string // IANA name chosen in the console; "" = the browser's, else UTC
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+}
+
+// Verified reports whether the user confirmed their e-mail address.
+func (u *User) Verified() bool { return u.EmailVerifiedAt != nil }
+
+// Staff reports whether the user may review every tenant (support and admin).
+func (u *User) Staff() bool { return u.Role == RoleSupport || u.Role == RoleAdmin }
+
+// Session is one console sign-in. The cookie holds the token; the database only its hash.
+type Session struct {
+	ID         int64
+	UserID     int64
+	TokenHash  string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
+	IP         string
+	UserAgent  string
+}
+
+// E-mail token purposes.
+const (
+	PurposeVerify = "verify"
+	PurposeReset  = "reset"
+)
+
+// EmailToken is a single-use link sent by e-mail, stored hashed.
+type EmailToken struct {
+	ID        int64
+	UserID    int64
+	Purpose   string
+	TokenHash string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
 }
 
 // APIKey is a Bearer key. The secret itself is never stored: only its SHA-256 and a display prefix.

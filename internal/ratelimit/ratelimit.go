@@ -20,6 +20,24 @@ type Limiter interface {
 	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
 }
 
+// Rate is a token bucket: Events tokens refill every Per, at most Burst stored.
+type Rate struct {
+	Events int
+	Per    time.Duration
+	Burst  int
+}
+
+// PerSecond is a rate of rps requests a second (fractions allowed) with a burst.
+func PerSecond(rps float64, burst int) Rate {
+	// Express the rate as whole events per period (Redis' GCRA counts whole events).
+	per, events := time.Second, rps
+	for events != float64(int(events)) && per < time.Hour {
+		per *= 10
+		events *= 10
+	}
+	return Rate{Events: max(int(events), 1), Per: per, Burst: burst}
+}
+
 // Local keeps one token bucket per key in this process.
 type Local struct {
 	rps     rate.Limit
@@ -28,10 +46,12 @@ type Local struct {
 	buckets *expirable.LRU[string, *rate.Limiter]
 }
 
-// NewLocal returns an in-process limiter of rps per second with the given burst.
-func NewLocal(rps float64, burst int) *Local {
-	// A bucket unused for a minute is full again anyway, so forgetting it changes nothing.
-	return &Local{rps: rate.Limit(rps), burst: burst, buckets: expirable.NewLRU[string, *rate.Limiter](200_000, nil, time.Minute)}
+// NewLocal returns an in-process limiter.
+func NewLocal(r Rate) *Local {
+	// A bucket is forgotten once it would be full again anyway, so forgetting it changes nothing.
+	refill := time.Duration(float64(r.Per) * float64(r.Burst) / float64(r.Events))
+	return &Local{rps: rate.Limit(float64(r.Events) / r.Per.Seconds()), burst: r.Burst,
+		buckets: expirable.NewLRU[string, *rate.Limiter](200_000, nil, max(refill, time.Minute))}
 }
 
 // Allow implements Limiter.
@@ -60,7 +80,7 @@ type Redis struct {
 }
 
 // NewRedis connects to url and returns a shared limiter; prefix namespaces its keys.
-func NewRedis(url, prefix string, rps float64, burst int) (*Redis, error) {
+func NewRedis(url, prefix string, r Rate) (*Redis, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
@@ -71,21 +91,19 @@ func NewRedis(url, prefix string, rps float64, burst int) (*Redis, error) {
 	if err := client.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("connect to redis: %w", err)
 	}
-	// GCRA with rate r per second is expressed as `perPeriod` events per period.
-	period := time.Second
-	perPeriod := rps
-	for perPeriod < 1 || perPeriod != float64(int(perPeriod)) {
-		period *= 10
-		perPeriod *= 10
-		if period > time.Hour {
-			break
-		}
-	}
 	return &Redis{
 		limiter: redis_rate.NewLimiter(client),
-		limit:   redis_rate.Limit{Rate: int(perPeriod), Burst: burst, Period: period},
+		limit:   redis_rate.Limit{Rate: r.Events, Burst: r.Burst, Period: r.Per},
 		prefix:  prefix,
 	}, nil
+}
+
+// New returns a Redis limiter when redisURL is set, else an in-process one.
+func New(redisURL, prefix string, r Rate) (Limiter, error) {
+	if redisURL == "" {
+		return NewLocal(r), nil
+	}
+	return NewRedis(redisURL, prefix, r)
 }
 
 // Allow implements Limiter.

@@ -95,11 +95,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 		return nil, err
 	}
 
-	var limiter ratelimit.Limiter = ratelimit.NewLocal(cfg.RateLimitRPS, cfg.RateLimitBurst)
-	if cfg.RedisURL != "" {
-		if limiter, err = ratelimit.NewRedis(cfg.RedisURL, "videogen:rl:", cfg.RateLimitRPS, cfg.RateLimitBurst); err != nil {
-			return nil, err
-		}
+	limiter, err := ratelimit.New(cfg.RedisURL, "videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst))
+	if err != nil {
+		return nil, err
 	}
 
 	s.Worker = worker.New(worker.Config{
