@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/videogen
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run build test test-deps bench fuzz vet fmt clean
+.PHONY: run build generate test test-deps check-generated bench fuzz vet fmt clean
 
 run: build ## build and serve on :8080 (SQLite under data/, built-in simulator, test top-ups)
 	TEST_TOPUPS=1 ./$(BIN) serve
@@ -11,7 +11,16 @@ run: build ## build and serve on :8080 (SQLite under data/, built-in simulator, 
 build:
 	$(GO) build -o $(BIN) ./cmd/videogen
 
-test: test-deps ## every test, race detector on; PostgreSQL too when TEST_DATABASE_URL is set
+generate: ## regenerate the templ views (templ is a tool dependency in go.mod)
+	$(GO) tool templ generate -path views
+
+# The generated views must match their .templ sources: regenerate and fail if anything changed.
+check-generated:
+	@before=$$(cat views/*_templ.go | sha256sum); $(GO) tool templ generate -path views >/dev/null; \
+	after=$$(cat views/*_templ.go | sha256sum); \
+	[ "$$before" = "$$after" ] || { echo "views/*_templ.go were stale; they are regenerated now: commit them"; exit 1; }
+
+test: test-deps check-generated ## every test, race detector on; PostgreSQL too when TEST_DATABASE_URL is set
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 

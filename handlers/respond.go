@@ -84,6 +84,11 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 		c.Locals(localRequestID, rid)
 		c.Set("X-Request-Id", rid)
 	}
+	// Pages get pages. A request refused before any middleware ran (malformed, or a body over the
+	// limit) may have lost its path, and comes from an API client, not a browser: it gets JSON.
+	if !first && !isAPIPath(c.Path()) {
+		return h.htmlError(c, err)
+	}
 	rerr := h.apiError(c, err)
 	if first && isAPIPath(c.Path()) {
 		h.CallLog.Record(models.CallLog{

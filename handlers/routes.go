@@ -4,17 +4,23 @@ package handlers
 
 import (
 	"log/slog"
+	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
+	"github.com/gofiber/fiber/v2/middleware/helmet"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"videogen/billing"
 	"videogen/internal/apikeys"
+	"videogen/internal/auth"
 	"videogen/internal/calllog"
 	"videogen/internal/db"
 	"videogen/internal/ratelimit"
 	"videogen/internal/videos"
+	"videogen/static"
 )
 
 // Deps is what the handlers need from the rest of the service.
@@ -28,10 +34,29 @@ type Deps struct {
 	Prices      *billing.Prices
 	MediaPolicy videos.MediaPolicy
 	Now         func() time.Time
+
+	// The console's needs.
+	Auth           *auth.Service
+	Secrets        []string       // APP_SECRET values: the first signs, all verify
+	SecureCookies  bool           // PUBLIC_BASE_URL is https
+	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
+	PublicBaseURL  string
+	TestTopups     bool
 }
 
 type handler struct {
 	Deps
+}
+
+// securityHeaders apply to every answer: no inline scripts or styles, no framing, no referrer beyond
+// this site.
+var securityHeaders = helmet.Config{
+	ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; " +
+		"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+	XFrameOptions:      "DENY",
+	ReferrerPolicy:     "same-origin",
+	ContentTypeNosniff: "nosniff",
+	PermissionPolicy:   "camera=(), microphone=(), geolocation=(), payment=()",
 }
 
 // MaxJSONBody is the largest JSON request body (enforced by fasthttp while it reads the body).
@@ -51,16 +76,53 @@ func New(d Deps) *fiber.App {
 		IdleTimeout:           120 * time.Second,
 		ErrorHandler:          h.lastResortError,
 	})
-	app.Use(h.requestID, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}))
+	app.Use(h.requestID, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), helmet.New(securityHeaders))
+	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 
 	app.Get("/healthz", h.healthz)
 	app.Get("/readyz", h.readyz)
 
+	// The API.
 	v1 := app.Group("/v1", h.recordCall, h.renderErrors, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate)
 	v1.Get("/models", h.listModels)
 	v1.Post("/videos", h.createVideo)
 	v1.Get("/videos", h.listVideos)
 	v1.Get("/videos/:id", h.getVideo)
 	v1.Get("/videos/:id/content", h.downloadVideo)
+
+	// Public pages and signing in.
+	app.Get("/", h.web, h.showLanding)
+	app.Get("/pricing", h.web, h.showPricing)
+	app.Get("/terms", h.web, h.showTerms)
+	app.Get("/privacy", h.web, h.showPrivacy)
+	app.Get("/signup", h.web, h.showSignUp)
+	app.Post("/signup", h.web, h.signUp)
+	app.Get("/signin", h.web, h.showSignIn)
+	app.Post("/signin", h.web, h.signIn)
+	app.Post("/signout", h.web, h.signOut)
+	app.Get("/verify", h.web, h.verifyEmail)
+	app.Post("/verify/resend", h.web, h.requireUser, h.resendVerification)
+	app.Get("/password/forgot", h.web, h.showForgotPassword)
+	app.Post("/password/forgot", h.web, h.requestPasswordReset)
+	app.Get("/password/reset", h.web, h.showResetPassword)
+	app.Post("/password/reset", h.web, h.resetPassword)
+
+	// The console.
+	console := app.Group("/console", h.web, h.requireUser)
+	console.Get("", h.showDashboard)
+	console.Get("/keys", h.showKeys)
+	console.Post("/keys", h.createKey)
+	console.Get("/keys/:id/revoke", h.confirmRevokeKey)
+	console.Post("/keys/:id/revoke", h.revokeKey)
+	console.Get("/tasks", h.showTasks)
+	console.Get("/tasks/:id", h.showTask)
+	console.Get("/tasks/:id/video", h.streamTaskVideo)
+	console.Get("/calls", h.showCalls)
+	console.Get("/calls.csv", h.exportCalls)
+	console.Get("/wallet", h.showWallet)
+	console.Post("/wallet/test-funds", h.addTestFunds)
+	console.Get("/account", h.showAccount)
+	console.Post("/account/timezone", h.saveTimeZone)
+	console.Post("/account/password", h.changePassword)
 	return app
 }

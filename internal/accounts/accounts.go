@@ -33,8 +33,10 @@ func NormalizeEmail(email string) (string, error) {
 type NewUser struct {
 	Email    string
 	Password string // empty: the user cannot sign in with a password until they reset it
-	Role     string
-	Verified bool
+	// PasswordHash, when set, is used instead of hashing Password (the sign-up form hashes early).
+	PasswordHash string
+	Role         string
+	Verified     bool
 }
 
 // Create makes a user and the account it owns, in one transaction.
@@ -50,8 +52,8 @@ func Create(ctx context.Context, d *db.DB, n NewUser) (*models.User, error) {
 	if role != models.RoleMember && role != models.RoleSupport && role != models.RoleAdmin {
 		return nil, fmt.Errorf("role must be member, support or admin, not %q", role)
 	}
-	hash := ""
-	if n.Password != "" {
+	hash := n.PasswordHash
+	if hash == "" && n.Password != "" {
 		if hash, err = HashPassword(n.Password); err != nil {
 			return nil, err
 		}

@@ -17,16 +17,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+	_ "time/tzdata" // time zones of console viewers, even where the system has none
 
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/billing"
 	"videogen/handlers"
 	"videogen/internal/apikeys"
+	"videogen/internal/auth"
 	"videogen/internal/blob"
 	"videogen/internal/calllog"
 	"videogen/internal/config"
 	"videogen/internal/db"
+	"videogen/internal/mail"
+	"videogen/internal/notify"
 	"videogen/internal/ratelimit"
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/httpapi"
@@ -46,6 +50,10 @@ type Server struct {
 	Videos  *videos.Service
 	Keys    *apikeys.Authenticator
 	CallLog *calllog.Writer
+	Auth    *auth.Service
+	// Mail sends the e-mails: Resend with RESEND_API_KEY, else the log. Tests set their own before New
+	// (see Options).
+	Mail mail.Sender
 
 	simServer    *http.Server
 	pprofServer  *http.Server
@@ -56,7 +64,12 @@ type Server struct {
 
 // New builds the service from cfg: it opens and migrates the database and starts the background parts
 // (simulator, worker, call-log writer). Serve the App with Serve.
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+// Options replace parts a test needs to observe.
+type Options struct {
+	Mail mail.Sender // where e-mails go (default: Resend or the log, from the configuration)
+}
+
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,6 +81,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 		return nil, err
 	}
 	s := &Server{Cfg: cfg, Log: log, DB: d}
+	for _, o := range opts {
+		if o.Mail != nil {
+			s.Mail = o.Mail
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -112,10 +130,26 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 	}
 	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
 	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL)
+	if s.Mail == nil {
+		if s.Mail, err = mailSender(cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	throttles, err := auth.NewThrottles(cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Mail: s.Mail}, BaseURL: cfg.PublicBaseURL, Throttle: throttles}
+	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
 	s.App = handlers.New(handlers.Deps{
 		DB: d, Log: log, Keys: s.Keys, Limiter: limiter,
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
 		MediaPolicy: videos.MediaPolicy{PublicBaseURL: cfg.PublicBaseURL},
+		Auth:        s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
+		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups,
 	})
 	if cfg.PprofAddr != "" {
 		mux := http.NewServeMux()
@@ -134,6 +168,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, er
 	}
 	ok = true
 	return s, nil
+}
+
+// mailSender is Resend when RESEND_API_KEY is set, else the log (development: the link is in the log).
+func mailSender(cfg *config.Config, log *slog.Logger) (mail.Sender, error) {
+	if cfg.ResendAPIKey == "" {
+		return mail.NewLog(log.With("part", "mail")), nil
+	}
+	return mail.NewResend(cfg.ResendAPIKey, cfg.MailFrom, cfg.ResendAPIBase)
 }
 
 // upstreamPool returns the configured provider, or starts the built-in simulator on a loopback port and

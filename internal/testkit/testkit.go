@@ -30,6 +30,7 @@ import (
 	"videogen/internal/apikeys"
 	"videogen/internal/config"
 	"videogen/internal/db"
+	"videogen/internal/mail"
 	"videogen/internal/server"
 	"videogen/models"
 )
@@ -109,7 +110,8 @@ func Env(t testing.TB, dbURL string, over map[string]string) map[string]string {
 // Server is a videogen instance serving on a free loopback port for one test.
 type Server struct {
 	*server.Server
-	URL string
+	URL   string
+	Mails *mail.Recorder // every e-mail the server sent
 }
 
 // Start runs a server on dbURL with Env's settings plus over, and stops it when the test ends.
@@ -135,13 +137,14 @@ func StartConfig(t testing.TB, cfg *config.Config) *Server {
 	level := slog.LevelError
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	s, err := server.New(context.Background(), cfg, log)
+	mails := mail.NewRecorder()
+	s, err := server.New(context.Background(), cfg, log, server.Options{Mail: mails})
 	if err != nil {
 		_ = ln.Close()
 		t.Fatalf("start server: %v", err)
 	}
 	go func() { _ = s.Serve(ln) }()
-	srv := &Server{Server: s, URL: "http://" + ln.Addr().String()}
+	srv := &Server{Server: s, URL: "http://" + ln.Addr().String(), Mails: mails}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

@@ -224,9 +224,11 @@ func (s *Service) Get(ctx context.Context, accountID int64, id string) (*models.
 
 // ListParams are the query of GET /v1/videos.
 type ListParams struct {
-	Limit int
-	After string // id of the last task of the previous page
-	Asc   bool
+	Limit  int
+	After  string // id of the last task of the previous page
+	Asc    bool
+	Status string // only tasks in this status ("" = any)
+	Model  string // only tasks of this model ("" = any)
 }
 
 // Page is one page of tasks.
@@ -238,6 +240,12 @@ type Page struct {
 // List returns the account's tasks, newest first unless Asc, after the cursor task.
 func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Page, error) {
 	q := s.DB.R.WithContext(ctx).Where("account_id = ?", accountID)
+	if p.Status != "" {
+		q = q.Where("status = ?", p.Status)
+	}
+	if p.Model != "" {
+		q = q.Where("model = ?", p.Model)
+	}
 	if p.After != "" && !ids.IsVideoID(p.After) {
 		return nil, apierr.Field(400, "invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
 	}

@@ -1,0 +1,173 @@
+package handlers
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/auth"
+	"videogen/internal/ids"
+	"videogen/models"
+	"videogen/views"
+)
+
+// Cookies of the console.
+const (
+	sessionCookie = "vg_session"
+	csrfCookie    = "vg_csrf"
+	tzCookie      = "vg_tz"
+)
+
+const (
+	localUser         = "console_user"
+	localSessionToken = "console_session"
+	localCSRF         = "console_csrf"
+)
+
+// notices are the one-line messages a redirect may ask the next page to show (?notice=code): a fixed
+// table, so a link can never put arbitrary text on the page.
+var notices = map[string]string{
+	"signed-out":        "You are signed out.",
+	"key-revoked":       "The API key was revoked. Requests using it are refused from now on.",
+	"funds-added":       "Test funds were added to your wallet.",
+	"password-changed":  "Your password was changed, and every other device was signed out.",
+	"password-reset":    "Your password was reset. Sign in with the new one.",
+	"timezone-saved":    "Your time zone was saved.",
+	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
+	"already-verified":  "Your e-mail address is already confirmed.",
+}
+
+// web prepares every console and public page: it reads the session cookie, makes sure the browser has a
+// CSRF cookie, refuses state-changing requests whose form token does not match it, and renders errors
+// as pages.
+func (h *handler) web(c *fiber.Ctx) error {
+	if tok := c.Cookies(sessionCookie); tok != "" {
+		u, _, err := h.Auth.Session(c.UserContext(), tok)
+		switch {
+		case err == nil:
+			c.Locals(localUser, u)
+			c.Locals(localSessionToken, strings.Clone(tok))
+		case errors.Is(err, auth.ErrNoSession):
+			h.clearCookie(c, sessionCookie)
+		default:
+			return h.htmlError(c, err)
+		}
+	}
+	seed := c.Cookies(csrfCookie)
+	if len(seed) < 20 {
+		seed = ids.NewToken(32)
+		h.setCookie(c, csrfCookie, seed, 365*24*time.Hour)
+	}
+	c.Locals(localCSRF, h.csrfToken(seed, h.Secrets[0]))
+	if c.Method() == fiber.MethodPost && !h.csrfValid(seed, c.FormValue("_csrf")) {
+		c.Status(fiber.StatusForbidden)
+		return h.render(c, views.ErrorPage(h.viewer(c, ""), 403, "This form has expired",
+			"For your safety the form could not be sent. Go back, reload the page and send it again."))
+	}
+	if err := c.Next(); err != nil {
+		return h.htmlError(c, err)
+	}
+	return nil
+}
+
+// csrfToken binds a form to the browser's CSRF cookie with the app secret (a signed double-submit
+// token): a forged cross-site form has neither the cookie's value nor the secret. Stateless, so every
+// instance accepts every other's tokens.
+func (h *handler) csrfToken(seed, secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("csrf\x00" + seed))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (h *handler) csrfValid(seed, token string) bool {
+	for _, s := range h.Secrets { // any of the rotated secrets
+		if hmac.Equal([]byte(token), []byte(h.csrfToken(seed, s))) {
+			return true
+		}
+	}
+	return false
+}
+
+// requireUser sends signed-out visitors to the sign-in page, and back here afterwards.
+func (h *handler) requireUser(c *fiber.Ctx) error {
+	if currentUser(c) == nil {
+		return c.Redirect("/signin?next="+url.QueryEscape(c.OriginalURL()), fiber.StatusSeeOther)
+	}
+	return c.Next()
+}
+
+func currentUser(c *fiber.Ctx) *models.User {
+	u, _ := c.Locals(localUser).(*models.User)
+	return u
+}
+
+// viewer collects what every page needs to know about who looks at it.
+func (h *handler) viewer(c *fiber.Ctx, active string) views.Viewer {
+	v := views.Viewer{User: currentUser(c), Active: active, TestTopups: h.TestTopups, Location: time.UTC}
+	v.CSRF, _ = c.Locals(localCSRF).(string)
+	v.Notice = notices[c.Query("notice")]
+	zone := c.Cookies(tzCookie)
+	if v.User != nil && v.User.TimeZone != "" {
+		zone = v.User.TimeZone
+	}
+	if zone != "" && len(zone) < 64 {
+		if loc, err := time.LoadLocation(zone); err == nil {
+			v.Location = loc
+		}
+	}
+	return v
+}
+
+// render writes a templ page.
+func (h *handler) render(c *fiber.Ctx, page templ.Component) error {
+	c.Type("html", "utf-8")
+	return page.Render(c.UserContext(), c.Response().BodyWriter())
+}
+
+// htmlError renders an error as a page; the details go to the log, never to the page.
+func (h *handler) htmlError(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	if errors.As(err, &fe) && fe.Code == fiber.StatusNotFound {
+		c.Status(fiber.StatusNotFound)
+		return h.render(c, views.ErrorPage(h.viewer(c, ""), 404, "Page not found", "There is nothing at this address. Check the link, or start again from the home page."))
+	}
+	if errors.As(err, &fe) && fe.Code < 500 {
+		c.Status(fe.Code)
+		return h.render(c, views.ErrorPage(h.viewer(c, ""), fe.Code, "This request could not be handled", fe.Message+". Go back and try again."))
+	}
+	h.Log.Error("page failed", "request_id", requestID(c), "path", c.Path(), "err", err)
+	c.Status(fiber.StatusInternalServerError)
+	return h.render(c, views.ErrorPage(h.viewer(c, ""), 500, "Something went wrong",
+		"We could not show this page. Try again in a moment; if it keeps failing, contact support and quote "+requestID(c)+"."))
+}
+
+func (h *handler) setCookie(c *fiber.Ctx, name, value string, maxAge time.Duration) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: value, Path: "/", MaxAge: int(maxAge.Seconds()),
+		HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
+}
+
+func (h *handler) clearCookie(c *fiber.Ctx, name string) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(1, 0),
+		HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
+}
+
+// redirect answers a form with 303 See Other, the Post/Redirect/Get pattern.
+func redirect(c *fiber.Ctx, to string) error { return c.Redirect(to, fiber.StatusSeeOther) }
+
+// safeNext keeps a post-sign-in redirect on this site.
+func safeNext(next string) string {
+	if strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") {
+		return next
+	}
+	return "/console"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

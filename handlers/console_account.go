@@ -1,0 +1,56 @@
+package handlers
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/auth"
+	"videogen/models"
+	"videogen/views"
+)
+
+// zones offered in the account settings; any IANA name the browser reports works too.
+var zones = []string{"UTC", "Europe/London", "Europe/Paris", "Europe/Berlin", "Europe/Madrid", "Europe/Warsaw", "Europe/Kyiv",
+	"Africa/Lagos", "Africa/Johannesburg", "Asia/Dubai", "Asia/Kolkata", "Asia/Singapore", "Asia/Shanghai", "Asia/Tokyo",
+	"Asia/Seoul", "Australia/Sydney", "Pacific/Auckland", "America/Sao_Paulo", "America/New_York", "America/Chicago",
+	"America/Denver", "America/Los_Angeles", "America/Mexico_City", "America/Toronto"}
+
+func (h *handler) accountPage(c *fiber.Ctx, errs map[string]string) error {
+	return h.render(c, views.AccountView(h.viewer(c, ""), views.AccountPage{Errors: errs, Zones: zones, TimeZone: currentUser(c).TimeZone}))
+}
+
+// showAccount answers GET /console/account.
+func (h *handler) showAccount(c *fiber.Ctx) error { return h.accountPage(c, nil) }
+
+// saveTimeZone stores the zone the console shows times in ("" = the browser's).
+func (h *handler) saveTimeZone(c *fiber.Ctx) error {
+	tz := c.FormValue("tz")
+	if _, err := time.LoadLocation(tz); err != nil || len(tz) > 64 {
+		tz = ""
+	}
+	u := currentUser(c)
+	if err := h.DB.W.WithContext(c.UserContext()).Model(&models.User{}).Where("id = ?", u.ID).Update("time_zone", tz).Error; err != nil {
+		return err
+	}
+	return redirect(c, "/console/account?notice=timezone-saved")
+}
+
+// changePassword sets a new password, ends every session, and signs this browser in afresh.
+func (h *handler) changePassword(c *fiber.Ctx) error {
+	u := currentUser(c)
+	errs, err := h.Auth.ChangePassword(c.UserContext(), u, c.FormValue("current"), c.FormValue("password"))
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return h.accountPage(c, errs)
+	}
+	token, err := h.Auth.StartSession(c.UserContext(), u.ID, h.clientIP(c), string(c.Request().Header.UserAgent()))
+	if err != nil {
+		return err
+	}
+	h.setCookie(c, sessionCookie, token, auth.SessionTTL)
+	return redirect(c, "/console/account?notice=password-changed")
+}

@@ -1,0 +1,145 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/models"
+	"videogen/views"
+)
+
+const localTimeForm = "2006-01-02T15:04" // <input type="datetime-local">
+
+// callQuery reads the call-log filters; times are typed in the viewer's time zone.
+func (h *handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, views.CallFilter, string) {
+	f := views.CallFilter{From: c.Query("from"), To: c.Query("to"), Class: c.Query("class"), Key: c.Query("key"), Path: c.Query("path")}
+	q := models.CallQuery{AccountID: v.User.AccountID, KeyPrefix: f.Key, PathContains: f.Path}
+	var problem string
+	for _, t := range []struct {
+		text string
+		dst  **time.Time
+		name string
+	}{{f.From, &q.From, "From"}, {f.To, &q.To, "To"}} {
+		if t.text == "" {
+			continue
+		}
+		at, err := time.ParseInLocation(localTimeForm, t.text, v.Location)
+		if err != nil {
+			problem = t.name + " is not a date and time; it was ignored."
+			continue
+		}
+		u := at.UTC()
+		*t.dst = &u
+	}
+	switch f.Class {
+	case "2xx", "4xx", "5xx":
+		q.StatusClass = int(f.Class[0] - '0')
+	default:
+		f.Class = ""
+	}
+	if len(f.Path) > 200 {
+		f.Path = f.Path[:200]
+		q.PathContains = f.Path
+	}
+	return q, f, problem
+}
+
+func (f callFilterQuery) values() url.Values {
+	out := url.Values{}
+	for k, v := range map[string]string{"from": f.From, "to": f.To, "class": f.Class, "key": f.Key, "path": f.Path} {
+		if v != "" {
+			out.Set(k, v)
+		}
+	}
+	return out
+}
+
+type callFilterQuery views.CallFilter
+
+// showCalls answers GET /console/calls: the filtered call log, newest first, a page at a time.
+func (h *handler) showCalls(c *fiber.Ctx) error {
+	v := h.viewer(c, "calls")
+	q, f, problem := h.callQuery(c, v)
+	var after *models.CallCursor
+	if cur := c.Query("after"); cur != "" {
+		micros, id, ok := strings.Cut(cur, "-")
+		us, err1 := strconv.ParseInt(micros, 10, 64)
+		n, err2 := strconv.ParseInt(id, 10, 64)
+		if ok && err1 == nil && err2 == nil {
+			after = &models.CallCursor{At: time.UnixMicro(us).UTC(), ID: n}
+		}
+	}
+	rows, more, err := models.CallsPage(c.UserContext(), h.DB.R, q, after, 50)
+	if err != nil {
+		return err
+	}
+	keys, err := models.AccountKeys(c.UserContext(), h.DB.R, v.User.AccountID)
+	if err != nil {
+		return err
+	}
+	p := views.CallsPage{Rows: rows, Filter: f, Keys: keys, Error: problem}
+	vals := callFilterQuery(f).values()
+	p.CSV = "/console/calls.csv?" + vals.Encode()
+	if after != nil {
+		p.First = "?" + vals.Encode()
+	}
+	if more {
+		last := rows[len(rows)-1]
+		vals.Set("after", fmt.Sprintf("%d-%d", last.At.UnixMicro(), last.ID))
+		p.Next = "?" + vals.Encode()
+	}
+	return h.render(c, views.CallsList(v, p))
+}
+
+// exportCalls answers GET /console/calls.csv: the whole filtered range as CSV, streamed row by row.
+func (h *handler) exportCalls(c *fiber.Ctx) error {
+	v := h.viewer(c, "calls")
+	q, _, _ := h.callQuery(c, v)
+	loc := v.Location
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="videogen-calls.csv"`)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	r := h.DB.R
+	log := h.Log
+	// The writer runs after this handler returns, so it gets copies, never the request context.
+	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
+		w := csv.NewWriter(bw)
+		_ = w.Write([]string{"time", "request_id", "method", "path", "status", "error_code", "key_prefix", "task_id", "amount_reserved_usd", "latency_ms", "bytes_in"})
+		n := 0
+		err := models.EachCall(context.Background(), r, q, func(row models.CallLog) error {
+			rec := []string{row.At.In(loc).Format(time.RFC3339Nano), row.RequestID, row.Method, csvSafe(row.Path), strconv.Itoa(row.Status),
+				row.ErrorCode, row.KeyPrefix, row.TaskID, views.Money(row.AmountReservedMicros), fmt.Sprintf("%.3f", float64(row.LatencyMicros)/1000),
+				strconv.FormatInt(row.BytesIn, 10)}
+			if err := w.Write(rec); err != nil {
+				return err
+			}
+			if n++; n%500 == 0 {
+				w.Flush()
+				return bw.Flush()
+			}
+			return nil
+		})
+		w.Flush()
+		if err != nil {
+			log.Error("call-log export", "err", err)
+		}
+		_ = bw.Flush()
+	})
+	return nil
+}
+
+// csvSafe keeps a spreadsheet from running a cell that starts like a formula (CSV injection).
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

@@ -1,0 +1,86 @@
+package handlers
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"videogen/internal/apikeys"
+	"videogen/models"
+	"videogen/views"
+)
+
+func (h *handler) keysPage(c *fiber.Ctx, p views.KeysPage) error {
+	u := currentUser(c)
+	keys, err := models.AccountKeys(c.UserContext(), h.DB.R, u.AccountID)
+	if err != nil {
+		return err
+	}
+	p.Keys, p.Verified = keys, u.Verified()
+	return h.render(c, views.KeysList(h.viewer(c, "keys"), p))
+}
+
+// showKeys answers GET /console/keys.
+func (h *handler) showKeys(c *fiber.Ctx) error { return h.keysPage(c, views.KeysPage{}) }
+
+// createKey makes a key and shows its secret on this answer only (never stored, never cached).
+func (h *handler) createKey(c *fiber.Ctx) error {
+	u := currentUser(c)
+	name := strings.TrimSpace(c.FormValue("name"))
+	switch {
+	case !u.Verified():
+		c.Status(fiber.StatusForbidden)
+		return h.keysPage(c, views.KeysPage{})
+	case utf8.RuneCountInString(name) > 60 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 }):
+		c.Status(fiber.StatusUnprocessableEntity)
+		return h.keysPage(c, views.KeysPage{Name: name, Error: "Use at most 60 characters, without control characters."})
+	}
+	secret, k, err := apikeys.Create(c.UserContext(), h.DB, u.AccountID, name, &u.ID)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return h.keysPage(c, views.KeysPage{NewSecret: secret, NewPrefix: k.Prefix})
+}
+
+// accountKey finds one of the signed-in account's keys by its id in the URL.
+func (h *handler) accountKey(c *fiber.Ctx) (*models.APIKey, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil {
+		return nil, fiber.ErrNotFound
+	}
+	var k models.APIKey
+	err = h.DB.R.WithContext(c.UserContext()).Where("id = ? AND account_id = ?", id, currentUser(c).AccountID).Take(&k).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fiber.ErrNotFound
+	}
+	return &k, err
+}
+
+// confirmRevokeKey asks before revoking (without JavaScript too).
+func (h *handler) confirmRevokeKey(c *fiber.Ctx) error {
+	k, err := h.accountKey(c)
+	if err != nil {
+		return err
+	}
+	if k.RevokedAt != nil {
+		return redirect(c, "/console/keys")
+	}
+	return h.render(c, views.RevokeKey(h.viewer(c, "keys"), *k))
+}
+
+// revokeKey disables a key at once on this instance (and within API_KEY_CACHE_TTL elsewhere).
+func (h *handler) revokeKey(c *fiber.Ctx) error {
+	k, err := h.accountKey(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Keys.Revoke(c.UserContext(), k.Prefix); err != nil {
+		return err
+	}
+	return redirect(c, "/console/keys?notice=key-revoked")
+}

@@ -1,0 +1,51 @@
+package handlers
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/auth"
+	"videogen/views"
+)
+
+func (h *handler) showForgotPassword(c *fiber.Ctx) error {
+	return h.render(c, views.ForgotPassword(h.viewer(c, ""), "", false))
+}
+
+// requestPasswordReset e-mails a reset link when the address has an account; the answer never tells.
+func (h *handler) requestPasswordReset(c *fiber.Ctx) error {
+	email := c.FormValue("email")
+	if err := h.Auth.RequestReset(c.UserContext(), email); err != nil {
+		return err
+	}
+	return h.render(c, views.ForgotPassword(h.viewer(c, ""), email, true))
+}
+
+func (h *handler) showResetPassword(c *fiber.Ctx) error {
+	token := c.Query("token")
+	err := h.Auth.CheckResetToken(c.UserContext(), token)
+	if err != nil && !errors.Is(err, auth.ErrBadToken) {
+		return err
+	}
+	return h.render(c, views.ResetPassword(h.viewer(c, ""), token, "", err != nil))
+}
+
+// resetPassword sets the new password and signs the user out everywhere.
+func (h *handler) resetPassword(c *fiber.Ctx) error {
+	token := c.FormValue("token")
+	_, errs, err := h.Auth.ResetPassword(c.UserContext(), token, c.FormValue("password"))
+	if errors.Is(err, auth.ErrBadToken) {
+		c.Status(fiber.StatusBadRequest)
+		return h.render(c, views.ResetPassword(h.viewer(c, ""), "", "", true))
+	}
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return h.render(c, views.ResetPassword(h.viewer(c, ""), token, errs["password"], false))
+	}
+	h.clearCookie(c, sessionCookie)
+	return redirect(c, "/signin?notice=password-reset")
+}

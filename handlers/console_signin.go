@@ -1,0 +1,57 @@
+package handlers
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/auth"
+	"videogen/views"
+)
+
+func (h *handler) showSignIn(c *fiber.Ctx) error {
+	if currentUser(c) != nil {
+		return redirect(c, safeNext(c.Query("next")))
+	}
+	return h.render(c, views.SignIn(h.viewer(c, ""), views.SignInForm{Next: c.Query("next")}))
+}
+
+// signIn checks the password (throttled per address and per IP) and starts a session.
+func (h *handler) signIn(c *fiber.Ctx) error {
+	form := views.SignInForm{Email: c.FormValue("email"), Next: c.FormValue("next")}
+	u, err := h.Auth.SignIn(c.UserContext(), form.Email, c.FormValue("password"), h.clientIP(c))
+	var throttled *auth.ThrottledError
+	switch {
+	case errors.Is(err, auth.ErrBadCredentials):
+		form.Error = "The e-mail address or the password is not right."
+		c.Status(fiber.StatusUnauthorized)
+		return h.render(c, views.SignIn(h.viewer(c, ""), form))
+	case errors.As(err, &throttled):
+		form.Error = "Too many sign-in attempts. For your account's safety, wait " + throttled.Wait() + " and try again, or reset your password."
+		c.Status(fiber.StatusTooManyRequests)
+		c.Set(fiber.HeaderRetryAfter, itoa(int(throttled.RetryAfter.Seconds())+1))
+		return h.render(c, views.SignIn(h.viewer(c, ""), form))
+	case err != nil:
+		return err
+	}
+	if old := c.Cookies(sessionCookie); old != "" {
+		_ = h.Auth.EndSession(c.UserContext(), old) // a new sign-in never reuses a session
+	}
+	token, err := h.Auth.StartSession(c.UserContext(), u.ID, h.clientIP(c), string(c.Request().Header.UserAgent()))
+	if err != nil {
+		return err
+	}
+	h.setCookie(c, sessionCookie, token, auth.SessionTTL)
+	return redirect(c, safeNext(form.Next))
+}
+
+// signOut ends this browser's session.
+func (h *handler) signOut(c *fiber.Ctx) error {
+	if tok, ok := c.Locals(localSessionToken).(string); ok {
+		if err := h.Auth.EndSession(c.UserContext(), tok); err != nil {
+			return err
+		}
+	}
+	h.clearCookie(c, sessionCookie)
+	return redirect(c, "/signin?notice=signed-out")
+}

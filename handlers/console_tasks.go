@@ -1,0 +1,100 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/url"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/apierr"
+	"videogen/internal/catalog"
+	"videogen/internal/videos"
+	"videogen/models"
+	"videogen/views"
+)
+
+const consolePageSize = 25
+
+// showTasks answers GET /console/tasks?status=&model=&after=.
+func (h *handler) showTasks(c *fiber.Ctx) error {
+	u := currentUser(c)
+	f := views.TaskFilter{Status: c.Query("status"), Model: c.Query("model")}
+	switch f.Status {
+	case "", models.StatusQueued, models.StatusInProgress, models.StatusCompleted, models.StatusFailed:
+	default:
+		f.Status = ""
+	}
+	if _, ok := catalog.Lookup(f.Model); !ok {
+		f.Model = ""
+	}
+	after := c.Query("after")
+	page, err := h.Videos.List(c.UserContext(), u.AccountID, videos.ListParams{Limit: consolePageSize, After: after, Status: f.Status, Model: f.Model})
+	if _, bad := apierr.As(err); bad {
+		return redirect(c, "/console/tasks") // a stale or edited cursor: start over
+	}
+	if err != nil {
+		return err
+	}
+	p := views.TasksPage{Tasks: page.Tasks, Filter: f}
+	for _, m := range catalog.Models {
+		p.Models = append(p.Models, m.ID)
+	}
+	q := url.Values{}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	if f.Model != "" {
+		q.Set("model", f.Model)
+	}
+	if after != "" {
+		p.First = "?" + q.Encode()
+	}
+	if page.HasMore {
+		q.Set("after", page.Tasks[len(page.Tasks)-1].ID)
+		p.Next = "?" + q.Encode()
+	}
+	return h.render(c, views.TasksList(h.viewer(c, "tasks"), p))
+}
+
+// showTask answers GET /console/tasks/{id}: parameters, task log, ledger entries, the video.
+func (h *handler) showTask(c *fiber.Ctx) error {
+	u := currentUser(c)
+	t, err := h.Videos.Get(c.UserContext(), u.AccountID, c.Params("id"))
+	if errors.Is(err, apierr.NotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	p := views.TaskPage{Task: *t}
+	_ = json.Unmarshal([]byte(t.Inputs), &p.Inputs)
+	if p.Events, p.Entries, err = models.TaskHistory(c.UserContext(), h.DB.R, t.ID); err != nil {
+		return err
+	}
+	return h.render(c, views.TaskDetail(h.viewer(c, "tasks"), p))
+}
+
+// streamTaskVideo answers GET /console/tasks/{id}/video: the MP4 for the signed-in owner, inline (for
+// the player) or as a download.
+func (h *handler) streamTaskVideo(c *fiber.Ctx) error {
+	u := currentUser(c)
+	id := c.Params("id")
+	content, err := h.Videos.OpenContent(c.UserContext(), u.AccountID, id)
+	if ae, ok := apierr.As(err); ok {
+		c.Status(ae.Status)
+		return h.render(c, views.ErrorPage(h.viewer(c, "tasks"), ae.Status, "Video not available", ae.Message))
+	}
+	if err != nil {
+		return err
+	}
+	disposition := "inline"
+	if c.Query("download") != "" {
+		disposition = "attachment"
+	}
+	c.Set(fiber.HeaderContentType, "video/mp4")
+	c.Set(fiber.HeaderContentDisposition, disposition+`; filename="`+id+`.mp4"`)
+	c.Set(fiber.HeaderCacheControl, "private, max-age=300")
+	c.Response().SetBodyStream(content.Body, int(content.Size))
+	return nil
+}

@@ -1,0 +1,46 @@
+package handlers
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/auth"
+	"videogen/views"
+)
+
+// verifyEmail answers the link in the verification e-mail.
+func (h *handler) verifyEmail(c *fiber.Ctx) error {
+	u, err := h.Auth.Verify(c.UserContext(), c.Query("token"))
+	if errors.Is(err, auth.ErrBadToken) {
+		c.Status(fiber.StatusBadRequest)
+		return h.render(c, views.VerifyResult(h.viewer(c, ""), false))
+	}
+	if err != nil {
+		return err
+	}
+	v := h.viewer(c, "")
+	if v.User != nil && v.User.ID == u.ID {
+		v.User = u
+	}
+	return h.render(c, views.VerifyResult(v, true))
+}
+
+// resendVerification e-mails a new link (throttled per address).
+func (h *handler) resendVerification(c *fiber.Ctx) error {
+	u := currentUser(c)
+	if u.Verified() {
+		return redirect(c, "/console?notice=already-verified")
+	}
+	err := h.Auth.SendVerification(c.UserContext(), u)
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		c.Status(fiber.StatusTooManyRequests)
+		return h.render(c, views.ErrorPage(h.viewer(c, "dashboard"), 429, "Please wait a little",
+			"We sent several links recently. Check your inbox and spam folder, or try again in "+throttled.Wait()+"."))
+	}
+	if err != nil {
+		return err
+	}
+	return redirect(c, "/console?notice=verification-sent")
+}

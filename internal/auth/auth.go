@@ -1,0 +1,117 @@
+// Package auth signs people up and in: passwords, console sessions, e-mail verification and password
+// reset, each throttled against guessing and abuse. It knows nothing of HTTP; handlers set the cookies.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"videogen/internal/db"
+	"videogen/internal/ratelimit"
+)
+
+// Errors the console turns into messages.
+var (
+	ErrBadCredentials = errors.New("the e-mail or password is not right")
+	ErrBadToken       = errors.New("this link is invalid, already used or expired")
+	ErrNoSession      = errors.New("not signed in")
+)
+
+// ThrottledError says an action was refused for being repeated too fast, and for how long.
+type ThrottledError struct{ RetryAfter time.Duration }
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("too many attempts; try again in %s", e.Wait())
+}
+
+// Wait says in words how long to wait: "a minute", "12 minutes".
+func (e *ThrottledError) Wait() string { return humanWait(e.RetryAfter) }
+
+func humanWait(d time.Duration) string {
+	switch {
+	case d <= time.Minute:
+		return "a minute"
+	case d < time.Hour:
+		return fmt.Sprintf("%d minutes", int(d.Minutes()+0.99))
+	default:
+		return fmt.Sprintf("%d hours", int(d.Hours()+0.99))
+	}
+}
+
+// FieldErrors maps a form field to what is wrong with it.
+type FieldErrors map[string]string
+
+// Notifier sends the e-mails auth needs; the link already carries the token.
+type Notifier interface {
+	VerifyEmail(ctx context.Context, to, link string, tokenID int64) error
+	ResetPassword(ctx context.Context, to, link string, tokenID int64) error
+	AlreadyRegistered(ctx context.Context, to, signInLink, resetLink string) error
+}
+
+// Throttles are the limiters of the actions that can be abused.
+type Throttles struct {
+	SignInPerEmail ratelimit.Limiter // guessing one account's password
+	SignInPerIP    ratelimit.Limiter // guessing across accounts
+	Mail           ratelimit.Limiter // e-mails to one address (verification, reset, sign-up notices)
+}
+
+// DefaultRates are the throttles' rates: 5 sign-ins per e-mail and 30 per IP per 15 minutes, 3 e-mails
+// to one address per 10 minutes.
+var DefaultRates = struct{ SignInPerEmail, SignInPerIP, Mail ratelimit.Rate }{
+	SignInPerEmail: ratelimit.Rate{Events: 5, Per: 15 * time.Minute, Burst: 5},
+	SignInPerIP:    ratelimit.Rate{Events: 30, Per: 15 * time.Minute, Burst: 30},
+	Mail:           ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
+}
+
+// NewThrottles builds the throttles, shared through Redis when redisURL is set.
+func NewThrottles(redisURL string) (Throttles, error) {
+	var t Throttles
+	var err error
+	if t.SignInPerEmail, err = ratelimit.New(redisURL, "videogen:signin-email:", DefaultRates.SignInPerEmail); err != nil {
+		return t, err
+	}
+	if t.SignInPerIP, err = ratelimit.New(redisURL, "videogen:signin-ip:", DefaultRates.SignInPerIP); err != nil {
+		return t, err
+	}
+	if t.Mail, err = ratelimit.New(redisURL, "videogen:mail:", DefaultRates.Mail); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// Service is the sign-up, sign-in and account-recovery logic.
+type Service struct {
+	DB       *db.DB
+	Notify   Notifier
+	BaseURL  string // PUBLIC_BASE_URL: links in e-mails start with it
+	Throttle Throttles
+	Now      func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC().Truncate(time.Microsecond)
+	}
+	return db.Now()
+}
+
+// allow takes one token from l for key, turning a refusal into a *ThrottledError.
+func allow(ctx context.Context, l ratelimit.Limiter, key string) error {
+	ok, wait, err := l.Allow(ctx, key)
+	if err != nil {
+		return nil // a limiter outage must not lock everyone out; the database still checks passwords
+	}
+	if !ok {
+		return &ThrottledError{RetryAfter: wait}
+	}
+	return nil
+}
+
+func hashToken(raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,224 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"videogen/internal/accounts"
+	"videogen/models"
+)
+
+// SignUp is the sign-up form.
+type SignUp struct {
+	Email       string
+	Password    string
+	AcceptTerms bool
+}
+
+// dummyHash is checked against when no user matches, so a wrong e-mail costs the same time as a wrong
+// password and sign-in timing does not tell which addresses are registered.
+var dummyHash, _ = accounts.HashPassword("not a real password, only for timing")
+
+// Register creates an unverified user and its account and e-mails a verification link. When the address
+// is already registered it e-mails the owner instead and answers exactly the same way, so the form never
+// reveals who has an account.
+func (s *Service) Register(ctx context.Context, in SignUp) (FieldErrors, error) {
+	errs := FieldErrors{}
+	email, err := accounts.NormalizeEmail(in.Email)
+	if err != nil {
+		errs["email"] = "Enter an e-mail address such as you@example.com."
+	}
+	if msg := CheckPassword(in.Password, in.Email); msg != "" {
+		errs["password"] = msg
+	}
+	if !in.AcceptTerms {
+		errs["terms"] = "Accept the terms of service and the privacy notice to create an account."
+	}
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	hash, err := accounts.HashPassword(in.Password) // always, so both answers take as long
+	if err != nil {
+		return nil, err
+	}
+	if _, err := accounts.ByEmail(ctx, s.DB, email); err == nil {
+		return nil, s.noticeExisting(ctx, email)
+	}
+	now := s.now()
+	u, err := accounts.Create(ctx, s.DB, accounts.NewUser{Email: email, PasswordHash: hash})
+	if errors.Is(err, accounts.ErrEmailTaken) {
+		return nil, s.noticeExisting(ctx, email) // a concurrent sign-up won
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.DB.W.WithContext(ctx).Model(u).Update("terms_accepted_at", now).Error; err != nil {
+		return nil, fmt.Errorf("record terms acceptance: %w", err)
+	}
+	return nil, s.SendVerification(ctx, u)
+}
+
+func (s *Service) noticeExisting(ctx context.Context, email string) error {
+	if allow(ctx, s.Throttle.Mail, email) != nil {
+		return nil // already told recently; stay silent rather than flood the inbox
+	}
+	return s.Notify.AlreadyRegistered(ctx, email, s.BaseURL+"/signin", s.BaseURL+"/password/forgot")
+}
+
+// SignIn checks an e-mail and password and returns the user; it is throttled per address and per IP.
+func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*models.User, error) {
+	norm := strings.ToLower(strings.TrimSpace(email))
+	if err := allow(ctx, s.Throttle.SignInPerIP, ip); err != nil {
+		return nil, err
+	}
+	if err := allow(ctx, s.Throttle.SignInPerEmail, norm); err != nil {
+		return nil, err
+	}
+	if len(password) > MaxPasswordLength {
+		return nil, ErrBadCredentials
+	}
+	u, err := accounts.ByEmail(ctx, s.DB, norm)
+	if err != nil || u.PasswordHash == "" {
+		_, _ = accounts.CheckPassword(dummyHash, password)
+		if err != nil && !errors.Is(err, accounts.ErrNoSuchUser) && !strings.Contains(err.Error(), "not an e-mail address") {
+			return nil, err
+		}
+		return nil, ErrBadCredentials
+	}
+	ok, err := accounts.CheckPassword(u.PasswordHash, password)
+	if err != nil {
+		return nil, fmt.Errorf("check password of user %d: %w", u.ID, err)
+	}
+	if !ok {
+		return nil, ErrBadCredentials
+	}
+	return u, nil
+}
+
+// SendVerification e-mails a fresh verification link (throttled per address).
+func (s *Service) SendVerification(ctx context.Context, u *models.User) error {
+	if u.Verified() {
+		return nil
+	}
+	if err := allow(ctx, s.Throttle.Mail, u.Email); err != nil {
+		return err
+	}
+	raw, id, err := s.issueToken(ctx, u.ID, models.PurposeVerify, VerifyTTL)
+	if err != nil {
+		return err
+	}
+	return s.Notify.VerifyEmail(ctx, u.Email, s.BaseURL+"/verify?token="+raw, id)
+}
+
+// Verify spends a verification link and marks the address verified.
+func (s *Service) Verify(ctx context.Context, raw string) (*models.User, error) {
+	var u models.User
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		userID, err := s.useToken(tx, raw, models.PurposeVerify)
+		if err != nil {
+			return err
+		}
+		if err := tx.Model(&models.User{}).Where("id = ? AND email_verified_at IS NULL", userID).Update("email_verified_at", s.now()).Error; err != nil {
+			return fmt.Errorf("mark verified: %w", err)
+		}
+		return tx.Take(&u, userID).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// RequestReset e-mails a password-reset link when the address has an account. It answers the same way
+// either way, and is throttled per address.
+func (s *Service) RequestReset(ctx context.Context, email string) error {
+	u, err := accounts.ByEmail(ctx, s.DB, email)
+	if err != nil {
+		return nil
+	}
+	if allow(ctx, s.Throttle.Mail, u.Email) != nil {
+		return nil
+	}
+	// Only the newest link works: older ones are spent.
+	if err := s.DB.W.WithContext(ctx).Model(&models.EmailToken{}).
+		Where("user_id = ? AND purpose = ? AND used_at IS NULL", u.ID, models.PurposeReset).Update("used_at", s.now()).Error; err != nil {
+		return fmt.Errorf("retire old reset links: %w", err)
+	}
+	raw, id, err := s.issueToken(ctx, u.ID, models.PurposeReset, ResetTTL)
+	if err != nil {
+		return err
+	}
+	return s.Notify.ResetPassword(ctx, u.Email, s.BaseURL+"/password/reset?token="+raw, id)
+}
+
+// CheckResetToken reports whether a reset link is still good, before the form is shown.
+func (s *Service) CheckResetToken(ctx context.Context, raw string) error {
+	_, err := s.peekToken(ctx, raw, models.PurposeReset)
+	return err
+}
+
+// ResetPassword sets a new password with a reset link and signs the user out everywhere. A reset also
+// proves the address, so an unverified user becomes verified.
+func (s *Service) ResetPassword(ctx context.Context, raw, password string) (*models.User, FieldErrors, error) {
+	userID, err := s.peekToken(ctx, raw, models.PurposeReset)
+	if err != nil {
+		return nil, nil, err
+	}
+	var u models.User
+	if err := s.DB.R.WithContext(ctx).Take(&u, userID).Error; err != nil {
+		return nil, nil, fmt.Errorf("read user: %w", err)
+	}
+	if msg := CheckPassword(password, u.Email); msg != "" {
+		return nil, FieldErrors{"password": msg}, nil
+	}
+	hash, err := accounts.HashPassword(password)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if _, err := s.useToken(tx, raw, models.PurposeReset); err != nil {
+			return err
+		}
+		now := s.now()
+		updates := map[string]any{"password_hash": hash, "updated_at": now}
+		if u.EmailVerifiedAt == nil {
+			updates["email_verified_at"] = now
+		}
+		if err := tx.Model(&models.User{}).Where("id = ?", u.ID).Updates(updates).Error; err != nil {
+			return fmt.Errorf("set password: %w", err)
+		}
+		return s.EndAllSessions(ctx, tx, u.ID)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &u, nil, nil
+}
+
+// ChangePassword replaces a signed-in user's password and ends all their sessions.
+func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next string) (FieldErrors, error) {
+	ok, err := accounts.CheckPassword(u.PasswordHash, current)
+	if err != nil && u.PasswordHash != "" {
+		return nil, err
+	}
+	if !ok {
+		return FieldErrors{"current": "This is not your current password."}, nil
+	}
+	if msg := CheckPassword(next, u.Email); msg != "" {
+		return FieldErrors{"password": msg}, nil
+	}
+	hash, err := accounts.HashPassword(next)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Model(&models.User{}).Where("id = ?", u.ID).Updates(map[string]any{"password_hash": hash, "updated_at": s.now()}).Error; err != nil {
+			return fmt.Errorf("set password: %w", err)
+		}
+		return s.EndAllSessions(ctx, tx, u.ID)
+	})
+}

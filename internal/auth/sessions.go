@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"videogen/internal/ids"
+	"videogen/models"
+)
+
+// SessionTTL is how long a console sign-in lasts.
+const SessionTTL = 30 * 24 * time.Hour
+
+// touchEvery bounds how often a session's last-seen time is written.
+const touchEvery = 5 * time.Minute
+
+// StartSession signs a user in and returns the cookie's token, which is never stored.
+func (s *Service) StartSession(ctx context.Context, userID int64, ip, userAgent string) (string, error) {
+	token := ids.NewToken(43)
+	now := s.now()
+	if len(userAgent) > 300 {
+		userAgent = userAgent[:300]
+	}
+	row := &models.Session{UserID: userID, TokenHash: hashToken(token), CreatedAt: now, LastSeenAt: now,
+		ExpiresAt: now.Add(SessionTTL), IP: ip, UserAgent: userAgent}
+	if err := s.DB.W.WithContext(ctx).Create(row).Error; err != nil {
+		return "", fmt.Errorf("start session: %w", err)
+	}
+	return token, nil
+}
+
+// Session returns the signed-in user of a cookie token, or ErrNoSession.
+func (s *Service) Session(ctx context.Context, token string) (*models.User, *models.Session, error) {
+	if token == "" || len(token) > 100 {
+		return nil, nil, ErrNoSession
+	}
+	now := s.now()
+	var sess models.Session
+	err := s.DB.R.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL AND expires_at > ?", hashToken(token), now).Take(&sess).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read session: %w", err)
+	}
+	var u models.User
+	if err := s.DB.R.WithContext(ctx).Take(&u, sess.UserID).Error; err != nil {
+		return nil, nil, fmt.Errorf("read session user: %w", err)
+	}
+	if now.Sub(sess.LastSeenAt) > touchEvery {
+		_ = s.DB.W.WithContext(ctx).Model(&models.Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now).Error
+	}
+	return &u, &sess, nil
+}
+
+// EndSession signs one browser out.
+func (s *Service) EndSession(ctx context.Context, token string) error {
+	return s.DB.W.WithContext(ctx).Model(&models.Session{}).
+		Where("token_hash = ? AND revoked_at IS NULL", hashToken(token)).Update("revoked_at", s.now()).Error
+}
+
+// EndAllSessions signs a user out everywhere (after a password change or reset).
+func (s *Service) EndAllSessions(ctx context.Context, tx *gorm.DB, userID int64) error {
+	if tx == nil {
+		tx = s.DB.W.WithContext(ctx)
+	}
+	err := tx.Model(&models.Session{}).Where("user_id = ? AND revoked_at IS NULL", userID).Update("revoked_at", s.now()).Error
+	if err != nil {
+		return fmt.Errorf("end sessions of user %d: %w", userID, err)
+	}
+	return nil
+}

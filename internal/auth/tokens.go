@@ -1,0 +1,57 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"videogen/internal/ids"
+	"videogen/models"
+)
+
+// Lifetimes of e-mailed links.
+const (
+	VerifyTTL = 24 * time.Hour
+	ResetTTL  = time.Hour
+)
+
+// issueToken makes a single-use link token for a user and returns it with its row id.
+func (s *Service) issueToken(ctx context.Context, userID int64, purpose string, ttl time.Duration) (string, int64, error) {
+	raw := ids.NewToken(43)
+	now := s.now()
+	row := &models.EmailToken{UserID: userID, Purpose: purpose, TokenHash: hashToken(raw), CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	if err := s.DB.W.WithContext(ctx).Create(row).Error; err != nil {
+		return "", 0, fmt.Errorf("issue %s token: %w", purpose, err)
+	}
+	return raw, row.ID, nil
+}
+
+// peekToken returns the user of a valid, unused token without using it up.
+func (s *Service) peekToken(ctx context.Context, raw, purpose string) (int64, error) {
+	var t models.EmailToken
+	err := s.DB.R.WithContext(ctx).Where("token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", hashToken(raw), purpose, s.now()).Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, ErrBadToken
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s token: %w", purpose, err)
+	}
+	return t.UserID, nil
+}
+
+// useToken spends a token inside tx and returns its user: the guarded UPDATE lets one use win.
+func (s *Service) useToken(tx *gorm.DB, raw, purpose string) (int64, error) {
+	var rows []models.EmailToken
+	err := tx.Raw("UPDATE email_tokens SET used_at = ? WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id",
+		s.now(), hashToken(raw), purpose, s.now()).Scan(&rows).Error
+	if err != nil {
+		return 0, fmt.Errorf("use %s token: %w", purpose, err)
+	}
+	if len(rows) == 0 {
+		return 0, ErrBadToken
+	}
+	return rows[0].UserID, nil
+}

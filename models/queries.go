@@ -1,0 +1,140 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// LedgerPage returns an account's entries newest first, older than beforeID when it is set, and
+// whether more follow. Entries are append-only, so id order is time order.
+func LedgerPage(ctx context.Context, db *gorm.DB, accountID, beforeID int64, limit int) ([]LedgerEntry, bool, error) {
+	q := db.WithContext(ctx).Where("account_id = ?", accountID)
+	if beforeID > 0 {
+		q = q.Where("id < ?", beforeID)
+	}
+	var out []LedgerEntry
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+		return nil, false, fmt.Errorf("read ledger of account %d: %w", accountID, err)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// TaskHistory returns a task's log lines and ledger entries, oldest first.
+func TaskHistory(ctx context.Context, db *gorm.DB, taskID string) ([]TaskEvent, []LedgerEntry, error) {
+	var events []TaskEvent
+	if err := db.WithContext(ctx).Where("task_id = ?", taskID).Order("id").Find(&events).Error; err != nil {
+		return nil, nil, fmt.Errorf("read task log of %s: %w", taskID, err)
+	}
+	var entries []LedgerEntry
+	if err := db.WithContext(ctx).Where("task_id = ?", taskID).Order("id").Find(&entries).Error; err != nil {
+		return nil, nil, fmt.Errorf("read ledger entries of %s: %w", taskID, err)
+	}
+	return events, entries, nil
+}
+
+// AccountKeys returns an account's API keys, newest first.
+func AccountKeys(ctx context.Context, db *gorm.DB, accountID int64) ([]APIKey, error) {
+	var out []APIKey
+	if err := db.WithContext(ctx).Where("account_id = ?", accountID).Order("id DESC").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("read keys of account %d: %w", accountID, err)
+	}
+	return out, nil
+}
+
+// Settlements returns an account's charges since a time, oldest first.
+func Settlements(ctx context.Context, db *gorm.DB, accountID int64, since time.Time) ([]LedgerEntry, error) {
+	var out []LedgerEntry
+	err := db.WithContext(ctx).Where("account_id = ? AND kind = ? AND created_at >= ?", accountID, KindSettle, since).Order("id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read charges of account %d: %w", accountID, err)
+	}
+	return out, nil
+}
+
+// Exists reports whether any row of model matches the condition.
+func Exists(ctx context.Context, db *gorm.DB, model any, where string, args ...any) (bool, error) {
+	var n int64
+	if err := db.WithContext(ctx).Model(model).Where(where, args...).Limit(1).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("check existence: %w", err)
+	}
+	return n > 0, nil
+}
+
+// CallQuery filters an account's call log.
+type CallQuery struct {
+	AccountID    int64
+	From, To     *time.Time
+	StatusClass  int // 2, 4 or 5; 0 = any
+	KeyPrefix    string
+	PathContains string
+}
+
+func (q CallQuery) scope(db *gorm.DB) *gorm.DB {
+	db = db.Where("account_id = ?", q.AccountID)
+	if q.From != nil {
+		db = db.Where("at >= ?", *q.From)
+	}
+	if q.To != nil {
+		db = db.Where("at < ?", *q.To)
+	}
+	if q.StatusClass != 0 {
+		db = db.Where("status >= ? AND status < ?", q.StatusClass*100, q.StatusClass*100+100)
+	}
+	if q.KeyPrefix != "" {
+		db = db.Where("key_prefix = ?", q.KeyPrefix)
+	}
+	if q.PathContains != "" {
+		esc := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.PathContains)
+		db = db.Where(`path LIKE ? ESCAPE '\'`, "%"+esc+"%")
+	}
+	return db
+}
+
+// CallCursor is the position after the last row of a page: rows are ordered by time, then id.
+type CallCursor struct {
+	At time.Time
+	ID int64
+}
+
+// CallsPage returns one page of the filtered call log, newest first, after the cursor when it is set.
+func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor, limit int) ([]CallLog, bool, error) {
+	tx := q.scope(db.WithContext(ctx))
+	if after != nil {
+		tx = tx.Where("(at < ?) OR (at = ? AND id < ?)", after.At, after.At, after.ID)
+	}
+	var out []CallLog
+	if err := tx.Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+		return nil, false, fmt.Errorf("read call log: %w", err)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// EachCall calls fn for every row of the filtered call log, newest first, reading one row at a time so
+// an export of any size streams.
+func EachCall(ctx context.Context, db *gorm.DB, q CallQuery, fn func(CallLog) error) error {
+	rows, err := q.scope(db.WithContext(ctx).Model(&CallLog{})).Order("at DESC, id DESC").Rows()
+	if err != nil {
+		return fmt.Errorf("read call log: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r CallLog
+		if err := db.ScanRows(rows, &r); err != nil {
+			return fmt.Errorf("read call-log row: %w", err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,34 @@
+// videogen console: small progressive enhancements. Every page works without this file.
+(function () {
+  "use strict";
+
+  // Times are shown in the viewer's time zone: tell the server which one, once.
+  try {
+    var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (tz && document.cookie.indexOf("vg_tz=" + encodeURIComponent(tz)) === -1) {
+      document.cookie = "vg_tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; samesite=lax";
+      if (document.body && document.body.dataset.tz === "UTC" && tz !== "UTC") {
+        location.reload();
+      }
+    }
+  } catch (e) { /* older browsers keep UTC */ }
+
+  // Copy buttons: <button data-copy="element-id">.
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest("[data-copy]");
+    if (!btn) return;
+    var el = document.getElementById(btn.getAttribute("data-copy"));
+    if (!el || !navigator.clipboard) return;
+    navigator.clipboard.writeText(el.textContent.trim()).then(function () {
+      var label = btn.textContent;
+      btn.textContent = "Copied";
+      setTimeout(function () { btn.textContent = label; }, 1500);
+    });
+  });
+
+  // Forms that destroy something ask first: <form data-confirm="...">.
+  document.addEventListener("submit", function (ev) {
+    var msg = ev.target.getAttribute("data-confirm");
+    if (msg && !window.confirm(msg)) ev.preventDefault();
+  });
+})();

@@ -1,0 +1,126 @@
+// Package views holds the templ components of the console's pages and of the e-mails, and the small
+// helpers they share for times and money. Views receive plain data; they never query anything.
+package views
+
+import (
+	"fmt"
+	"time"
+
+	"videogen/billing"
+	"videogen/models"
+)
+
+// Viewer is what every page knows about who is looking at it.
+type Viewer struct {
+	User     *models.User // nil when signed out
+	Location *time.Location
+	CSRF     string // token for the page's forms
+	Active   string // the navigation entry of this page
+	Notice   string // one-line message after a redirect ("API key revoked.")
+	// TestTopups is set when the console may add test funds (TEST_TOPUPS=1).
+	TestTopups bool
+}
+
+// SignedIn reports whether someone is signed in.
+func (v Viewer) SignedIn() bool { return v.User != nil }
+
+// When formats a time in the viewer's time zone, with the zone's name so it is never ambiguous.
+func (v Viewer) When(t time.Time) string {
+	loc := v.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	return t.In(loc).Format("2006-01-02 15:04:05 MST")
+}
+
+// WhenPtr formats an optional time; "—" when unset.
+func (v Viewer) WhenPtr(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return v.When(*t)
+}
+
+// Zone names the viewer's time zone.
+func (v Viewer) Zone() string {
+	if v.Location == nil {
+		return "UTC"
+	}
+	return v.Location.String()
+}
+
+// Money formats micro-dollars for people: "$12.30", or every decimal when not whole cents.
+func Money(m int64) string { return billing.Micros(m).USD() }
+
+// SignedMoney formats a balance change with its sign: "+$25.00", "−$1.50".
+func SignedMoney(m int64) string {
+	if m > 0 {
+		return "+" + Money(m)
+	}
+	if m < 0 {
+		return "−" + Money(-m)
+	}
+	return Money(0)
+}
+
+// Itoa is strconv.Itoa for templates.
+func Itoa(n int) string { return fmt.Sprint(n) }
+
+// Int64 formats an int64 for templates.
+func Int64(n int64) string { return fmt.Sprint(n) }
+
+func boolAttr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// entryLabel names a ledger entry kind for people.
+func entryLabel(kind string) string {
+	switch kind {
+	case models.KindTopup:
+		return "Top-up (card)"
+	case models.KindTestTopup:
+		return "Test funds"
+	case models.KindAdjustment:
+		return "Adjustment by support"
+	case models.KindReserve:
+		return "Reserved for a video"
+	case models.KindSettle:
+		return "Charged for a video"
+	case models.KindRelease:
+		return "Refunded (video failed)"
+	}
+	return kind
+}
+
+func keyName(k models.APIKey) string {
+	if k.Name == "" {
+		return "Unnamed key"
+	}
+	return k.Name
+}
