@@ -1,0 +1,134 @@
+package handlers_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"videogen/internal/testkit"
+)
+
+// browser is a person using the console: a cookie jar, pages read whole, forms posted with the page's
+// CSRF token. Redirects are not followed, so tests see them.
+type browser struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+	ip   string // sent as X-Forwarded-For when set
+}
+
+func newBrowser(t *testing.T, s *testkit.Server) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: s.URL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (b *browser) do(req *http.Request) *page {
+	b.t.Helper()
+	if b.ip != "" {
+		req.Header.Set("X-Forwarded-For", b.ip)
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return &page{Status: resp.StatusCode, Header: resp.Header, Body: string(body)}
+}
+
+func (b *browser) get(path string) *page {
+	b.t.Helper()
+	req, _ := http.NewRequest("GET", b.base+path, nil)
+	return b.do(req)
+}
+
+var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// post sends a form the way the page at from would: with that page's CSRF token.
+func (b *browser) post(from, path string, form url.Values) *page {
+	b.t.Helper()
+	m := csrfRE.FindStringSubmatch(b.get(from).Body)
+	if m == nil {
+		b.t.Fatalf("no CSRF token on %s", from)
+	}
+	form.Set("_csrf", html.UnescapeString(m[1]))
+	return b.postRaw(path, form)
+}
+
+func (b *browser) postRaw(path string, form url.Values) *page {
+	b.t.Helper()
+	req, _ := http.NewRequest("POST", b.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(req)
+}
+
+func (p *page) location() string { return p.Header.Get("Location") }
+
+func (p *page) contains(t *testing.T, parts ...string) {
+	t.Helper()
+	for _, s := range parts {
+		if !strings.Contains(p.Body, html.EscapeString(s)) && !strings.Contains(p.Body, s) {
+			t.Fatalf("page (status %d) lacks %q:\n%s", p.Status, s, trimPage(p.Body))
+		}
+	}
+}
+
+func (p *page) lacks(t *testing.T, parts ...string) {
+	t.Helper()
+	for _, s := range parts {
+		if strings.Contains(p.Body, s) {
+			t.Fatalf("page shows %q but must not:\n%s", s, trimPage(p.Body))
+		}
+	}
+}
+
+func trimPage(s string) string {
+	if i := strings.Index(s, `<main`); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > 3000 {
+		s = s[:3000] + "…"
+	}
+	return s
+}
+
+var linkRE = regexp.MustCompile(`(http://[^\s"<>]+/(?:verify|password/reset)\?token=[A-Za-z0-9]+)`)
+
+// mailedLink is the verification or reset link of the newest e-mail to an address.
+func mailedLink(t *testing.T, s *testkit.Server, to string) string {
+	t.Helper()
+	m, ok := s.Mails.Last(to)
+	if !ok {
+		t.Fatalf("no e-mail to %s", to)
+	}
+	l := linkRE.FindString(m.Text)
+	if l == "" {
+		t.Fatalf("no link in the e-mail to %s: %q", to, m.Text)
+	}
+	return strings.TrimPrefix(l, s.URL)
+}
+
+// signUpVerified creates a verified console user through the forms and returns a signed-in browser.
+func signUpVerified(t *testing.T, s *testkit.Server, email string) *browser {
+	t.Helper()
+	b := newBrowser(t, s)
+	p := b.post("/signup", "/signup", url.Values{"email": {email}, "password": {"paper-boats-float-42"}, "terms": {"yes"}})
+	p.contains(t, "Check your inbox")
+	b.get(mailedLink(t, s, email)).contains(t, "Your e-mail address is confirmed")
+	if p := b.post("/signin", "/signin", url.Values{"email": {email}, "password": {"paper-boats-float-42"}}); p.Status != 303 {
+		t.Fatalf("sign-in: %d", p.Status)
+	}
+	return b
+}

@@ -1,0 +1,340 @@
+package handlers_test
+
+import (
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+func TestSignUpAndVerification(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+		b := newBrowser(t, s)
+
+		// Each rule answers next to its field, keeps the typed address, never echoes the password.
+		for _, tc := range []struct {
+			name, email, password, terms, field, msg string
+		}{
+			{"not an address", "not-an-email", "paper-boats-float-42", "yes", "email", "Enter an e-mail address"},
+			{"short password", "a@example.com", "short", "yes", "password", "at least 10 characters"},
+			{"common password", "a@example.com", "password123", "yes", "password", "most common"},
+			{"address in password", "lighthouse@example.com", "my-lighthouse-2026", "yes", "password", "e-mail address"},
+			{"one repeated character", "a@example.com", "aaaaaaaaaaaa", "yes", "password", "single repeated character"},
+			{"terms not accepted", "a@example.com", "paper-boats-float-42", "", "terms", "Accept the terms"},
+		} {
+			p := b.post("/signup", "/signup", url.Values{"email": {tc.email}, "password": {tc.password}, "terms": {tc.terms}})
+			if p.Status != 422 {
+				t.Fatalf("%s: status %d", tc.name, p.Status)
+			}
+			p.contains(t, tc.msg)
+			if tc.field != "terms" && !strings.Contains(p.Body, `id="`+tc.field+`-error"`) {
+				t.Fatalf("%s: the error is not next to the %s field", tc.name, tc.field)
+			}
+			if tc.email != "" && !strings.Contains(p.Body, `value="`+tc.email+`"`) {
+				t.Fatalf("%s: the typed address was not kept", tc.name)
+			}
+			p.lacks(t, tc.password)
+		}
+		var users int64
+		s.DB.R.Model(&models.User{}).Count(&users)
+		if users != 0 {
+			t.Fatalf("%d users created by refused forms", users)
+		}
+
+		// A good form: an unverified user with a verification e-mail.
+		first := b.post("/signup", "/signup", url.Values{"email": {"Ada@Example.com"}, "password": {"paper-boats-float-42"}, "terms": {"yes"}})
+		first.contains(t, "Check your inbox")
+		var u models.User
+		s.DB.R.Where("email = ?", "ada@example.com").Take(&u)
+		if u.ID == 0 || u.Verified() || u.TermsAcceptedAt == nil || u.PasswordHash == "" || strings.Contains(u.PasswordHash, "paper") {
+			t.Fatalf("user %+v", u)
+		}
+		link := mailedLink(t, s, "ada@example.com")
+
+		// The same address again: the very same answer, and only the owner learns of it.
+		again := newBrowser(t, s).post("/signup", "/signup", url.Values{"email": {"ada@example.com"}, "password": {"other-boats-float-42"}, "terms": {"yes"}})
+		if again.Status != first.Status || strings.ReplaceAll(again.Body, "Ada@Example.com", "ada@example.com") != strings.ReplaceAll(first.Body, "Ada@Example.com", "ada@example.com") {
+			t.Fatal("signing up with a registered address answers differently: it reveals who has an account")
+		}
+		if m, _ := s.Mails.Last("ada@example.com"); !strings.Contains(m.Subject, "tried to create") {
+			t.Fatalf("owner not told: %q", m.Subject)
+		}
+
+		// Unverified users can sign in, but not create keys or add funds; the console says why.
+		if p := b.post("/signin", "/signin", url.Values{"email": {"ada@example.com"}, "password": {"paper-boats-float-42"}}); p.Status != 303 || p.location() != "/console" {
+			t.Fatalf("sign-in of an unverified user: %d %s", p.Status, p.location())
+		}
+		b.get("/console").contains(t, "Confirm your e-mail address to add funds and create API keys", "Send the link again")
+		if p := b.post("/console/keys", "/console/keys", url.Values{"name": {"x"}}); p.Status != 403 {
+			t.Fatalf("key created by an unverified user: %d", p.Status)
+		}
+		if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {"10"}}); p.Status != 403 {
+			t.Fatalf("funds added by an unverified user: %d", p.Status)
+		}
+		var keys int64
+		s.DB.R.Model(&models.APIKey{}).Count(&keys)
+		if keys != 0 {
+			t.Fatal("a key exists")
+		}
+
+		// Resending is throttled: 3 e-mails per address per 10 minutes (the sign-up notice was the 2nd).
+		if p := b.post("/console", "/verify/resend", url.Values{}); p.Status != 303 || !strings.Contains(p.location(), "verification-sent") {
+			t.Fatalf("resend: %d %s", p.Status, p.location())
+		}
+		if p := b.post("/console", "/verify/resend", url.Values{}); p.Status != 429 {
+			t.Fatalf("4th e-mail in 10 minutes: %d", p.Status)
+		} else {
+			p.contains(t, "Please wait")
+		}
+
+		// The first link still works, once.
+		b.get(link).contains(t, "Your e-mail address is confirmed")
+		if p := b.get(link); p.Status != 400 {
+			t.Fatalf("a used link works again: %d", p.Status)
+		}
+		s.DB.R.Take(&u, u.ID)
+		if !u.Verified() {
+			t.Fatal("not verified")
+		}
+
+		// An expired link does not work.
+		other := newBrowser(t, s)
+		other.post("/signup", "/signup", url.Values{"email": {"late@example.com"}, "password": {"paper-boats-float-42"}, "terms": {"yes"}})
+		late := mailedLink(t, s, "late@example.com")
+		s.DB.W.Exec("UPDATE email_tokens SET expires_at = ? WHERE purpose = 'verify'", time.Now().UTC().Add(-time.Minute))
+		if p := other.get(late); p.Status != 400 {
+			t.Fatalf("expired link: %d", p.Status)
+		}
+		// Tokens are stored hashed: the link's token is nowhere in the database.
+		token := late[strings.Index(late, "token=")+6:]
+		var found int64
+		s.DB.R.Model(&models.EmailToken{}).Where("token_hash = ?", token).Count(&found)
+		if found != 0 {
+			t.Fatal("an e-mail token is stored in clear")
+		}
+	})
+}
+
+var setCookieRE = regexp.MustCompile(`vg_session=[^;]+`)
+
+func TestSessions(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		a := signUpVerified(t, s, "sam@example.com")
+
+		// A wrong password: an answer that keeps the address and says what to do.
+		other := newBrowser(t, s)
+		p := other.post("/signin", "/signin", url.Values{"email": {"sam@example.com"}, "password": {"wrong-password-1"}})
+		if p.Status != 401 {
+			t.Fatalf("wrong password: %d", p.Status)
+		}
+		p.contains(t, "The e-mail address or the password is not right", `value="sam@example.com"`)
+		p.lacks(t, "wrong-password-1")
+		// An unknown address answers exactly alike.
+		q := newBrowser(t, s).post("/signin", "/signin", url.Values{"email": {"nobody@example.com"}, "password": {"wrong-password-1"}})
+		if q.Status != 401 || !strings.Contains(q.Body, "The e-mail address or the password is not right") {
+			t.Fatalf("unknown address: %d", q.Status)
+		}
+
+		// The session cookie is HttpOnly and SameSite=Lax; the database holds only a hash of it.
+		p = other.post("/signin", "/signin", url.Values{"email": {"sam@example.com"}, "password": {"paper-boats-float-42"}, "next": {"/console/wallet"}})
+		cookie := strings.Join(p.Header.Values("Set-Cookie"), "\n")
+		if p.Status != 303 || p.location() != "/console/wallet" || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Lax") || strings.Contains(strings.ToLower(cookie), "secure") {
+			t.Fatalf("sign-in: %d %s cookie %q", p.Status, p.location(), cookie)
+		}
+		value := strings.TrimPrefix(setCookieRE.FindString(cookie), "vg_session=")
+		var stored int64
+		s.DB.R.Model(&models.Session{}).Where("token_hash = ?", value).Count(&stored)
+		if value == "" || stored != 0 {
+			t.Fatal("the session token is stored in clear")
+		}
+		// A next= that leaves the site is ignored.
+		if p := newBrowser(t, s).post("/signin", "/signin", url.Values{"email": {"sam@example.com"}, "password": {"paper-boats-float-42"}, "next": {"//evil.example/"}}); p.location() != "/console" {
+			t.Fatalf("open redirect to %q", p.location())
+		}
+
+		// Signing out ends the session in the database: replaying the old cookie no longer works.
+		replay := newBrowser(t, s)
+		u, _ := url.Parse(s.URL)
+		replay.c.Jar.SetCookies(u, other.c.Jar.Cookies(u))
+		if p := other.post("/console", "/signout", url.Values{}); p.Status != 303 {
+			t.Fatalf("sign-out: %d", p.Status)
+		}
+		if p := replay.get("/console"); p.Status != 303 || !strings.HasPrefix(p.location(), "/signin") {
+			t.Fatalf("a signed-out session still works: %d", p.Status)
+		}
+
+		// Changing the password ends every other session; this browser stays signed in.
+		b := signUpVerifiedAgain(t, s, "sam@example.com")
+		p = a.post("/console/account", "/console/account/password", url.Values{"current": {"paper-boats-float-42"}, "password": {"new-kites-fly-high-7"}})
+		if p.Status != 303 || !strings.Contains(p.location(), "password-changed") {
+			t.Fatalf("change password: %d %s", p.Status, p.location())
+		}
+		if p := a.get("/console"); p.Status != 200 {
+			t.Fatalf("the browser that changed the password was signed out: %d", p.Status)
+		}
+		if p := b.get("/console"); p.Status != 303 {
+			t.Fatalf("another browser is still signed in after a password change: %d", p.Status)
+		}
+		if p := newBrowser(t, s).post("/signin", "/signin", url.Values{"email": {"sam@example.com"}, "password": {"paper-boats-float-42"}}); p.Status != 401 {
+			t.Fatal("the old password still works")
+		}
+		if p := a.post("/console/account", "/console/account/password", url.Values{"current": {"not-my-password"}, "password": {"another-new-one-9"}}); p.Status != 422 {
+			t.Fatalf("wrong current password: %d", p.Status)
+		} else {
+			p.contains(t, "This is not your current password")
+		}
+	})
+}
+
+// signUpVerifiedAgain signs an existing user in from a new browser.
+func signUpVerifiedAgain(t *testing.T, s *testkit.Server, email string) *browser {
+	t.Helper()
+	b := newBrowser(t, s)
+	if p := b.post("/signin", "/signin", url.Values{"email": {email}, "password": {"paper-boats-float-42"}}); p.Status != 303 {
+		t.Fatalf("sign-in: %d", p.Status)
+	}
+	return b
+}
+
+func TestSecureCookieOverHTTPS(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "PUBLIC_BASE_URL": "https://videogen.example"})
+	p := newBrowser(t, s).get("/signin")
+	if c := p.Header.Get("Set-Cookie"); !strings.Contains(strings.ToLower(c), "; secure") {
+		t.Fatalf("cookie without Secure under an https PUBLIC_BASE_URL: %q", c)
+	}
+}
+
+func TestPasswordReset(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		signedIn := signUpVerified(t, s, "rae@example.com")
+		b := newBrowser(t, s)
+
+		// Known and unknown addresses get the same answer; only the known one gets an e-mail.
+		known := b.post("/password/forgot", "/password/forgot", url.Values{"email": {"rae@example.com"}})
+		unknown := b.post("/password/forgot", "/password/forgot", url.Values{"email": {"ghost@example.com"}})
+		if known.Status != 200 || unknown.Status != 200 || strings.Count(known.Body, "we have sent it a link") != 1 || strings.Count(unknown.Body, "we have sent it a link") != 1 {
+			t.Fatal("the reset form answers differently for a registered address")
+		}
+		if _, ok := s.Mails.Last("ghost@example.com"); ok {
+			t.Fatal("an e-mail went to an unknown address")
+		}
+		stale := mailedLink(t, s, "rae@example.com")
+		b.post("/password/forgot", "/password/forgot", url.Values{"email": {"rae@example.com"}})
+		link := mailedLink(t, s, "rae@example.com")
+		if !strings.Contains(b.get(stale).Body, "This link does not work") {
+			t.Fatal("an older reset link still works after a newer one was sent")
+		}
+
+		form := b.get(link)
+		form.contains(t, "Choose a new password")
+		token := link[strings.Index(link, "token=")+6:]
+		if p := b.post(link, "/password/reset", url.Values{"token": {token}, "password": {"123"}}); p.Status != 422 {
+			t.Fatalf("weak password: %d", p.Status)
+		}
+		p := b.post(link, "/password/reset", url.Values{"token": {token}, "password": {"fresh-start-2027"}})
+		if p.Status != 303 || !strings.Contains(p.location(), "password-reset") {
+			t.Fatalf("reset: %d %s", p.Status, p.location())
+		}
+		if p := signedIn.get("/console"); p.Status != 303 {
+			t.Fatal("a reset did not end the other sessions")
+		}
+		if p := b.post("/signin", "/password/reset", url.Values{"token": {token}, "password": {"again-another-2028"}}); p.Status != 400 {
+			t.Fatalf("a reset link worked twice: %d", p.Status)
+		}
+		if p := newBrowser(t, s).post("/signin", "/signin", url.Values{"email": {"rae@example.com"}, "password": {"fresh-start-2027"}}); p.Status != 303 {
+			t.Fatalf("sign-in with the new password: %d", p.Status)
+		}
+	})
+}
+
+func TestSignInThrottled(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
+	signUpVerified(t, s, "tia@example.com")
+
+	// Per address: five tries, then even the right password waits.
+	b := newBrowser(t, s)
+	b.ip = "198.51.100.1"
+	for i := 0; i < 4; i++ { // the sign-up helper used one
+		if p := b.post("/signin", "/signin", url.Values{"email": {"tia@example.com"}, "password": {"guess-guess-" + string(rune('a'+i))}}); p.Status != 401 {
+			t.Fatalf("try %d: %d", i+1, p.Status)
+		}
+	}
+	p := b.post("/signin", "/signin", url.Values{"email": {"tia@example.com"}, "password": {"paper-boats-float-42"}})
+	if p.Status != 429 || p.Header.Get("Retry-After") == "" {
+		t.Fatalf("6th try on one address: %d", p.Status)
+	}
+	p.contains(t, "Too many sign-in attempts", "reset your password")
+
+	// Per IP, as seen through the trusted proxy: 30 tries across addresses, then the IP waits; another
+	// client behind the same proxy does not.
+	c := newBrowser(t, s)
+	c.ip = "203.0.113.7"
+	for i := 0; i < 30; i++ {
+		if p := c.post("/signin", "/signin", url.Values{"email": {string(rune('a'+i%26)) + "x" + itoa(i) + "@example.com"}, "password": {"whatever-123"}}); p.Status != 401 {
+			t.Fatalf("try %d from one IP: %d", i+1, p.Status)
+		}
+	}
+	if p := c.post("/signin", "/signin", url.Values{"email": {"fresh@example.com"}, "password": {"whatever-123"}}); p.Status != 429 {
+		t.Fatalf("31st try from one IP: %d", p.Status)
+	}
+	d := newBrowser(t, s)
+	d.ip = "203.0.113.8"
+	if p := d.post("/signin", "/signin", url.Values{"email": {"fresh@example.com"}, "password": {"whatever-123"}}); p.Status != 401 {
+		t.Fatalf("another client IP was throttled: %d", p.Status)
+	}
+}
+
+// TestForwardedForIgnoredWithoutTrustedProxies: without TRUSTED_PROXIES, a client cannot dodge the per-IP
+// throttle by sending a different X-Forwarded-For each time.
+func TestForwardedForIgnoredWithoutTrustedProxies(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	b := newBrowser(t, s)
+	for i := 0; i < 30; i++ {
+		b.ip = "203.0.113." + itoa(i+1)
+		if p := b.post("/signin", "/signin", url.Values{"email": {"u" + itoa(i) + "@example.com"}, "password": {"whatever-123"}}); p.Status != 401 {
+			t.Fatalf("try %d: %d", i+1, p.Status)
+		}
+	}
+	b.ip = "192.0.2.99"
+	if p := b.post("/signin", "/signin", url.Values{"email": {"last@example.com"}, "password": {"whatever-123"}}); p.Status != 429 {
+		t.Fatalf("a forged X-Forwarded-For dodged the throttle: %d", p.Status)
+	}
+}
+
+// TestEveryFormNeedsCSRF posts to every state-changing route without a token, and with another
+// browser's token: each is refused and changes nothing.
+func TestEveryFormNeedsCSRF(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+	b := signUpVerified(t, s, "csrf@example.com")
+	b.post("/console/keys", "/console/keys", url.Values{"name": {"k"}})
+	var key models.APIKey
+	s.DB.R.Take(&key)
+	foreign := newBrowser(t, s)
+	m := csrfRE.FindStringSubmatch(foreign.get("/signin").Body)
+	for _, path := range []string{"/signup", "/signin", "/signout", "/verify/resend", "/password/forgot", "/password/reset",
+		"/console/keys", "/console/keys/" + itoa(int(key.ID)) + "/revoke", "/console/wallet/test-funds",
+		"/console/account/timezone", "/console/account/password"} {
+		for _, token := range []string{"", m[1]} {
+			p := b.postRaw(path, url.Values{"_csrf": {token}, "email": {"x@example.com"}, "name": {"k2"}, "amount": {"10"}, "tz": {"Asia/Tokyo"}})
+			if p.Status != 403 {
+				t.Errorf("POST %s with token %q: %d, want 403", path, token, p.Status)
+			}
+		}
+	}
+	var entries, keys int64
+	s.DB.R.Model(&models.LedgerEntry{}).Count(&entries)
+	s.DB.R.Model(&models.APIKey{}).Where("revoked_at IS NULL").Count(&keys)
+	if entries != 0 || keys != 1 {
+		t.Fatalf("refused forms changed data: %d entries, %d active keys", entries, keys)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
