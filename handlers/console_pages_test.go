@@ -1,0 +1,406 @@
+package handlers_test
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+var secretRE = regexp.MustCompile(`id="new-secret">(vg_[A-Za-z0-9]+)<`)
+
+// createKey makes a key through the console and returns its secret.
+func createKey(t *testing.T, b *browser, name string) string {
+	t.Helper()
+	p := b.post("/console/keys", "/console/keys", url.Values{"name": {name}})
+	m := secretRE.FindStringSubmatch(p.Body)
+	if p.Status != 200 || m == nil {
+		t.Fatalf("create key: %d", p.Status)
+	}
+	return m[1]
+}
+
+func addFunds(t *testing.T, b *browser, usd string) {
+	t.Helper()
+	if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {usd}}); p.Status != 303 {
+		t.Fatalf("add funds: %d", p.Status)
+	}
+}
+
+func TestDashboardGuidesANewAccount(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"TEST_TOPUPS": "1"})
+		b := signUpVerified(t, s, "dee@example.com")
+		p := b.get("/console")
+		p.contains(t, "Get started", "Add funds", "Create an API key", "Make your first request", s.Cfg.PublicBaseURL+"/v1/videos", `data-copy="first-curl"`, "No videos yet")
+		addFunds(t, b, "20")
+		key := createKey(t, b, "dash")
+		v := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "dashboard", "seconds": 6})
+		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed")
+
+		p = b.get("/console")
+		p.lacks(t, "Get started") // every step is done
+		p.contains(t, "$19.70", "$0.30", v["id"].(string)) // available after a $0.30 charge; spent in 30 days; the task
+		if !regexp.MustCompile(`<rect class="bar" [^>]*height="[1-9][0-9.]*"><title>[A-Z][a-z]{2} [0-9]+: \$0\.30</title>`).MatchString(p.Body) {
+			t.Fatalf("the spend chart has no bar for today's $0.30:\n%s", trimPage(p.Body))
+		}
+	})
+}
+
+func TestKeysPage(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1", "API_KEY_CACHE_TTL": "1h"})
+		b := signUpVerified(t, s, "kai@example.com")
+		b.get("/console/keys").contains(t, "No keys yet")
+
+		p := b.post("/console/keys", "/console/keys", url.Values{"name": {"production server"}})
+		secret := secretRE.FindStringSubmatch(p.Body)[1]
+		if p.Header.Get("Cache-Control") != "no-store" {
+			t.Fatal("the page with a secret may be cached")
+		}
+		p.contains(t, "only time it is shown", `data-copy="new-secret"`)
+		if r := s.Do(t, "GET", "/v1/models", secret, nil); r.Status != 200 {
+			t.Fatalf("the new key does not work: %d", r.Status)
+		}
+
+		list := b.get("/console/keys")
+		list.contains(t, "production server", secret[:11]+"…", "active")
+		list.lacks(t, secret) // never shown again
+		deadline := time.Now().Add(5 * time.Second)
+		for strings.Contains(b.get("/console/keys").Body, "<td>—</td>") { // last used fills in
+			if time.Now().After(deadline) {
+				t.Fatal("last-used time never shown")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		// A name too long is refused next to the field and kept.
+		long := strings.Repeat("n", 61)
+		if p := b.post("/console/keys", "/console/keys", url.Values{"name": {long}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+long+`"`) {
+			t.Fatalf("long name: %d", p.Status)
+		}
+
+		// Revoke asks first, then stops the key at once — although this instance caches keys for an hour.
+		var k models.APIKey
+		s.DB.R.Where("prefix = ?", secret[:11]).Take(&k)
+		b.get("/console/keys/"+itoa(int(k.ID))+"/revoke").contains(t, "Revoke production server?", "cannot be undone")
+		p = b.post("/console/keys/"+itoa(int(k.ID))+"/revoke", "/console/keys/"+itoa(int(k.ID))+"/revoke", url.Values{})
+		if p.Status != 303 || !strings.Contains(p.location(), "key-revoked") {
+			t.Fatalf("revoke: %d %s", p.Status, p.location())
+		}
+		if r := s.Do(t, "GET", "/v1/models", secret, nil); r.Status != 401 {
+			t.Fatalf("a revoked key still works on the instance that revoked it: %d", r.Status)
+		}
+		b.get("/console/keys").contains(t, "revoked")
+
+		// Another account's key cannot be revoked through this one's console.
+		other := signUpVerified(t, s, "other@example.com")
+		theirs := createKey(t, other, "theirs")
+		var tk models.APIKey
+		s.DB.R.Where("prefix = ?", theirs[:11]).Take(&tk)
+		if p := b.post("/console/keys", "/console/keys/"+itoa(int(tk.ID))+"/revoke", url.Values{}); p.Status != 404 {
+			t.Fatalf("revoking another account's key: %d", p.Status)
+		}
+		if r := s.Do(t, "GET", "/v1/models", theirs, nil); r.Status != 200 {
+			t.Fatal("another account's key was revoked")
+		}
+	})
+}
+
+func TestTasksPages(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"TEST_TOPUPS": "1"})
+		b := signUpVerified(t, s, "tom@example.com")
+		addFunds(t, b, "100")
+		key := createKey(t, b, "tasks")
+		ok := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a calm sea", "aspect_ratio": "1:1"})["id"].(string)
+		bad := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-fast-480p", "prompt": "a storm [sim:fail]"})["id"].(string)
+		s.WaitStatus(t, key, ok, 20*time.Second, "completed")
+		s.WaitStatus(t, key, bad, 20*time.Second, "failed")
+
+		all := b.get("/console/tasks")
+		all.contains(t, ok, bad, "640x640", "settled", "released", "$0.20", "$0.40")
+		completed := b.get("/console/tasks?status=completed")
+		completed.contains(t, ok)
+		completed.lacks(t, bad)
+		fast := b.get("/console/tasks?model=videogen-2.0-fast-480p")
+		fast.contains(t, bad)
+		fast.lacks(t, ok)
+		b.get("/console/tasks?status=queued").contains(t, "No videos match these filters")
+
+		// The task's page: parameters, the task log, its ledger entries and the playable video.
+		p := b.get("/console/tasks/" + ok)
+		p.contains(t, "a calm sea", "640x640 (1:1)", "queued → in_progress", "in_progress → completed",
+			"Reserved for a video", "Charged for a video", `<video controls`, "/console/tasks/"+ok+"/video", "Download MP4")
+		video := b.get("/console/tasks/" + ok + "/video")
+		if video.Status != 200 || video.Header.Get("Content-Type") != "video/mp4" || !strings.HasPrefix(video.Header.Get("Content-Disposition"), "inline") || len(video.Body) < 1000 {
+			t.Fatalf("inline video: %d %q %q", video.Status, video.Header.Get("Content-Type"), video.Header.Get("Content-Disposition"))
+		}
+		if d := b.get("/console/tasks/" + ok + "/video?download=1"); !strings.HasPrefix(d.Header.Get("Content-Disposition"), "attachment") {
+			t.Fatal("download is not an attachment")
+		}
+		b.get("/console/tasks/"+bad).contains(t, "Failed:", "Refunded (video failed)")
+
+		// Another account sees none of it.
+		stranger := signUpVerified(t, s, "stranger@example.com")
+		if p := stranger.get("/console/tasks/" + ok); p.Status != 404 {
+			t.Fatalf("another account's task page: %d", p.Status)
+		}
+		if p := stranger.get("/console/tasks/" + ok + "/video"); p.Status != 404 {
+			t.Fatalf("another account's video: %d", p.Status)
+		}
+		if p := newBrowser(t, s).get("/console/tasks/" + ok + "/video"); p.Status != 303 {
+			t.Fatalf("the video without a session: %d", p.Status)
+		}
+	})
+}
+
+func TestTasksPagination(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1", "MAX_QUEUED_PER_ACCOUNT": "100"})
+		b := signUpVerified(t, s, "pat@example.com")
+		addFunds(t, b, "100")
+		key := createKey(t, b, "pages")
+		var ids []string
+		for i := 0; i < 27; i++ {
+			ids = append(ids, s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": fmt.Sprintf("p%d", i)})["id"].(string))
+		}
+		first := b.get("/console/tasks")
+		first.contains(t, ids[26], ids[2])
+		first.lacks(t, ids[1])
+		next := regexp.MustCompile(`href="(/console/tasks\?after=[^"]+)">Older`).FindStringSubmatch(first.Body)
+		if next == nil {
+			t.Fatal("no link to older tasks")
+		}
+		second := b.get(html.UnescapeString(next[1]))
+		second.contains(t, ids[1], ids[0], "Newest")
+		second.lacks(t, ids[2])
+	})
+}
+
+func TestCallLogPage(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+		b := signUpVerified(t, s, "cal@example.com")
+		addFunds(t, b, "10")
+		k1, k2 := createKey(t, b, "one"), createKey(t, b, "two")
+		for i := 0; i < 52; i++ {
+			s.Do(t, "GET", "/v1/models", k1, nil)
+		}
+		s.Do(t, "POST", "/v1/videos", k2, `{"model":`)                // 400
+		s.Do(t, "GET", "/v1/videos/video_missing0000000000000000", k2, nil) // 404
+		created := s.CreateVideo(t, k2, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "logged"})
+		waitRows(t, s, 55)
+
+		// Times in the viewer's time zone.
+		u, _ := url.Parse(s.URL)
+		b.c.Jar.SetCookies(u, []*http.Cookie{{Name: "vg_tz", Value: "Asia/Tokyo"}})
+		page := b.get("/console/calls")
+		page.contains(t, "Times are in Asia/Tokyo", " JST", "/v1/models")
+		page.lacks(t, " UTC<")
+		older := regexp.MustCompile(`href="(/console/calls\?[^"]*after=[^"]+)">Older`).FindStringSubmatch(page.Body)
+		if older == nil {
+			t.Fatal("no second page for 55 calls")
+		}
+		b.get(html.UnescapeString(older[1])).contains(t, "Newest")
+
+		errs := b.get("/console/calls?class=4xx")
+		errs.contains(t, "invalid_json", "not_found")
+		errs.lacks(t, "GET /v1/models")
+		byKey := b.get("/console/calls?key=" + url.QueryEscape(k2[:11]))
+		byKey.contains(t, created["id"].(string), "$0.20")
+		byKey.lacks(t, "GET /v1/models")
+		b.get("/console/calls?path=" + url.QueryEscape("videos/video_missing")).contains(t, "not_found")
+		future := time.Now().Add(48 * time.Hour).Format("2006-01-02T15:04")
+		b.get("/console/calls?from="+future).contains(t, "No calls match")
+		b.get("/console/calls?from=yesterday").contains(t, "From is not a date and time")
+
+		// The CSV export covers the whole filtered range (more than one page), streamed.
+		csvPage := b.get("/console/calls.csv?key=" + url.QueryEscape(k1[:11]))
+		if csvPage.Status != 200 || !strings.HasPrefix(csvPage.Header.Get("Content-Type"), "text/csv") {
+			t.Fatalf("csv: %d %s", csvPage.Status, csvPage.Header.Get("Content-Type"))
+		}
+		rows, err := csv.NewReader(strings.NewReader(csvPage.Body)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 53 || rows[0][0] != "time" || rows[1][3] != "/v1/models" || !strings.HasSuffix(rows[1][0], "+09:00") {
+			t.Fatalf("csv has %d rows (want header + 52); first %v", len(rows), rows[:min(2, len(rows))])
+		}
+		// Another account's calls are not there.
+		other := signUpVerified(t, s, "nobody@example.com")
+		other.get("/console/calls").contains(t, "No calls match")
+	})
+}
+
+func waitRows(t *testing.T, s *testkit.Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var got int64
+		s.DB.R.Model(&models.CallLog{}).Count(&got)
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d call-log rows, want %d", got, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestWalletPage(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"TEST_TOPUPS": "1"})
+		b := signUpVerified(t, s, "wes@example.com")
+		b.get("/console/wallet").contains(t, "No entries yet", "Add test funds")
+		for _, bad := range []string{"0.50", "1001", "ten", "-5"} {
+			if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {bad}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+bad+`"`) {
+				t.Fatalf("amount %q: %d", bad, p.Status)
+			}
+		}
+		addFunds(t, b, "12.50")
+		key := createKey(t, b, "w")
+		id := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "w"})["id"].(string)
+		s.WaitStatus(t, key, id, 20*time.Second, "completed")
+		p := b.get("/console/wallet")
+		// Every entry with the balance after it: +12.50 → 12.50; reserve −0.20 → 12.30 (+0.20); settle → 12.30.
+		p.contains(t, "Test funds", "+$12.50", "Reserved for a video", "−$0.20", "Charged for a video", "$12.30", id)
+		var e models.LedgerEntry
+		s.DB.R.Where("kind = ?", models.KindTestTopup).Take(&e)
+		if e.DeltaAvailable != 12_500_000 || !strings.HasPrefix(e.Actor, "user:") {
+			t.Fatalf("test top-up entry %+v", e)
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+// TestNoTestFundsWithoutTestTopups: the form and its route exist only with TEST_TOPUPS=1.
+func TestNoTestFundsWithoutTestTopups(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	b := signUpVerified(t, s, "nofunds@example.com")
+	p := b.get("/console/wallet")
+	p.lacks(t, "Add test funds")
+	p.contains(t, "Card payments are not available")
+	if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {"10"}}); p.Status != 404 {
+		t.Fatalf("test funds without TEST_TOPUPS: %d", p.Status)
+	}
+}
+
+func TestPricingPage(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	p := newBrowser(t, s).get("/pricing")
+	p.contains(t, "videogen-2.0-480p", "videogen-2.0-fast-1080p", "videogen-2.0-mini-720p", "$0.15", "$0.45", "$0.05", "$10.50", "2206x946", "1080x1920", "640x640")
+	if n := strings.Count(p.Body, "<code>videogen-2.0-"); n != 16 {
+		t.Fatalf("%d model rows, want 8 in each of the two tables", n)
+	}
+	// The page reads the table the API bills from.
+	s.DB.W.Exec("UPDATE prices SET micros_per_second = 123000 WHERE model = 'videogen-2.0-480p'")
+	s.Videos.Prices.Invalidate()
+	newBrowser(t, s).get("/pricing").contains(t, "$0.123")
+}
+
+// TestEveryPageIsWellFormed visits every page, signed out and in: each has a title, one heading,
+// labelled fields, the legal links in its footer and the security headers.
+func TestEveryPageIsWellFormed(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"TEST_TOPUPS": "1"})
+	anon := newBrowser(t, s)
+	b := signUpVerified(t, s, "a11y@example.com")
+	addFunds(t, b, "5")
+	key := createKey(t, b, "a11y")
+	id := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a11y"})["id"].(string)
+	var k models.APIKey
+	s.DB.R.Take(&k)
+	pages := map[*browser][]string{
+		anon: {"/", "/pricing", "/terms", "/privacy", "/signup", "/signin", "/password/forgot", "/password/reset?token=x", "/verify?token=x", "/no-such-page"},
+		b: {"/console", "/console/keys", "/console/keys/" + itoa(int(k.ID)) + "/revoke", "/console/tasks", "/console/tasks/" + id,
+			"/console/calls", "/console/wallet", "/console/account", "/pricing"},
+	}
+	for who, paths := range pages {
+		for _, path := range paths {
+			p := who.get(path)
+			checkPage(t, path, p)
+		}
+	}
+	if css := anon.get("/static/app.css"); !strings.Contains(css.Body, ":focus-visible") {
+		t.Error("the stylesheet gives no visible focus")
+	}
+}
+
+func checkPage(t *testing.T, path string, p *page) {
+	t.Helper()
+	csp := p.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+		p.Header.Get("X-Frame-Options") != "DENY" || p.Header.Get("Referrer-Policy") != "same-origin" {
+		t.Errorf("%s: security headers %q / %q / %q", path, csp, p.Header.Get("X-Frame-Options"), p.Header.Get("Referrer-Policy"))
+	}
+	doc, err := html.Parse(strings.NewReader(p.Body))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var title string
+	var h1s int
+	labels := map[string]bool{}
+	var inputs []string
+	links := map[string]bool{}
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			attr := func(k string) string {
+				for _, a := range n.Attr {
+					if a.Key == k {
+						return a.Val
+					}
+				}
+				return ""
+			}
+			switch n.Data {
+			case "title":
+				if n.FirstChild != nil {
+					title = n.FirstChild.Data
+				}
+			case "h1":
+				h1s++
+			case "label":
+				labels[attr("for")] = true
+			case "input", "select", "textarea":
+				if typ := attr("type"); typ != "hidden" && typ != "submit" {
+					inputs = append(inputs, attr("id"))
+				}
+			case "a":
+				links[attr("href")] = true
+			case "script":
+				if attr("src") == "" {
+					t.Errorf("%s: an inline script", path)
+				}
+			}
+			if attr("style") != "" {
+				t.Errorf("%s: an inline style on <%s> (the CSP forbids it)", path, n.Data)
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if strings.TrimSpace(title) == "" || h1s != 1 {
+		t.Errorf("%s: title %q, %d h1 elements", path, title, h1s)
+	}
+	for _, id := range inputs {
+		if id == "" || !labels[id] {
+			t.Errorf("%s: field %q has no label", path, id)
+		}
+	}
+	if !links["/terms"] || !links["/privacy"] {
+		t.Errorf("%s: footer lacks the terms or privacy links", path)
+	}
+}
