@@ -3,13 +3,19 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,11 +84,29 @@ func run(t *testing.T, dir string, env map[string]string, args ...string) (strin
 	return out.String(), errb.String(), code
 }
 
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // process is a running `videogen serve`.
 type process struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	exited chan struct{} // closed when the process has exited; err is then set
 	err    error
 }
@@ -93,12 +117,12 @@ func serve(t *testing.T, dir string, env map[string]string) *process {
 	env["ADDR"] = addr
 	cmd := exec.Command(bin)
 	cmd.Dir, cmd.Env = dir, environ(env)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	errb := &lockedBuffer{}
+	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, url: "http://" + addr, stderr: &errb, exited: make(chan struct{})}
+	p := &process{cmd: cmd, url: "http://" + addr, stderr: errb, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -421,8 +445,8 @@ func TestStandaloneSimulator(t *testing.T) {
 	simAddr := freeAddr(t)
 	simCmd := exec.Command(bin, "upstream-sim", "--addr", simAddr, "--keys", "up-key-1,up-key-2")
 	simCmd.Dir, simCmd.Env = dir, environ(map[string]string{"SIM_DURATION": "300ms", "SIM_DATA_DIR": filepath.Join(dir, "upstream")})
-	var simErr bytes.Buffer
-	simCmd.Stderr = &simErr
+	simErr := &lockedBuffer{}
+	simCmd.Stderr = simErr
 	if err := simCmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -467,5 +491,97 @@ func TestStandaloneSimulator(t *testing.T) {
 		if strings.Contains(c.ID+c.Label, "up-key") {
 			t.Fatalf("a credential secret reached the database: %+v", c)
 		}
+	}
+}
+
+// signUpThroughForm signs up with the console's form on a running binary, as a browser would.
+func signUpThroughForm(t *testing.T, base, email string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(base + "/signup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no sign-up form: %s", body)
+	}
+	resp, err = c.PostForm(base+"/signup", url.Values{"_csrf": {html.UnescapeString(string(m[1]))}, "email": {email}, "password": {"paper-boats-float-42"}, "terms": {"yes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Check your inbox") {
+		t.Fatalf("sign-up: %d", resp.StatusCode)
+	}
+}
+
+// TestEmailsPrintedWithoutResend: with RESEND_API_KEY unset the verification e-mail — subject, text and
+// link — goes to the server log, and the link works.
+func TestEmailsPrintedWithoutResend(t *testing.T) {
+	dir := t.TempDir()
+	p := serve(t, dir, map[string]string{})
+	signUpThroughForm(t, p.url, "printed@example.com")
+	deadline := time.Now().Add(5 * time.Second)
+	link := regexp.MustCompile(`http://localhost:8080/verify\?token=[A-Za-z0-9]+`)
+	for !link.MatchString(p.stderr.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no verification link in the log:\n%s", p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	logged := p.stderr.String()
+	if !strings.Contains(logged, "printed@example.com") || !strings.Contains(logged, "Confirm your e-mail address for videogen") {
+		t.Fatalf("the logged e-mail lacks its recipient or subject:\n%s", logged)
+	}
+	resp, err := http.Get(strings.Replace(link.FindString(logged), "http://localhost:8080", p.url, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "Your e-mail address is confirmed") {
+		t.Fatalf("the logged link does not verify: %d", resp.StatusCode)
+	}
+}
+
+// TestEmailsThroughResend: with RESEND_API_KEY (and RESEND_API_BASE for the test) the server sends the
+// verification e-mail with the real Resend client, as Resend's API expects it.
+func TestEmailsThroughResend(t *testing.T) {
+	type sent struct {
+		Auth, Idem, ContentType, Path string
+		Body                          map[string]any
+	}
+	got := make(chan sent, 4)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got <- sent{r.Header.Get("Authorization"), r.Header.Get("Idempotency-Key"), r.Header.Get("Content-Type"), r.Method + " " + r.URL.Path, body}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"4ef9a417-02e9-4d39-ad75-9611e0fcc33c"}`))
+	}))
+	defer fake.Close()
+	dir := t.TempDir()
+	p := serve(t, dir, map[string]string{"RESEND_API_KEY": "re_test_key_123", "RESEND_API_BASE": fake.URL, "MAIL_FROM": "videogen <hello@videogen.example>"})
+	signUpThroughForm(t, p.url, "resend@example.com")
+	var s sent
+	select {
+	case s = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing reached the Resend API")
+	}
+	to, _ := s.Body["to"].([]any)
+	if s.Path != "POST /emails" || s.Auth != "Bearer re_test_key_123" || !strings.HasPrefix(s.ContentType, "application/json") ||
+		!strings.HasPrefix(s.Idem, "verify/") || s.Body["from"] != "videogen <hello@videogen.example>" || len(to) != 1 || to[0] != "resend@example.com" ||
+		!strings.Contains(fmt.Sprint(s.Body["text"]), "/verify?token=") || !strings.Contains(fmt.Sprint(s.Body["html"]), "/verify?token=") ||
+		s.Body["subject"] != "Confirm your e-mail address for videogen" {
+		t.Fatalf("request to Resend: %+v", s)
+	}
+	if strings.Contains(p.stderr.String(), "re_test_key_123") {
+		t.Fatal("the Resend key reached the log")
 	}
 }
