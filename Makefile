@@ -24,11 +24,14 @@ test: test-deps check-generated ## every test, race detector on; PostgreSQL too 
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-# Tools the tests drive that a fresh machine lacks (Debian packages).
+# Tools the tests drive that a fresh machine lacks (Debian packages): ffmpeg decodes the simulator's
+# videos, chromium runs the browser tests.
 test-deps:
-	@command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || { \
-		echo "installing ffmpeg (test-only: decodes the simulator's videos)"; \
-		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
+	@missing=""; \
+	command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || missing="$$missing ffmpeg"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	[ -z "$$missing" ] || { echo "installing$$missing (test-only)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
 
 bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; writes docs/performance.md
 	@command -v wrk >/dev/null || { echo "installing wrk (the load generator)"; \

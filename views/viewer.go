@@ -4,6 +4,7 @@ package views
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"videogen/billing"
@@ -123,4 +124,22 @@ func keyName(k models.APIKey) string {
 		return "Unnamed key"
 	}
 	return k.Name
+}
+
+// eventDetail is a task-log line as the viewer may see it: support staff see every detail of the upstream
+// exchange (credential, idempotency key, instance); customers see what happened in plain words.
+func eventDetail(e models.TaskEvent, staff bool) string {
+	if staff {
+		return e.Detail
+	}
+	switch {
+	case strings.HasPrefix(e.Detail, "submission attempt "):
+		n, _, _ := strings.Cut(strings.TrimPrefix(e.Detail, "submission attempt "), " ")
+		return "sent to the generation service (attempt " + n + ")"
+	case strings.HasPrefix(e.Detail, "accepted upstream as "):
+		return "accepted by the generation service"
+	case strings.Contains(e.Detail, "no clear answer"):
+		return "the generation service did not answer clearly; retrying safely, without starting a second video"
+	}
+	return e.Detail
 }

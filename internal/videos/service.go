@@ -144,7 +144,7 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 			return fmt.Errorf("insert task: %w", err)
 		}
 		ev := &models.TaskEvent{TaskID: task.ID, At: now, ToStatus: models.StatusQueued,
-			Detail: fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount, req.Seconds, price)}
+			Detail: fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())}
 		if err := tx.Create(ev).Error; err != nil {
 			return fmt.Errorf("insert task event: %w", err)
 		}

@@ -482,7 +482,7 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 		if _, err := billing.Settle(tx, t); err != nil {
 			return err
 		}
-		return event(tx, t.ID, now, t.Status, models.StatusCompleted, fmt.Sprintf("output copied (%d bytes); %s charged", n, billing.Micros(t.AmountMicros)))
+		return event(tx, t.ID, now, t.Status, models.StatusCompleted, fmt.Sprintf("output copied (%d bytes); %s charged", n, billing.Micros(t.AmountMicros).USD()))
 	})
 	if err != nil {
 		log.Error("complete task", "err", err)
