@@ -48,7 +48,7 @@ func TestDashboardGuidesANewAccount(t *testing.T) {
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed")
 
 		p = b.get("/console")
-		p.lacks(t, "Get started") // every step is done
+		p.lacks(t, "Get started")                          // every step is done
 		p.contains(t, "$19.70", "$0.30", v["id"].(string)) // available after a $0.30 charge; spent in 30 days; the task
 		if !regexp.MustCompile(`<rect class="bar" [^>]*height="[1-9][0-9.]*"><title>[A-Z][a-z]{2} [0-9]+: \$0\.30</title>`).MatchString(p.Body) {
 			t.Fatalf("the spend chart has no bar for today's $0.30:\n%s", trimPage(p.Body))
@@ -198,7 +198,7 @@ func TestCallLogPage(t *testing.T) {
 		for i := 0; i < 52; i++ {
 			s.Do(t, "GET", "/v1/models", k1, nil)
 		}
-		s.Do(t, "POST", "/v1/videos", k2, `{"model":`)                // 400
+		s.Do(t, "POST", "/v1/videos", k2, `{"model":`)                      // 400
 		s.Do(t, "GET", "/v1/videos/video_missing0000000000000000", k2, nil) // 404
 		created := s.CreateVideo(t, k2, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "logged"})
 		waitRows(t, s, 55)
@@ -221,7 +221,7 @@ func TestCallLogPage(t *testing.T) {
 		byKey := b.get("/console/calls?key=" + url.QueryEscape(k2[:11]))
 		byKey.contains(t, created["id"].(string), "$0.20")
 		byKey.lacks(t, "GET /v1/models")
-		b.get("/console/calls?path=" + url.QueryEscape("videos/video_missing")).contains(t, "not_found")
+		b.get("/console/calls?path="+url.QueryEscape("videos/video_missing")).contains(t, "not_found")
 		future := time.Now().Add(48 * time.Hour).Format("2006-01-02T15:04")
 		b.get("/console/calls?from="+future).contains(t, "No calls match")
 		b.get("/console/calls?from=yesterday").contains(t, "From is not a date and time")
