@@ -406,3 +406,31 @@ func checkPage(t *testing.T, path string, p *page) {
 		t.Errorf("%s: footer lacks the terms or privacy links", path)
 	}
 }
+
+// TestRevokeReachesOtherInstances: a key revoked in one instance's console is refused at once there, and
+// within API_KEY_CACHE_TTL by another instance that had it cached.
+func TestRevokeReachesOtherInstances(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		env := map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1", "API_KEY_CACHE_TTL": "1s"}
+		one := testkit.Start(t, dbURL, env)
+		two := testkit.Start(t, dbURL, env)
+		b := signUpVerified(t, one, "multi@example.com")
+		key := createKey(t, b, "shared")
+		if r := two.Do(t, "GET", "/v1/models", key, nil); r.Status != 200 { // now cached on instance two
+			t.Fatalf("key refused before revocation: %d", r.Status)
+		}
+		var k models.APIKey
+		one.DB.R.Where("prefix = ?", key[:11]).Take(&k)
+		b.post("/console/keys", "/console/keys/"+itoa(int(k.ID))+"/revoke", url.Values{})
+		revoked := time.Now()
+		if r := one.Do(t, "GET", "/v1/models", key, nil); r.Status != 401 {
+			t.Fatalf("instance one still accepts the key it revoked: %d", r.Status)
+		}
+		for two.Do(t, "GET", "/v1/models", key, nil).Status != 401 {
+			if time.Since(revoked) > 3*time.Second {
+				t.Fatal("instance two still accepts the revoked key 3 s later, with a 1 s cache")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
