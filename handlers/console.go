@@ -162,12 +162,24 @@ func (h *handler) clearCookie(c *fiber.Ctx, name string) {
 // redirect answers a form with 303 See Other, the Post/Redirect/Get pattern.
 func redirect(c *fiber.Ctx, to string) error { return c.Redirect(to, fiber.StatusSeeOther) }
 
-// safeNext keeps a post-sign-in redirect on this site.
+// safeNext keeps a post-sign-in redirect on this site: a path of this site and nothing else. Control
+// characters would split the Location header, and "/\\host" or "/\t/host" are read by browsers as
+// another site, so anything but a plain path falls back to the dashboard.
 func safeNext(next string) string {
-	if strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") {
-		return next
+	const home = "/console"
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || len(next) > 2000 {
+		return home
 	}
-	return "/console"
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return home
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return home
+	}
+	return u.RequestURI()
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

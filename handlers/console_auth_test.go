@@ -338,3 +338,21 @@ func TestEveryFormNeedsCSRF(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestNextStaysOnThisSite: the post-sign-in redirect never leaves the site nor splits the header.
+func TestNextStaysOnThisSite(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	b := signUpVerified(t, s, "nx@example.com")
+	for _, n := range []string{"/\t/evil.example", "/\r\nSet-Cookie: x=1", "/\\evil.example", "//evil.example", "https://evil.example/",
+		"/%0d%0aSet-Cookie:%20x=1", "javascript:alert(1)", "/\x7f"} {
+		p := b.get("/signin?next=" + url.QueryEscape(n))
+		loc := p.location()
+		if strings.ContainsAny(loc, "\t\r\n\\") || strings.Contains(strings.Join(p.Header.Values("Set-Cookie"), ";"), "x=1") ||
+			strings.Contains(loc, "evil.example") || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") {
+			t.Errorf("next=%q: redirected to %q", n, loc)
+		}
+	}
+	if p := b.get("/signin?next=" + url.QueryEscape("/console/tasks?status=failed")); p.location() != "/console/tasks?status=failed" {
+		t.Errorf("a plain next was not kept: %q", p.location())
+	}
+}
