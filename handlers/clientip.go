@@ -37,7 +37,12 @@ func (h *handler) clientIP(c *fiber.Ctx) string {
 	if !ok {
 		return c.Context().RemoteIP().String()
 	}
-	return clientAddr(peer.Unmap(), c.Get(fiber.HeaderXForwardedFor), h.TrustedProxies).String()
+	// A proxy may add its own header line instead of extending the first one: read them all, in order.
+	var lines []string
+	for _, v := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
+		lines = append(lines, string(v))
+	}
+	return clientAddr(peer.Unmap(), strings.Join(lines, ","), h.TrustedProxies).String()
 }
 
 func clientAddr(peer netip.Addr, forwarded string, trusted []netip.Prefix) netip.Addr {
@@ -49,7 +54,7 @@ func clientAddr(peer netip.Addr, forwarded string, trusted []netip.Prefix) netip
 		}
 		return false
 	}
-	if !isTrusted(peer) || forwarded == "" {
+	if !isTrusted(peer) || strings.TrimSpace(forwarded) == "" {
 		return peer
 	}
 	hops := strings.Split(forwarded, ",")

@@ -22,6 +22,7 @@ func TestClientAddr(t *testing.T) {
 		{"ipv6 loopback proxy", "::1", "2001:db8::1", "2001:db8::1"},
 		{"ipv4-mapped peer", "::ffff:10.0.0.1", "198.51.100.7", "198.51.100.7"},
 		{"all hops trusted", "10.1.2.3", "10.0.0.7", "10.0.0.7"},
+		{"two header lines joined", "10.1.2.3", "1.1.1.1,198.51.100.7", "198.51.100.7"},
 	} {
 		got := clientAddr(netip.MustParseAddr(tc.peer).Unmap(), tc.xff, trusted)
 		if got.String() != tc.want {

@@ -66,12 +66,19 @@ func (h *handler) web(c *fiber.Ctx) error {
 		seed = ids.NewToken(32)
 		h.setCookie(c, csrfCookie, seed, 365*24*time.Hour)
 	}
+	// The token is bound to the session too: signing in (a new session) retires the tokens of before.
+	// (Only a live session: a stale cookie is being cleared on this very answer.)
+	if tok, ok := c.Locals(localSessionToken).(string); ok {
+		seed += "|" + tok
+	}
 	c.Locals(localCSRF, h.csrfToken(seed, h.Secrets[0]))
 	if c.Method() == fiber.MethodPost && !h.csrfValid(seed, c.FormValue("_csrf")) {
 		c.Status(fiber.StatusForbidden)
 		return h.render(c, views.ErrorPage(h.viewer(c, ""), 403, "This form has expired",
 			"For your safety the form could not be sent. Go back, reload the page and send it again."))
 	}
+	// Pages are about one person's account (or carry a one-time link): never stored by caches.
+	c.Set(fiber.HeaderCacheControl, "no-store")
 	if err := c.Next(); err != nil {
 		return h.htmlError(c, err)
 	}
@@ -114,7 +121,8 @@ func (h *handler) viewer(c *fiber.Ctx, active string) views.Viewer {
 	v := views.Viewer{User: currentUser(c), Active: active, TestTopups: h.TestTopups, Location: time.UTC}
 	v.CSRF, _ = c.Locals(localCSRF).(string)
 	v.Notice = notices[c.Query("notice")]
-	zone := c.Cookies(tzCookie)
+	// app.js writes the browser's zone URL-encoded ("Europe%2FParis").
+	zone, _ := url.QueryUnescape(c.Cookies(tzCookie))
 	if v.User != nil && v.User.TimeZone != "" {
 		zone = v.User.TimeZone
 	}

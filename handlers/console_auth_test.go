@@ -356,3 +356,16 @@ func TestNextStaysOnThisSite(t *testing.T) {
 		t.Errorf("a plain next was not kept: %q", p.location())
 	}
 }
+
+// TestSignInWithAStaleSessionCookie: a browser whose session expired can still use the sign-in form.
+func TestSignInWithAStaleSessionCookie(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	b := signUpVerified(t, s, "stale@example.com")
+	s.DB.W.Exec("UPDATE sessions SET expires_at = ?", time.Now().UTC().Add(-time.Minute))
+	if p := b.post("/signin", "/signin", url.Values{"email": {"stale@example.com"}, "password": {"paper-boats-float-42"}}); p.Status != 303 {
+		t.Fatalf("sign-in after a session expired: %d", p.Status)
+	}
+	if p := b.get("/console"); p.Status != 200 {
+		t.Fatalf("dashboard: %d", p.Status)
+	}
+}

@@ -205,7 +205,7 @@ func TestCallLogPage(t *testing.T) {
 
 		// Times in the viewer's time zone.
 		u, _ := url.Parse(s.URL)
-		b.c.Jar.SetCookies(u, []*http.Cookie{{Name: "vg_tz", Value: "Asia/Tokyo"}})
+		b.c.Jar.SetCookies(u, []*http.Cookie{{Name: "vg_tz", Value: "Asia%2FTokyo"}})
 		page := b.get("/console/calls")
 		page.contains(t, "Times are in Asia/Tokyo", " JST", "/v1/models")
 		page.lacks(t, " UTC<")
@@ -433,4 +433,20 @@ func TestRevokeReachesOtherInstances(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+}
+
+// TestBrowserTimeZoneCookie: the zone app.js reports (URL-encoded, as browsers write it) is used.
+func TestBrowserTimeZoneCookie(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	b := signUpVerified(t, s, "tz@example.com")
+	u, _ := url.Parse(s.URL)
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: "vg_tz", Value: "Asia%2FTokyo"}})
+	p := b.get("/console/calls")
+	p.contains(t, "Times are in Asia/Tokyo")
+	if p.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("a console page may be cached: %q", p.Header.Get("Cache-Control"))
+	}
+	// A zone chosen on the account page wins over the browser's.
+	b.post("/console/account", "/console/account/timezone", url.Values{"tz": {"Europe/Paris"}})
+	b.get("/console/calls").contains(t, "Times are in Europe/Paris")
 }

@@ -7,7 +7,9 @@
     var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
     if (tz && document.cookie.indexOf("vg_tz=" + encodeURIComponent(tz)) === -1) {
       document.cookie = "vg_tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; samesite=lax";
-      if (document.body && document.body.dataset.tz === "UTC" && tz !== "UTC") {
+      // Reload once so this page shows the zone too; never again (cookies may be blocked).
+      if (document.body && document.body.dataset.tz === "UTC" && tz !== "UTC" && !sessionStorage.getItem("vg_tz_reloaded")) {
+        sessionStorage.setItem("vg_tz_reloaded", "1");
         location.reload();
       }
     }
