@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"io"
+	"time"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"videogen/internal/mail"
 	"videogen/internal/testkit"
 )
 
@@ -106,13 +108,36 @@ func trimPage(s string) string {
 
 var linkRE = regexp.MustCompile(`(http://[^\s"<>]+/(?:verify|password/reset)\?token=[A-Za-z0-9]+)`)
 
-// mailedLink is the verification or reset link of the newest e-mail to an address.
+// mailsTo counts the e-mails sent to an address so far.
+func mailsTo(s *testkit.Server, to string) int {
+	n := 0
+	for _, m := range s.Mails.Messages() {
+		if m.To == to {
+			n++
+		}
+	}
+	return n
+}
+
+// nextMail waits (e-mails go out in the background) until more than `seen` e-mails went to an address,
+// and returns the newest.
+func nextMail(t *testing.T, s *testkit.Server, to string, seen int) mail.Message {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for mailsTo(s, to) <= seen {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new e-mail to %s (still %d)", to, seen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m, _ := s.Mails.Last(to)
+	return m
+}
+
+// mailedLink waits for an e-mail to an address and returns the verification or reset link of the newest.
 func mailedLink(t *testing.T, s *testkit.Server, to string) string {
 	t.Helper()
-	m, ok := s.Mails.Last(to)
-	if !ok {
-		t.Fatalf("no e-mail to %s", to)
-	}
+	m := nextMail(t, s, to, 0)
 	l := linkRE.FindString(m.Text)
 	if l == "" {
 		t.Fatalf("no link in the e-mail to %s: %q", to, m.Text)

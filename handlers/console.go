@@ -103,6 +103,14 @@ func (h *handler) csrfValid(seed, token string) bool {
 	return false
 }
 
+// tooManyForms answers a form sent too often from one network.
+func (h *handler) tooManyForms(c *fiber.Ctx, t *auth.ThrottledError) error {
+	c.Status(fiber.StatusTooManyRequests)
+	c.Set(fiber.HeaderRetryAfter, itoa(int(t.RetryAfter.Seconds())+1))
+	return h.render(c, views.ErrorPage(h.viewer(c, ""), 429, "Please wait a little",
+		"Many forms were sent from your network in a short time. Try again in "+t.Wait()+"."))
+}
+
 // requireUser sends signed-out visitors to the sign-in page, and back here afterwards.
 func (h *handler) requireUser(c *fiber.Ctx) error {
 	if currentUser(c) == nil {

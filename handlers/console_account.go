@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -40,6 +41,10 @@ func (h *handler) saveTimeZone(c *fiber.Ctx) error {
 func (h *handler) changePassword(c *fiber.Ctx) error {
 	u := currentUser(c)
 	errs, err := h.Auth.ChangePassword(c.UserContext(), u, c.FormValue("current"), c.FormValue("password"))
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		return h.tooManyForms(c, throttled)
+	}
 	if err != nil {
 		return err
 	}

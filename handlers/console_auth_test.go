@@ -22,6 +22,7 @@ func TestSignUpAndVerification(t *testing.T) {
 			name, email, password, terms, field, msg string
 		}{
 			{"not an address", "not-an-email", "paper-boats-float-42", "yes", "email", "Enter an e-mail address"},
+			{"address over 254 characters", strings.Repeat("a", 250) + "@example.com", "paper-boats-float-42", "yes", "email", "Enter an e-mail address"},
 			{"short password", "a@example.com", "short", "yes", "password", "at least 10 characters"},
 			{"common password", "a@example.com", "password123", "yes", "password", "most common"},
 			{"address in password", "lighthouse@example.com", "my-lighthouse-2026", "yes", "password", "e-mail address"},
@@ -62,7 +63,7 @@ func TestSignUpAndVerification(t *testing.T) {
 		if again.Status != first.Status || strings.ReplaceAll(again.Body, "Ada@Example.com", "ada@example.com") != strings.ReplaceAll(first.Body, "Ada@Example.com", "ada@example.com") {
 			t.Fatal("signing up with a registered address answers differently: it reveals who has an account")
 		}
-		if m, _ := s.Mails.Last("ada@example.com"); !strings.Contains(m.Subject, "tried to create") {
+		if m := nextMail(t, s, "ada@example.com", 1); !strings.Contains(m.Subject, "tried to create") {
 			t.Fatalf("owner not told: %q", m.Subject)
 		}
 
@@ -87,6 +88,7 @@ func TestSignUpAndVerification(t *testing.T) {
 		if p := b.post("/console", "/verify/resend", url.Values{}); p.Status != 303 || !strings.Contains(p.location(), "verification-sent") {
 			t.Fatalf("resend: %d %s", p.Status, p.location())
 		}
+		nextMail(t, s, "ada@example.com", 2)
 		if p := b.post("/console", "/verify/resend", url.Values{}); p.Status != 429 {
 			t.Fatalf("4th e-mail in 10 minutes: %d", p.Status)
 		} else {
@@ -226,8 +228,10 @@ func TestPasswordReset(t *testing.T) {
 		if _, ok := s.Mails.Last("ghost@example.com"); ok {
 			t.Fatal("an e-mail went to an unknown address")
 		}
+		nextMail(t, s, "rae@example.com", 1) // after the verification e-mail
 		stale := mailedLink(t, s, "rae@example.com")
 		b.post("/password/forgot", "/password/forgot", url.Values{"email": {"rae@example.com"}})
+		nextMail(t, s, "rae@example.com", 2)
 		link := mailedLink(t, s, "rae@example.com")
 		if !strings.Contains(b.get(stale).Body, "This link does not work") {
 			t.Fatal("an older reset link still works after a newer one was sent")
@@ -367,5 +371,29 @@ func TestSignInWithAStaleSessionCookie(t *testing.T) {
 	}
 	if p := b.get("/console"); p.Status != 200 {
 		t.Fatalf("dashboard: %d", p.Status)
+	}
+}
+
+// TestFormsThrottledPerIP: one client cannot send sign-ups (each hashes a password and sends an e-mail)
+// or reset requests without bound.
+func TestFormsThrottledPerIP(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
+	b := newBrowser(t, s)
+	b.ip = "198.51.100.20"
+	for i := 0; i < 20; i++ {
+		if p := b.post("/signup", "/signup", url.Values{"email": {"spam" + itoa(i) + "@example.com"}, "password": {"paper-boats-float-42"}, "terms": {"yes"}}); p.Status != 200 {
+			t.Fatalf("sign-up %d: %d", i+1, p.Status)
+		}
+	}
+	for _, path := range []string{"/signup", "/password/forgot"} {
+		p := b.post(path, path, url.Values{"email": {"one-more@example.com"}, "password": {"paper-boats-float-42"}, "terms": {"yes"}})
+		if p.Status != 429 || p.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s after 20 forms from one IP: %d", path, p.Status)
+		}
+	}
+	other := newBrowser(t, s)
+	other.ip = "198.51.100.21"
+	if p := other.post("/signup", "/signup", url.Values{"email": {"honest@example.com"}, "password": {"paper-boats-float-42"}, "terms": {"yes"}}); p.Status != 200 {
+		t.Fatalf("another client was throttled: %d", p.Status)
 	}
 }

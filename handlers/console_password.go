@@ -16,7 +16,12 @@ func (h *handler) showForgotPassword(c *fiber.Ctx) error {
 // requestPasswordReset e-mails a reset link when the address has an account; the answer never tells.
 func (h *handler) requestPasswordReset(c *fiber.Ctx) error {
 	email := c.FormValue("email")
-	if err := h.Auth.RequestReset(c.UserContext(), email); err != nil {
+	err := h.Auth.RequestReset(c.UserContext(), email, h.clientIP(c))
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		return h.tooManyForms(c, throttled)
+	}
+	if err != nil {
 		return err
 	}
 	return h.render(c, views.ForgotPassword(h.viewer(c, ""), email, true))

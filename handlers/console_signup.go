@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"errors"
+
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/auth"
@@ -18,7 +20,11 @@ func (h *handler) showSignUp(c *fiber.Ctx) error {
 // address was already registered.
 func (h *handler) signUp(c *fiber.Ctx) error {
 	form := views.SignUpForm{Email: c.FormValue("email"), Terms: c.FormValue("terms") != ""}
-	errs, err := h.Auth.Register(c.UserContext(), auth.SignUp{Email: form.Email, Password: c.FormValue("password"), AcceptTerms: form.Terms})
+	errs, err := h.Auth.Register(c.UserContext(), auth.SignUp{Email: form.Email, Password: c.FormValue("password"), AcceptTerms: form.Terms}, h.clientIP(c))
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		return h.tooManyForms(c, throttled)
+	}
 	if err != nil {
 		return err
 	}

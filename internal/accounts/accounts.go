@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -22,11 +24,22 @@ var ErrNoSuchUser = errors.New("no user with this e-mail")
 
 // NormalizeEmail checks an address and returns it lower-cased, the form it is stored and looked up in.
 func NormalizeEmail(email string) (string, error) {
+	// RFC 5321 caps an address at 254 octets; anything longer, or not text, is no address.
+	if len(email) > 254 || !utf8.ValidString(email) || strings.ContainsFunc(email, unicode.IsControl) {
+		return "", fmt.Errorf("%q is not an e-mail address", truncate(email))
+	}
 	addr, err := mail.ParseAddress(strings.TrimSpace(email))
 	if err != nil || addr.Address != strings.TrimSpace(email) {
 		return "", fmt.Errorf("%q is not an e-mail address", email)
 	}
 	return strings.ToLower(addr.Address), nil
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return strings.ToValidUTF8(s[:40], "") + "…"
+	}
+	return s
 }
 
 // NewUser describes a user to create.

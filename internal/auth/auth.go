@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"videogen/internal/accounts"
 	"videogen/internal/db"
 	"videogen/internal/ratelimit"
 )
@@ -57,14 +58,16 @@ type Throttles struct {
 	SignInPerEmail ratelimit.Limiter // guessing one account's password
 	SignInPerIP    ratelimit.Limiter // guessing across accounts
 	Mail           ratelimit.Limiter // e-mails to one address (verification, reset, sign-up notices)
+	FormsPerIP     ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
 }
 
 // DefaultRates are the throttles' rates: 5 sign-ins per e-mail and 30 per IP per 15 minutes, 3 e-mails
 // to one address per 10 minutes.
-var DefaultRates = struct{ SignInPerEmail, SignInPerIP, Mail ratelimit.Rate }{
+var DefaultRates = struct{ SignInPerEmail, SignInPerIP, Mail, FormsPerIP ratelimit.Rate }{
 	SignInPerEmail: ratelimit.Rate{Events: 5, Per: 15 * time.Minute, Burst: 5},
 	SignInPerIP:    ratelimit.Rate{Events: 30, Per: 15 * time.Minute, Burst: 30},
 	Mail:           ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
+	FormsPerIP:     ratelimit.Rate{Events: 20, Per: 10 * time.Minute, Burst: 20},
 }
 
 // NewThrottles builds the throttles, shared through Redis when redisURL is set.
@@ -78,6 +81,9 @@ func NewThrottles(redisURL string) (Throttles, error) {
 		return t, err
 	}
 	if t.Mail, err = ratelimit.New(redisURL, "videogen:mail:", DefaultRates.Mail); err != nil {
+		return t, err
+	}
+	if t.FormsPerIP, err = ratelimit.New(redisURL, "videogen:forms-ip:", DefaultRates.FormsPerIP); err != nil {
 		return t, err
 	}
 	return t, nil
@@ -109,6 +115,22 @@ func allow(ctx context.Context, l ratelimit.Limiter, key string) error {
 		return &ThrottledError{RetryAfter: wait}
 	}
 	return nil
+}
+
+// hashing bounds how many argon2 computations (19 MiB each) run at once, so a flood of sign-ups or
+// sign-ins queues instead of exhausting memory.
+var hashing = make(chan struct{}, 4)
+
+func hashPassword(p string) (string, error) {
+	hashing <- struct{}{}
+	defer func() { <-hashing }()
+	return accounts.HashPassword(p)
+}
+
+func checkPassword(hash, p string) (bool, error) {
+	hashing <- struct{}{}
+	defer func() { <-hashing }()
+	return accounts.CheckPassword(hash, p)
 }
 
 func hashToken(raw string) string {

@@ -26,7 +26,10 @@ var dummyHash, _ = accounts.HashPassword("not a real password, only for timing")
 // Register creates an unverified user and its account and e-mails a verification link. When the address
 // is already registered it e-mails the owner instead and answers exactly the same way, so the form never
 // reveals who has an account.
-func (s *Service) Register(ctx context.Context, in SignUp) (FieldErrors, error) {
+func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErrors, error) {
+	if err := allow(ctx, s.Throttle.FormsPerIP, ip); err != nil {
+		return nil, err
+	}
 	errs := FieldErrors{}
 	email, err := accounts.NormalizeEmail(in.Email)
 	if err != nil {
@@ -41,7 +44,7 @@ func (s *Service) Register(ctx context.Context, in SignUp) (FieldErrors, error) 
 	if len(errs) > 0 {
 		return errs, nil
 	}
-	hash, err := accounts.HashPassword(in.Password) // always, so both answers take as long
+	hash, err := hashPassword(in.Password) // always, so both answers take as long
 	if err != nil {
 		return nil, err
 	}
@@ -83,13 +86,13 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*mode
 	}
 	u, err := accounts.ByEmail(ctx, s.DB, norm)
 	if err != nil || u.PasswordHash == "" {
-		_, _ = accounts.CheckPassword(dummyHash, password)
+		_, _ = checkPassword(dummyHash, password)
 		if err != nil && !errors.Is(err, accounts.ErrNoSuchUser) && !strings.Contains(err.Error(), "not an e-mail address") {
 			return nil, err
 		}
 		return nil, ErrBadCredentials
 	}
-	ok, err := accounts.CheckPassword(u.PasswordHash, password)
+	ok, err := checkPassword(u.PasswordHash, password)
 	if err != nil {
 		return nil, fmt.Errorf("check password of user %d: %w", u.ID, err)
 	}
@@ -135,7 +138,10 @@ func (s *Service) Verify(ctx context.Context, raw string) (*models.User, error) 
 
 // RequestReset e-mails a password-reset link when the address has an account. It answers the same way
 // either way, and is throttled per address.
-func (s *Service) RequestReset(ctx context.Context, email string) error {
+func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
+	if err := allow(ctx, s.Throttle.FormsPerIP, ip); err != nil {
+		return err
+	}
 	u, err := accounts.ByEmail(ctx, s.DB, email)
 	if err != nil {
 		return nil
@@ -175,7 +181,7 @@ func (s *Service) ResetPassword(ctx context.Context, raw, password string) (*mod
 	if msg := CheckPassword(password, u.Email); msg != "" {
 		return nil, FieldErrors{"password": msg}, nil
 	}
-	hash, err := accounts.HashPassword(password)
+	hash, err := hashPassword(password)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,7 +207,11 @@ func (s *Service) ResetPassword(ctx context.Context, raw, password string) (*mod
 
 // ChangePassword replaces a signed-in user's password and ends all their sessions.
 func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next string) (FieldErrors, error) {
-	ok, err := accounts.CheckPassword(u.PasswordHash, current)
+	// Guessing the current password here is guessing a sign-in: the same throttle.
+	if err := allow(ctx, s.Throttle.SignInPerEmail, u.Email); err != nil {
+		return nil, err
+	}
+	ok, err := checkPassword(u.PasswordHash, current)
 	if err != nil && u.PasswordHash != "" {
 		return nil, err
 	}
@@ -211,7 +221,7 @@ func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, n
 	if msg := CheckPassword(next, u.Email); msg != "" {
 		return FieldErrors{"password": msg}, nil
 	}
-	hash, err := accounts.HashPassword(next)
+	hash, err := hashPassword(next)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,7 @@ type Server struct {
 	// (see Options).
 	Mail mail.Sender
 
+	mailQueue    *mail.Queue
 	simServer    *http.Server
 	pprofServer  *http.Server
 	workerCancel context.CancelFunc
@@ -139,7 +140,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Mail: s.Mail}, BaseURL: cfg.PublicBaseURL, Throttle: throttles}
+	s.mailQueue = mail.NewQueue(s.Mail, log.With("part", "mail"))
+	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Mail: s.mailQueue}, BaseURL: cfg.PublicBaseURL, Throttle: throttles}
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
@@ -276,6 +278,11 @@ func (s *Server) Close(ctx context.Context) error {
 		if s.CallLog != nil {
 			if err := s.CallLog.Close(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("flush call log: %w", err))
+			}
+		}
+		if s.mailQueue != nil {
+			if err := s.mailQueue.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("send queued e-mails: %w", err))
 			}
 		}
 		if s.workerCancel != nil {
