@@ -2,13 +2,13 @@ package handlers_test
 
 import (
 	"io"
-	"time"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 

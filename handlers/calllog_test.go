@@ -64,6 +64,9 @@ func TestCallLogRecordsEveryRequest(t *testing.T) {
 			if w.withAccount != (r.AccountID != nil) || (w.withAccount && (*r.AccountID != acct.ID || r.KeyPrefix != acct.Key[:11])) {
 				t.Errorf("row %s: account %v prefix %q", r.RequestID, r.AccountID, r.KeyPrefix)
 			}
+			if r.At.Nanosecond()%1000 != 0 {
+				t.Errorf("row %s: time %v is finer than the database keeps, so page cursors would skip rows", r.RequestID, r.At)
+			}
 			if r.LatencyMicros <= 0 || time.Since(r.At) > time.Minute {
 				t.Errorf("row %s: latency %d at %v", r.RequestID, r.LatencyMicros, r.At)
 			}

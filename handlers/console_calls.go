@@ -6,21 +6,29 @@ import (
 	"encoding/csv"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"videogen/billing"
 	"videogen/models"
 	"videogen/views"
 )
+
+// keyPrefixRE is the shape of a key's display prefix; anything else is no key filter.
+var keyPrefixRE = regexp.MustCompile(`^vg_[0-9A-Za-z]{8}$`)
 
 const localTimeForm = "2006-01-02T15:04" // <input type="datetime-local">
 
 // callQuery reads the call-log filters; times are typed in the viewer's time zone.
 func (h *handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, views.CallFilter, string) {
-	f := views.CallFilter{From: c.Query("from"), To: c.Query("to"), Class: c.Query("class"), Key: c.Query("key"), Path: c.Query("path")}
+	f := views.CallFilter{From: c.Query("from"), To: c.Query("to"), Class: c.Query("class"), Key: c.Query("key"), Path: logText(c.Query("path"), 200)}
+	if !keyPrefixRE.MatchString(f.Key) {
+		f.Key = ""
+	}
 	q := models.CallQuery{AccountID: v.User.AccountID, KeyPrefix: f.Key, PathContains: f.Path}
 	var problem string
 	for _, t := range []struct {
@@ -44,10 +52,6 @@ func (h *handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, vie
 		q.StatusClass = int(f.Class[0] - '0')
 	default:
 		f.Class = ""
-	}
-	if len(f.Path) > 200 {
-		f.Path = f.Path[:200]
-		q.PathContains = f.Path
 	}
 	return q, f, problem
 }
@@ -99,41 +103,81 @@ func (h *handler) showCalls(c *fiber.Ctx) error {
 	return h.render(c, views.CallsList(v, p))
 }
 
-// exportCalls answers GET /console/calls.csv: the whole filtered range as CSV, streamed row by row.
+// Exports are bounded: a few at once per account, a time limit, and batches that each release their
+// database connection, so a client that reads slowly (or never) holds nothing but its own goroutine.
+const (
+	exportBatch         = 1000
+	exportTimeout       = 10 * time.Minute
+	exportsPerAccount   = 2
+	exportStoppedMarker = "# export stopped early; download it again"
+)
+
+// exportCalls answers GET /console/calls.csv: the whole filtered range as CSV, streamed batch by batch.
 func (h *handler) exportCalls(c *fiber.Ctx) error {
 	v := h.viewer(c, "calls")
 	q, _, _ := h.callQuery(c, v)
+	if !h.startExport(q.AccountID) {
+		c.Status(fiber.StatusTooManyRequests)
+		c.Set(fiber.HeaderRetryAfter, "30")
+		return h.render(c, views.ErrorPage(v, 429, "An export is already running",
+			"Wait for your running exports to finish, then download again."))
+	}
 	loc := v.Location
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="videogen-calls.csv"`)
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	r := h.DB.R
-	log := h.Log
-	// The writer runs after this handler returns, so it gets copies, never the request context.
+	r, log := h.DB.R, h.Log
+	// The writer runs after this handler returns, so it gets copies, never the request's context.
 	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
+		defer h.endExport(q.AccountID)
+		ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
+		defer cancel()
 		w := csv.NewWriter(bw)
 		_ = w.Write([]string{"time", "request_id", "method", "path", "status", "error_code", "key_prefix", "task_id", "amount_reserved_usd", "latency_ms", "bytes_in"})
-		n := 0
-		err := models.EachCall(context.Background(), r, q, func(row models.CallLog) error {
-			rec := []string{row.At.In(loc).Format(time.RFC3339Nano), row.RequestID, row.Method, csvSafe(row.Path), strconv.Itoa(row.Status),
-				row.ErrorCode, row.KeyPrefix, row.TaskID, views.Money(row.AmountReservedMicros), fmt.Sprintf("%.3f", float64(row.LatencyMicros)/1000),
-				strconv.FormatInt(row.BytesIn, 10)}
-			if err := w.Write(rec); err != nil {
-				return err
+		var after *models.CallCursor
+		for {
+			rows, more, err := models.CallsPage(ctx, r, q, after, exportBatch)
+			if err != nil {
+				log.Error("call-log export", "account", q.AccountID, "err", err)
+				_ = w.Write([]string{exportStoppedMarker})
+				break
 			}
-			if n++; n%500 == 0 {
-				w.Flush()
-				return bw.Flush()
+			for _, row := range rows {
+				_ = w.Write([]string{row.At.In(loc).Format(time.RFC3339Nano), row.RequestID, row.Method, csvSafe(row.Path), strconv.Itoa(row.Status),
+					row.ErrorCode, row.KeyPrefix, row.TaskID, billing.Micros(row.AmountReservedMicros).String(),
+					fmt.Sprintf("%.3f", float64(row.LatencyMicros)/1000), strconv.FormatInt(row.BytesIn, 10)})
 			}
-			return nil
-		})
-		w.Flush()
-		if err != nil {
-			log.Error("call-log export", "err", err)
+			w.Flush()
+			if err := bw.Flush(); err != nil || !more {
+				break // done, or the client went away
+			}
+			last := rows[len(rows)-1]
+			after = &models.CallCursor{At: last.At, ID: last.ID}
 		}
+		w.Flush()
 		_ = bw.Flush()
 	})
 	return nil
+}
+
+func (h *handler) startExport(accountID int64) bool {
+	h.exportsMu.Lock()
+	defer h.exportsMu.Unlock()
+	if h.exports == nil {
+		h.exports = map[int64]int{}
+	}
+	if h.exports[accountID] >= exportsPerAccount {
+		return false
+	}
+	h.exports[accountID]++
+	return true
+}
+
+func (h *handler) endExport(accountID int64) {
+	h.exportsMu.Lock()
+	defer h.exportsMu.Unlock()
+	if h.exports[accountID]--; h.exports[accountID] <= 0 {
+		delete(h.exports, accountID)
+	}
 }
 
 // csvSafe keeps a spreadsheet from running a cell that starts like a formula (CSV injection).

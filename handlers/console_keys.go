@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -35,7 +36,7 @@ func (h *handler) createKey(c *fiber.Ctx) error {
 	case !u.Verified():
 		c.Status(fiber.StatusForbidden)
 		return h.keysPage(c, views.KeysPage{})
-	case utf8.RuneCountInString(name) > 60 || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 }):
+	case !utf8.ValidString(name) || utf8.RuneCountInString(name) > 60 || strings.ContainsFunc(name, unicode.IsControl):
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.keysPage(c, views.KeysPage{Name: name, Error: "Use at most 60 characters, without control characters."})
 	}

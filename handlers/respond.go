@@ -92,7 +92,7 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 	rerr := h.apiError(c, err)
 	if first && isAPIPath(c.Path()) {
 		h.CallLog.Record(models.CallLog{
-			At: h.Now().UTC(), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
+			At: h.Now().UTC().Truncate(time.Microsecond), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
 			Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
 			LatencyMicros: max(time.Since(c.Context().Time()).Microseconds(), 1), // fasthttp stamps when the request arrived
 		})

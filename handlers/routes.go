@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -46,6 +47,9 @@ type Deps struct {
 
 type handler struct {
 	Deps
+
+	exportsMu sync.Mutex
+	exports   map[int64]int // running call-log exports per account
 }
 
 // securityHeaders apply to every answer: no inline scripts or styles, no framing, no referrer beyond

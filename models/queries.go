@@ -118,23 +118,3 @@ func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor,
 	}
 	return out, false, nil
 }
-
-// EachCall calls fn for every row of the filtered call log, newest first, reading one row at a time so
-// an export of any size streams.
-func EachCall(ctx context.Context, db *gorm.DB, q CallQuery, fn func(CallLog) error) error {
-	rows, err := q.scope(db.WithContext(ctx).Model(&CallLog{})).Order("at DESC, id DESC").Rows()
-	if err != nil {
-		return fmt.Errorf("read call log: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r CallLog
-		if err := db.ScanRows(rows, &r); err != nil {
-			return fmt.Errorf("read call-log row: %w", err)
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -22,8 +24,10 @@ const touchEvery = 5 * time.Minute
 func (s *Service) StartSession(ctx context.Context, userID int64, ip, userAgent string) (string, error) {
 	token := ids.NewToken(43)
 	now := s.now()
-	if len(userAgent) > 300 {
-		userAgent = userAgent[:300]
+	userAgent = strings.ToValidUTF8(strings.ReplaceAll(userAgent, "\x00", ""), "")
+	for len(userAgent) > 300 {
+		_, size := utf8.DecodeLastRuneInString(userAgent)
+		userAgent = userAgent[:len(userAgent)-size]
 	}
 	row := &models.Session{UserID: userID, TokenHash: hashToken(token), CreatedAt: now, LastSeenAt: now,
 		ExpiresAt: now.Add(SessionTTL), IP: ip, UserAgent: userAgent}
