@@ -110,6 +110,8 @@ func TestBrowserJourney(t *testing.T) {
 
 	link := mailedLink(t, s, email)
 	do("open the verification link", chromedp.Navigate(s.URL+link))
+	heading("Confirm your e-mail address")
+	submit("confirm the address")
 	heading("Your e-mail address is confirmed")
 	shot("verified")
 

@@ -9,9 +9,27 @@ import (
 	"videogen/views"
 )
 
-// verifyEmail answers the link in the verification e-mail.
+// showVerifyEmail answers the link in the verification e-mail with a button that confirms: a GET (or a
+// HEAD) never spends the link, so a mail scanner that opens it leaves it working for the person.
+func (h *handler) showVerifyEmail(c *fiber.Ctx) error {
+	token := c.Query("token")
+	err := h.Auth.CheckVerifyToken(c.UserContext(), token)
+	if errors.Is(err, auth.ErrBadToken) {
+		if u := currentUser(c); u != nil && u.Verified() {
+			return redirect(c, "/console?notice=already-verified")
+		}
+		c.Status(fiber.StatusBadRequest)
+		return h.render(c, views.VerifyResult(h.viewer(c, ""), false))
+	}
+	if err != nil {
+		return err
+	}
+	return h.render(c, views.VerifyConfirm(h.viewer(c, ""), token))
+}
+
+// verifyEmail spends the verification link and confirms the address.
 func (h *handler) verifyEmail(c *fiber.Ctx) error {
-	u, err := h.Auth.Verify(c.UserContext(), c.Query("token"))
+	u, err := h.Auth.Verify(c.UserContext(), c.FormValue("token"))
 	if errors.Is(err, auth.ErrBadToken) {
 		c.Status(fiber.StatusBadRequest)
 		return h.render(c, views.VerifyResult(h.viewer(c, ""), false))

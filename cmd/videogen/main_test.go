@@ -538,11 +538,25 @@ func TestEmailsPrintedWithoutResend(t *testing.T) {
 	if !strings.Contains(logged, "printed@example.com") || !strings.Contains(logged, "Confirm your e-mail address for videogen") {
 		t.Fatalf("the logged e-mail lacks its recipient or subject:\n%s", logged)
 	}
-	resp, err := http.Get(strings.Replace(link.FindString(logged), "http://localhost:8080", p.url, 1))
+	// Open the link and press its button, as a person does.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	target := strings.Replace(link.FindString(logged), "http://localhost:8080", p.url, 1)
+	resp, err := c.Get(target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindSubmatch(body)
+	if m == nil || !strings.Contains(string(body), "Confirm my e-mail address") {
+		t.Fatalf("the logged link does not open the confirmation: %d", resp.StatusCode)
+	}
+	resp, err = c.PostForm(p.url+"/verify", url.Values{"_csrf": {html.UnescapeString(string(m[1]))}, "token": {target[strings.Index(target, "token=")+6:]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(body), "Your e-mail address is confirmed") {
 		t.Fatalf("the logged link does not verify: %d", resp.StatusCode)

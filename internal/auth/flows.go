@@ -117,6 +117,12 @@ func (s *Service) SendVerification(ctx context.Context, u *models.User) error {
 	return s.Notify.VerifyEmail(ctx, u.Email, s.BaseURL+"/verify?token="+raw, id)
 }
 
+// CheckVerifyToken reports whether a verification link is still good, without spending it.
+func (s *Service) CheckVerifyToken(ctx context.Context, raw string) error {
+	_, err := s.peekToken(ctx, raw, models.PurposeVerify)
+	return err
+}
+
 // Verify spends a verification link and marks the address verified.
 func (s *Service) Verify(ctx context.Context, raw string) (*models.User, error) {
 	var u models.User
