@@ -150,6 +150,17 @@ func TestTasksPages(t *testing.T) {
 		if d := b.get("/console/tasks/" + ok + "/video?download=1"); !strings.HasPrefix(d.Header.Get("Content-Disposition"), "attachment") {
 			t.Fatal("download is not an attachment")
 		}
+		// The player's range requests are answered with 206 and exactly those bytes.
+		req, _ := http.NewRequest("GET", s.URL+"/console/tasks/"+ok+"/video", nil)
+		req.Header.Set("Range", "bytes=100-199")
+		part := b.do(req)
+		if part.Status != 206 || part.Body != video.Body[100:200] || part.Header.Get("Content-Range") != fmt.Sprintf("bytes 100-199/%d", len(video.Body)) {
+			t.Fatalf("range: %d %q, %d bytes", part.Status, part.Header.Get("Content-Range"), len(part.Body))
+		}
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", len(video.Body)+10))
+		if p := b.do(req); p.Status != 416 {
+			t.Fatalf("range past the end: %d", p.Status)
+		}
 		b.get("/console/tasks/"+bad).contains(t, "Failed:", "Refunded (video failed)")
 
 		// Another account sees none of it.
