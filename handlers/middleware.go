@@ -84,7 +84,7 @@ func (h *handler) limitRate(c *fiber.Ctx) error {
 	p := principal(c)
 	ok, wait, err := h.Limiter.Allow(c.UserContext(), p.KeyPrefix)
 	if err != nil {
-		// The shared limiter is down: serve rather than fail every customer; the log says so.
+		// Only a limiter without a fallback gets here: serve rather than fail every customer.
 		h.Log.Warn("rate limiter unavailable", "err", err)
 		return c.Next()
 	}

@@ -5,7 +5,9 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -85,6 +87,9 @@ func NewRedis(url, prefix string, r Rate) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	// A limiter answers on every request: better a quick failure (and the in-process fallback) than a
+	// request held up by retries to an unreachable Redis.
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.MaxRetries = time.Second, 300*time.Millisecond, 300*time.Millisecond, 1
 	client := redis.NewClient(opt)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -98,12 +103,44 @@ func NewRedis(url, prefix string, r Rate) (*Redis, error) {
 	}, nil
 }
 
-// New returns a Redis limiter when redisURL is set, else an in-process one.
+// New returns a Redis limiter when redisURL is set (falling back to an in-process one while Redis is
+// unreachable), else an in-process one.
 func New(redisURL, prefix string, r Rate) (Limiter, error) {
 	if redisURL == "" {
 		return NewLocal(r), nil
 	}
-	return NewRedis(redisURL, prefix, r)
+	shared, err := NewRedis(redisURL, prefix, r)
+	if err != nil {
+		return nil, err
+	}
+	return WithFallback(shared, NewLocal(r), slog.Default(), prefix), nil
+}
+
+// Fallback asks its primary limiter and, when that fails (Redis down), the secondary: limits keep
+// holding per instance instead of vanishing, and the outage is logged once a minute.
+type Fallback struct {
+	primary, secondary Limiter
+	log                *slog.Logger
+	name               string
+	lastWarn           atomic.Int64
+}
+
+// WithFallback returns a limiter that uses secondary while primary fails.
+func WithFallback(primary, secondary Limiter, log *slog.Logger, name string) *Fallback {
+	return &Fallback{primary: primary, secondary: secondary, log: log, name: name}
+}
+
+// Allow implements Limiter.
+func (f *Fallback) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
+	ok, wait, err := f.primary.Allow(ctx, key)
+	if err == nil {
+		return ok, wait, nil
+	}
+	if now := time.Now().Unix(); now-f.lastWarn.Load() >= 60 {
+		f.lastWarn.Store(now)
+		f.log.Warn("shared rate limiter unavailable; limiting per instance meanwhile", "limiter", f.name, "err", err)
+	}
+	return f.secondary.Allow(ctx, key)
 }
 
 // Allow implements Limiter.

@@ -2,6 +2,12 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -39,4 +45,70 @@ func TestLocalBucket(t *testing.T) {
 	if ok, _, _ := l.Allow(ctx, "b@example.com"); !ok {
 		t.Fatal("another key was limited")
 	}
+}
+
+type broken struct{}
+
+func (broken) Allow(context.Context, string) (bool, time.Duration, error) {
+	return false, 0, errors.New("redis: connection refused")
+}
+
+// TestFallbackKeepsLimiting: while the shared limiter fails, the per-instance one still limits.
+func TestFallbackKeepsLimiting(t *testing.T) {
+	f := WithFallback(broken{}, NewLocal(Rate{Events: 1, Per: time.Hour, Burst: 2}), slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		if ok, _, err := f.Allow(ctx, "k"); !ok || err != nil {
+			t.Fatalf("attempt %d: %v %v", i+1, ok, err)
+		}
+	}
+	if ok, wait, err := f.Allow(ctx, "k"); ok || err != nil || wait <= 0 {
+		t.Fatalf("3rd attempt with Redis down: ok=%v wait=%v err=%v, want refused", ok, wait, err)
+	}
+}
+
+// TestRedisLimiterFallsBackWhenRedisStops runs a real Redis, stops it, and shows limits still hold.
+func TestRedisLimiterFallsBackWhenRedisStops(t *testing.T) {
+	port := freePort(t)
+	srv := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := srv.Start(); err != nil {
+		t.Fatalf("redis-server (installed with the machine's Redis): %v", err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	var l Limiter
+	var err error
+	for i := 0; i < 50; i++ {
+		if l, err = New("redis://127.0.0.1:"+port+"/0", "test:", Rate{Events: 1, Per: time.Hour, Burst: 2}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if ok, _, _ := l.Allow(ctx, "k"); !ok {
+		t.Fatal("first attempt refused")
+	}
+	_ = srv.Process.Kill()
+	_ = srv.Wait()
+	start := time.Now()
+	for i := 0; i < 2; i++ {
+		l.Allow(ctx, "k")
+	}
+	if ok, _, err := l.Allow(ctx, "k"); ok || err != nil {
+		t.Fatalf("with Redis gone the limit vanished: ok=%v err=%v", ok, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("attempts took %v with Redis gone", d)
+	}
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
