@@ -270,17 +270,17 @@ func TestSignInThrottled(t *testing.T) {
 	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
 	signUpVerified(t, s, "tia@example.com")
 
-	// Per address: five tries, then even the right password waits.
+	// Per address: ten tries in 15 minutes, then even the right password waits.
 	b := newBrowser(t, s)
 	b.ip = "198.51.100.1"
-	for i := 0; i < 4; i++ { // the sign-up helper used one
+	for i := 0; i < 9; i++ { // the sign-up helper used one
 		if p := b.post("/signin", "/signin", url.Values{"email": {"tia@example.com"}, "password": {"guess-guess-" + string(rune('a'+i))}}); p.Status != 401 {
 			t.Fatalf("try %d: %d", i+1, p.Status)
 		}
 	}
 	p := b.post("/signin", "/signin", url.Values{"email": {"tia@example.com"}, "password": {"paper-boats-float-42"}})
 	if p.Status != 429 || p.Header.Get("Retry-After") == "" {
-		t.Fatalf("6th try on one address: %d", p.Status)
+		t.Fatalf("11th try on one address: %d", p.Status)
 	}
 	p.contains(t, "Too many sign-in attempts", "reset your password")
 

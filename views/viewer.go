@@ -143,3 +143,11 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 	}
 	return e.Detail
 }
+
+// change formats a balance change, or "—" when the entry does not move that balance.
+func change(m int64) string {
+	if m == 0 {
+		return "—"
+	}
+	return SignedMoney(m)
+}

@@ -61,10 +61,11 @@ type Throttles struct {
 	FormsPerIP     ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
 }
 
-// DefaultRates are the throttles' rates: 5 sign-ins per e-mail and 30 per IP per 15 minutes, 3 e-mails
-// to one address per 10 minutes.
+// DefaultRates are the throttles' rates: 10 sign-in attempts per address (enough for a person who
+// mistypes, few for a guesser) and 30 per IP per 15 minutes, 3 e-mails to one address and 20 sign-up or
+// reset forms per IP per 10 minutes.
 var DefaultRates = struct{ SignInPerEmail, SignInPerIP, Mail, FormsPerIP ratelimit.Rate }{
-	SignInPerEmail: ratelimit.Rate{Events: 5, Per: 15 * time.Minute, Burst: 5},
+	SignInPerEmail: ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
 	SignInPerIP:    ratelimit.Rate{Events: 30, Per: 15 * time.Minute, Burst: 30},
 	Mail:           ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
 	FormsPerIP:     ratelimit.Rate{Events: 20, Per: 10 * time.Minute, Burst: 20},
