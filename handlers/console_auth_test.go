@@ -35,7 +35,7 @@ func TestSignUpAndVerification(t *testing.T) {
 				t.Fatalf("%s: status %d", tc.name, p.Status)
 			}
 			p.contains(t, tc.msg)
-			if tc.field != "terms" && !strings.Contains(p.Body, `id="`+tc.field+`-error"`) {
+			if !strings.Contains(p.Body, `id="`+tc.field+`-error"`) || !strings.Contains(p.Body, `aria-describedby="`+tc.field+`-error"`) {
 				t.Fatalf("%s: the error is not next to the %s field", tc.name, tc.field)
 			}
 			if tc.email != "" && !strings.Contains(p.Body, `value="`+tc.email+`"`) {

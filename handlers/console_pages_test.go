@@ -277,7 +277,8 @@ func TestWalletPage(t *testing.T) {
 		b := signUpVerified(t, s, "wes@example.com")
 		b.get("/console/wallet").contains(t, "No entries yet", "Add test funds")
 		for _, bad := range []string{"0.50", "1001", "ten", "-5"} {
-			if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {bad}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+bad+`"`) {
+			if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {bad}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+bad+`"`) ||
+				!strings.Contains(p.Body, `id="amount-error"`) {
 				t.Fatalf("amount %q: %d", bad, p.Status)
 			}
 		}
