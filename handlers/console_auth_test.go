@@ -282,19 +282,24 @@ func TestSignInThrottled(t *testing.T) {
 	if p.Status != 429 || p.Header.Get("Retry-After") == "" {
 		t.Fatalf("11th try on one address: %d", p.Status)
 	}
-	p.contains(t, "Too many sign-in attempts", "reset your password")
+	p.contains(t, "Too many sign-in attempts for this address", "reset your password")
+}
 
-	// Per IP, as seen through the trusted proxy: 30 tries across addresses, then the IP waits; another
-	// client behind the same proxy does not.
+// TestSignInThrottledPerIP: per client IP, as seen through the trusted proxy: 30 tries across addresses,
+// then the IP waits; another client behind the same proxy does not.
+func TestSignInThrottledPerIP(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
 	c := newBrowser(t, s)
 	c.ip = "203.0.113.7"
 	for i := 0; i < 30; i++ {
-		if p := c.post("/signin", "/signin", url.Values{"email": {string(rune('a'+i%26)) + "x" + itoa(i) + "@example.com"}, "password": {"whatever-123"}}); p.Status != 401 {
-			t.Fatalf("try %d from one IP: %d", i+1, p.Status)
+		if p := c.post("/signin", "/signin", url.Values{"email": {"ip-test-" + itoa(i) + "@example.com"}, "password": {"whatever-123"}}); p.Status != 401 {
+			t.Fatalf("try %d from one IP: %d\n%s", i+1, p.Status, trimPage(p.Body))
 		}
 	}
 	if p := c.post("/signin", "/signin", url.Values{"email": {"fresh@example.com"}, "password": {"whatever-123"}}); p.Status != 429 {
 		t.Fatalf("31st try from one IP: %d", p.Status)
+	} else {
+		p.contains(t, "Too many sign-in attempts from your network")
 	}
 	d := newBrowser(t, s)
 	d.ip = "203.0.113.8"

@@ -520,6 +520,15 @@ func TestCallLogExportAndPagesAreComplete(t *testing.T) {
 		if err := s.DB.W.CreateInBatches(rows, 200).Error; err != nil {
 			t.Fatal(err)
 		}
+		// Streamed: sent in chunks as rows are read, never built whole first (no Content-Length).
+		resp, err := b.c.Get(s.URL + "/console/calls.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.ContentLength != -1 || len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
+			t.Fatalf("the export is not streamed: Content-Length %d, Transfer-Encoding %v", resp.ContentLength, resp.TransferEncoding)
+		}
 		csvPage := b.get("/console/calls.csv")
 		records, err := csv.NewReader(strings.NewReader(csvPage.Body)).ReadAll()
 		if err != nil {

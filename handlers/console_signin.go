@@ -27,7 +27,11 @@ func (h *handler) signIn(c *fiber.Ctx) error {
 		c.Status(fiber.StatusUnauthorized)
 		return h.render(c, views.SignIn(h.viewer(c, ""), form))
 	case errors.As(err, &throttled):
-		form.Error = "Too many sign-in attempts. For your account's safety, wait " + throttled.Wait() + " and try again, or reset your password."
+		who := "for this address"
+		if throttled.Scope == "network" {
+			who = "from your network"
+		}
+		form.Error = "Too many sign-in attempts " + who + ". For your account's safety, wait " + throttled.Wait() + " and try again, or reset your password."
 		c.Status(fiber.StatusTooManyRequests)
 		c.Set(fiber.HeaderRetryAfter, itoa(int(throttled.RetryAfter.Seconds())+1))
 		return h.render(c, views.SignIn(h.viewer(c, ""), form))

@@ -22,8 +22,11 @@ var (
 	ErrNoSession      = errors.New("not signed in")
 )
 
-// ThrottledError says an action was refused for being repeated too fast, and for how long.
-type ThrottledError struct{ RetryAfter time.Duration }
+// ThrottledError says an action was refused for being repeated too fast, by which limit, and for how long.
+type ThrottledError struct {
+	RetryAfter time.Duration
+	Scope      string // "address" or "network": whose attempts ran out
+}
 
 func (e *ThrottledError) Error() string {
 	return fmt.Sprintf("too many attempts; try again in %s", e.Wait())
@@ -108,12 +111,16 @@ func (s *Service) now() time.Time {
 
 // allow takes one token from l for key, turning a refusal into a *ThrottledError.
 func allow(ctx context.Context, l ratelimit.Limiter, key string) error {
+	return allowScoped(ctx, l, key, "")
+}
+
+func allowScoped(ctx context.Context, l ratelimit.Limiter, key, scope string) error {
 	ok, wait, err := l.Allow(ctx, key)
 	if err != nil {
 		return nil // a limiter outage must not lock everyone out; the database still checks passwords
 	}
 	if !ok {
-		return &ThrottledError{RetryAfter: wait}
+		return &ThrottledError{RetryAfter: wait, Scope: scope}
 	}
 	return nil
 }

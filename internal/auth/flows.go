@@ -75,10 +75,10 @@ func (s *Service) noticeExisting(ctx context.Context, email string) error {
 // SignIn checks an e-mail and password and returns the user; it is throttled per address and per IP.
 func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*models.User, error) {
 	norm := strings.ToLower(strings.TrimSpace(email))
-	if err := allow(ctx, s.Throttle.SignInPerIP, ip); err != nil {
+	if err := allowScoped(ctx, s.Throttle.SignInPerIP, ip, "network"); err != nil {
 		return nil, err
 	}
-	if err := allow(ctx, s.Throttle.SignInPerEmail, norm); err != nil {
+	if err := allowScoped(ctx, s.Throttle.SignInPerEmail, norm, "address"); err != nil {
 		return nil, err
 	}
 	if len(password) > MaxPasswordLength {
