@@ -5,12 +5,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/apierr"
 	"videogen/internal/ids"
+	"videogen/internal/storetext"
 	"videogen/models"
 )
 
@@ -110,14 +110,8 @@ func requestID(c *fiber.Ctx) string { return localString(c, localRequestID) }
 // reused buffers), valid UTF-8 without NUL (PostgreSQL refuses both, and one bad row would fail its whole
 // batch), at most n bytes.
 func logText(s string, n int) string {
-	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
-	if len(s) > n {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
-	}
-	return strings.Clone(s)
+	s, _ = storetext.Clip(s, n)
+	return s
 }
 
 func localString(c *fiber.Ctx, key string) string {

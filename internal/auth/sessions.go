@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
 	"videogen/internal/ids"
+	"videogen/internal/storetext"
 	"videogen/models"
 )
 
@@ -24,11 +23,7 @@ const touchEvery = 5 * time.Minute
 func (s *Service) StartSession(ctx context.Context, userID int64, ip, userAgent string) (string, error) {
 	token := ids.NewToken(43)
 	now := s.now()
-	userAgent = strings.ToValidUTF8(strings.ReplaceAll(userAgent, "\x00", ""), "")
-	for len(userAgent) > 300 {
-		_, size := utf8.DecodeLastRuneInString(userAgent)
-		userAgent = userAgent[:len(userAgent)-size]
-	}
+	userAgent, _ = storetext.Clip(userAgent, 300)
 	row := &models.Session{UserID: userID, TokenHash: hashToken(token), CreatedAt: now, LastSeenAt: now,
 		ExpiresAt: now.Add(SessionTTL), IP: ip, UserAgent: userAgent}
 	if err := s.DB.W.WithContext(ctx).Create(row).Error; err != nil {

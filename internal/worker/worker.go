@@ -10,10 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -22,6 +20,7 @@ import (
 	"videogen/internal/blob"
 	"videogen/internal/db"
 	"videogen/internal/ids"
+	"videogen/internal/storetext"
 	"videogen/internal/upstream"
 	"videogen/models"
 )
@@ -604,14 +603,11 @@ func shortErr(err error) string { return clip(err.Error(), 200) }
 
 // clip shortens s to at most n bytes on a character boundary, valid UTF-8 (it may end up in PostgreSQL).
 func clip(s string, n int) string {
-	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
-	if len(s) <= n {
-		return s
+	s, cut := storetext.Clip(s, n)
+	if cut {
+		s += "…"
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return s
 }
 
 func rejectReason(err error) string {
