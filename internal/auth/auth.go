@@ -74,23 +74,14 @@ var DefaultRates = struct{ SignInPerEmail, SignInPerIP, Mail, FormsPerIP ratelim
 	FormsPerIP:     ratelimit.Rate{Events: 20, Per: 10 * time.Minute, Burst: 20},
 }
 
-// NewThrottles builds the throttles, shared through Redis when redisURL is set.
-func NewThrottles(redisURL string) (Throttles, error) {
-	var t Throttles
-	var err error
-	if t.SignInPerEmail, err = ratelimit.New(redisURL, "videogen:signin-email:", DefaultRates.SignInPerEmail); err != nil {
-		return t, err
+// NewThrottles builds the throttles in a store (shared through Redis when it is one).
+func NewThrottles(store *ratelimit.Store) Throttles {
+	return Throttles{
+		SignInPerEmail: store.Limiter("videogen:signin-email:", DefaultRates.SignInPerEmail),
+		SignInPerIP:    store.Limiter("videogen:signin-ip:", DefaultRates.SignInPerIP),
+		Mail:           store.Limiter("videogen:mail:", DefaultRates.Mail),
+		FormsPerIP:     store.Limiter("videogen:forms-ip:", DefaultRates.FormsPerIP),
 	}
-	if t.SignInPerIP, err = ratelimit.New(redisURL, "videogen:signin-ip:", DefaultRates.SignInPerIP); err != nil {
-		return t, err
-	}
-	if t.Mail, err = ratelimit.New(redisURL, "videogen:mail:", DefaultRates.Mail); err != nil {
-		return t, err
-	}
-	if t.FormsPerIP, err = ratelimit.New(redisURL, "videogen:forms-ip:", DefaultRates.FormsPerIP); err != nil {
-		return t, err
-	}
-	return t, nil
 }
 
 // Service is the sign-up, sign-in and account-recovery logic.

@@ -81,9 +81,19 @@ type Redis struct {
 	prefix  string
 }
 
-// NewRedis connects to url and returns a shared limiter; prefix namespaces its keys.
-func NewRedis(url, prefix string, r Rate) (*Redis, error) {
-	opt, err := redis.ParseURL(url)
+// Store is where limits live: in this process, or in Redis when several instances must share them. One
+// Store holds one Redis connection pool for every limiter made from it.
+type Store struct {
+	client  *redis.Client
+	limiter *redis_rate.Limiter
+}
+
+// Connect returns the store of redisURL, or an in-process store when redisURL is empty.
+func Connect(redisURL string) (*Store, error) {
+	if redisURL == "" {
+		return &Store{}, nil
+	}
+	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
@@ -94,26 +104,28 @@ func NewRedis(url, prefix string, r Rate) (*Redis, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
 		return nil, fmt.Errorf("connect to redis: %w", err)
 	}
-	return &Redis{
-		limiter: redis_rate.NewLimiter(client),
-		limit:   redis_rate.Limit{Rate: r.Events, Burst: r.Burst, Period: r.Per},
-		prefix:  prefix,
-	}, nil
+	return &Store{client: client, limiter: redis_rate.NewLimiter(client)}, nil
 }
 
-// New returns a Redis limiter when redisURL is set (falling back to an in-process one while Redis is
-// unreachable), else an in-process one.
-func New(redisURL, prefix string, r Rate) (Limiter, error) {
-	if redisURL == "" {
-		return NewLocal(r), nil
+// Limiter returns a limiter of rate r whose keys start with prefix. In Redis it falls back to an
+// in-process bucket while Redis is unreachable.
+func (s *Store) Limiter(prefix string, r Rate) Limiter {
+	if s.client == nil {
+		return NewLocal(r)
 	}
-	shared, err := NewRedis(redisURL, prefix, r)
-	if err != nil {
-		return nil, err
+	shared := &Redis{limiter: s.limiter, limit: redis_rate.Limit{Rate: r.Events, Burst: r.Burst, Period: r.Per}, prefix: prefix}
+	return WithFallback(shared, NewLocal(r), slog.Default(), prefix)
+}
+
+// Close releases the Redis connections.
+func (s *Store) Close() error {
+	if s.client == nil {
+		return nil
 	}
-	return WithFallback(shared, NewLocal(r), slog.Default(), prefix), nil
+	return s.client.Close()
 }
 
 // Fallback asks its primary limiter and, when that fails (Redis down), the secondary: limits keep

@@ -75,10 +75,10 @@ func TestRedisLimiterFallsBackWhenRedisStops(t *testing.T) {
 		t.Fatalf("redis-server (installed with the machine's Redis): %v", err)
 	}
 	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	var l Limiter
+	var store *Store
 	var err error
 	for i := 0; i < 50; i++ {
-		if l, err = New("redis://127.0.0.1:"+port+"/0", "test:", Rate{Events: 1, Per: time.Hour, Burst: 2}); err == nil {
+		if store, err = Connect("redis://127.0.0.1:" + port + "/0"); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -86,6 +86,8 @@ func TestRedisLimiterFallsBackWhenRedisStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer store.Close()
+	l := store.Limiter("test:", Rate{Events: 1, Per: time.Hour, Burst: 2})
 	ctx := context.Background()
 	if ok, _, _ := l.Allow(ctx, "k"); !ok {
 		t.Fatal("first attempt refused")

@@ -56,6 +56,7 @@ type Server struct {
 	Mail mail.Sender
 
 	mailQueue    *mail.Queue
+	limits       *ratelimit.Store
 	simServer    *http.Server
 	pprofServer  *http.Server
 	workerCancel context.CancelFunc
@@ -114,10 +115,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 
-	limiter, err := ratelimit.New(cfg.RedisURL, "videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst))
-	if err != nil {
+	if s.limits, err = ratelimit.Connect(cfg.RedisURL); err != nil {
 		return nil, err
 	}
+	limiter := s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst))
 
 	s.Worker = worker.New(worker.Config{
 		ID: cfg.WorkerID, PollMin: cfg.PollMin, PollMax: cfg.PollMax, Lease: cfg.LeaseDuration,
@@ -136,10 +137,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 			return nil, err
 		}
 	}
-	throttles, err := auth.NewThrottles(cfg.RedisURL)
-	if err != nil {
-		return nil, err
-	}
+	throttles := auth.NewThrottles(s.limits)
 	s.mailQueue = mail.NewQueue(s.Mail, log.With("part", "mail"))
 	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Mail: s.mailQueue}, BaseURL: cfg.PublicBaseURL, Throttle: throttles}
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
@@ -298,6 +296,9 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 		if s.pprofServer != nil {
 			_ = s.pprofServer.Close()
+		}
+		if s.limits != nil {
+			_ = s.limits.Close()
 		}
 		if s.DB != nil {
 			errs = append(errs, s.DB.Close())
