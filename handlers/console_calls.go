@@ -56,7 +56,8 @@ func (h *handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, vie
 	return q, f, problem
 }
 
-func (f callFilterQuery) values() url.Values {
+// filterValues is the query string that reproduces a call-log filter (for page and export links).
+func filterValues(f views.CallFilter) url.Values {
 	out := url.Values{}
 	for k, v := range map[string]string{"from": f.From, "to": f.To, "class": f.Class, "key": f.Key, "path": f.Path} {
 		if v != "" {
@@ -65,8 +66,6 @@ func (f callFilterQuery) values() url.Values {
 	}
 	return out
 }
-
-type callFilterQuery views.CallFilter
 
 // showCalls answers GET /console/calls: the filtered call log, newest first, a page at a time.
 func (h *handler) showCalls(c *fiber.Ctx) error {
@@ -90,7 +89,7 @@ func (h *handler) showCalls(c *fiber.Ctx) error {
 		return err
 	}
 	p := views.CallsPage{Rows: rows, Filter: f, Keys: keys, Error: problem}
-	vals := callFilterQuery(f).values()
+	vals := filterValues(f)
 	p.CSV = "/console/calls.csv?" + vals.Encode()
 	if after != nil {
 		p.First = "?" + vals.Encode()
