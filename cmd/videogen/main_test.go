@@ -599,3 +599,47 @@ func TestEmailsThroughResend(t *testing.T) {
 		t.Fatal("the Resend key reached the log")
 	}
 }
+
+// TestShutdownWithABusyConnection: a client that keeps a connection busy past the shutdown deadline (here:
+// headers never finished) does not cost the call log its flush nor the process its clean exit.
+func TestShutdownWithABusyConnection(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"SHUTDOWN_TIMEOUT": "2s", "RATE_LIMIT_RPS": "1000", "RATE_LIMIT_BURST": "1000"}
+	run(t, dir, env, "accounts", "create", "--email", "busy@example.com")
+	key, _, _ := run(t, dir, env, "keys", "create", "--email", "busy@example.com")
+	key = strings.TrimSpace(key)
+	p := serve(t, dir, env)
+	for i := 0; i < 5; i++ {
+		if r := testkit.Do(t, p.url, "GET", "/v1/models", key, nil); r.Status != 200 {
+			t.Fatalf("request %d: %d", i, r.Status)
+		}
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("GET /v1/models HTTP/1.1\r\nHost: x\r\n")) // and nothing more
+	time.Sleep(100 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Fatalf("exit with a busy connection: %v\n%s", p.err, p.stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no exit 15 s after SIGTERM with SHUTDOWN_TIMEOUT=2s")
+	}
+	d, err := db.Open(context.Background(), filepath.Join(dir, "data", "videogen.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var rows int64
+	d.R.Model(&models.CallLog{}).Count(&rows)
+	if rows != 5 {
+		t.Fatalf("%d call-log rows after the shutdown, want 5:\n%s", rows, p.stderr.String())
+	}
+}

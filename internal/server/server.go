@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	rtpprof "runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -255,17 +257,26 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.App.Listener(ln)
 }
 
-// Shutdown stops gracefully: no new requests, in-flight requests finish, the worker finishes the tasks
-// it holds, the call log is written out, then the database closes. ctx bounds the whole.
+// Shutdown stops gracefully: no new requests, in-flight requests finish, the call log and queued e-mails
+// are written out, the worker finishes the tasks it holds, then the database closes. ctx bounds the
+// whole; the HTTP drain gets half of it, so a client that keeps a connection busy cannot cost the call
+// log, the e-mails or the worker their turn.
 func (s *Server) Shutdown(ctx context.Context) error {
-	var errs []error
 	if s.App != nil {
-		if err := s.App.ShutdownWithContext(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stop http: %w", err))
+		httpCtx := ctx
+		if deadline, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			httpCtx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+			defer cancel()
+		}
+		if err := s.App.ShutdownWithContext(httpCtx); err != nil {
+			// Those connections are cut when the process exits; where they were stuck is worth knowing.
+			var stacks bytes.Buffer
+			_ = rtpprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			s.Log.Warn("connections still busy at the shutdown deadline; they will be cut", "err", err, "goroutines", stacks.String())
 		}
 	}
-	errs = append(errs, s.Close(ctx))
-	return errors.Join(errs...)
+	return s.Close(ctx)
 }
 
 // Close stops the background parts and closes the database (Shutdown calls it after the HTTP server).
