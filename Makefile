@@ -3,6 +3,12 @@ GO      ?= go
 BIN     := bin/videogen
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# The S3-compatible server the storage tests run against (DESIGN §8), built once into a cache folder that
+# .ci/run reuses: $XDG_CACHE_HOME (when absolute, as XDG requires) or ~/.cache. The tests find it here.
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW_DIR     := $(if $(filter /%,$(XDG_CACHE_HOME)),$(XDG_CACHE_HOME),$(HOME)/.cache)/videogen/versitygw-$(VERSITYGW_VERSION)
+export VERSITYGW  := $(VERSITYGW_DIR)/versitygw
+
 .PHONY: run build generate test test-deps check-generated bench fuzz vet fmt clean
 
 run: build ## build and serve on :8080 (SQLite under data/, built-in simulator, test top-ups)
@@ -24,14 +30,17 @@ test: test-deps check-generated ## every test, race detector on; PostgreSQL too 
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-# Tools the tests drive that a fresh machine lacks (Debian packages): ffmpeg decodes the simulator's
-# videos, chromium runs the browser tests.
+# Tools the tests drive that a fresh machine lacks: ffmpeg decodes the simulator's videos, chromium runs
+# the browser tests (Debian packages); versitygw serves S3 to the storage tests (built from the Go module
+# proxy, about 3 minutes, once).
 test-deps:
 	@missing=""; \
 	command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || missing="$$missing ffmpeg"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	[ -z "$$missing" ] || { echo "installing$$missing (test-only)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
+	@[ -x "$(VERSITYGW)" ] || { echo "building versitygw $(VERSITYGW_VERSION) into $(VERSITYGW_DIR) (test-only)"; \
+		GOBIN="$(VERSITYGW_DIR)" $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); }
 
 bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; writes docs/performance.md
 	@command -v wrk >/dev/null || { echo "installing wrk (the load generator)"; \

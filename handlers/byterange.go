@@ -1,8 +1,12 @@
 package handlers
 
 import (
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gofiber/fiber/v2"
 )
 
 // parseByteRange reads a single-range Range header ("bytes=0-99", "bytes=100-", "bytes=-500") against a
@@ -43,4 +47,31 @@ func parseByteRange(header string, size int64) (first, last int64, ok, satisfiab
 		return 0, 0, true, false
 	}
 	return first, last, true, true
+}
+
+// serveRanges sends body (size bytes) whole, or the one byte range the request asks for when the
+// storage can read at an offset, so players can seek.
+func serveRanges(c *fiber.Ctx, body io.ReadCloser, size int64) error {
+	if at, seekable := body.(io.ReaderAt); seekable {
+		c.Set(fiber.HeaderAcceptRanges, "bytes")
+		if first, last, ok, satisfiable := parseByteRange(c.Get(fiber.HeaderRange), size); ok {
+			if !satisfiable {
+				_ = body.Close()
+				c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes */%d", size))
+				return c.SendStatus(fiber.StatusRequestedRangeNotSatisfiable)
+			}
+			c.Status(fiber.StatusPartialContent)
+			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes %d-%d/%d", first, last, size))
+			c.Response().SetBodyStream(sectionCloser{io.NewSectionReader(at, first, last-first+1), body}, int(last-first+1))
+			return nil
+		}
+	}
+	c.Response().SetBodyStream(body, int(size))
+	return nil
+}
+
+// sectionCloser reads part of a file and closes the file when done.
+type sectionCloser struct {
+	*io.SectionReader
+	io.Closer
 }

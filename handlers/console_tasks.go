@@ -3,8 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/url"
 
 	"github.com/gofiber/fiber/v2"
@@ -98,28 +96,6 @@ func (h *handler) streamTaskVideo(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentDisposition, disposition+`; filename="`+id+`.mp4"`)
 	c.Set(fiber.HeaderCacheControl, "private, max-age=300")
 	// The player seeks with Range requests (Safari will not play without them). The API itself
-	// answers whole files only, as its contract says; this console route serves one range when the
-	// storage can read at an offset.
-	if at, seekable := content.Body.(io.ReaderAt); seekable {
-		c.Set(fiber.HeaderAcceptRanges, "bytes")
-		if first, last, ok, satisfiable := parseByteRange(c.Get(fiber.HeaderRange), content.Size); ok {
-			if !satisfiable {
-				_ = content.Body.Close()
-				c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes */%d", content.Size))
-				return c.SendStatus(fiber.StatusRequestedRangeNotSatisfiable)
-			}
-			c.Status(fiber.StatusPartialContent)
-			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes %d-%d/%d", first, last, content.Size))
-			c.Response().SetBodyStream(sectionCloser{io.NewSectionReader(at, first, last-first+1), content.Body}, int(last-first+1))
-			return nil
-		}
-	}
-	c.Response().SetBodyStream(content.Body, int(content.Size))
-	return nil
-}
-
-// sectionCloser reads part of a file and closes the file when done.
-type sectionCloser struct {
-	*io.SectionReader
-	io.Closer
+	// answers whole files only, as its contract says.
+	return serveRanges(c, content.Body, content.Size)
 }

@@ -26,8 +26,8 @@ func creditUSD(s *testkit.Server, accountID int64, usd string) error {
 }
 
 // postOversized sends POST /v1/videos over a raw connection with a body far over 1 MiB — announced in
-// Content-Length (and then not sent: the server must answer from the headers), or chunked (sent until the
-// server stops it) — and reads the answer while the body is still being written, so that a write failing
+// Content-Length (the server refuses it from the header, having read at most its first 8 KiB), or chunked
+// (sent until the server stops it) — and reads the answer while the body is still being written, so that a write failing
 // after the server closed the connection cannot hide the answer.
 func postOversized(t *testing.T, base, key string, chunked bool) *testkit.Resp {
 	t.Helper()
@@ -45,17 +45,20 @@ func postOversized(t *testing.T, base, key string, chunked bool) *testkit.Resp {
 	if _, err := conn.Write([]byte(head)); err != nil {
 		t.Fatal(err)
 	}
-	if chunked {
-		go func() {
-			chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat("a", 64<<10))
-			for i := 0; i < 48; i++ { // 3 MiB
-				if _, err := conn.Write([]byte(chunk)); err != nil {
-					return // the server has answered and closed
-				}
+	go func() {
+		chunk := strings.Repeat("a", 64<<10)
+		if chunked {
+			chunk = fmt.Sprintf("%x\r\n%s\r\n", 64<<10, chunk)
+		}
+		for i := 0; i < 48; i++ { // 3 MiB
+			if _, err := conn.Write([]byte(chunk)); err != nil {
+				return // the server has answered and closed
 			}
+		}
+		if chunked {
 			_, _ = conn.Write([]byte("0\r\n\r\n"))
-		}()
-	}
+		}
+	}()
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {

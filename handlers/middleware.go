@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"io"
 	"math"
 	"runtime/debug"
 	"strings"
@@ -32,7 +33,8 @@ func (h *handler) recordCall(c *fiber.Ctx) error {
 		At: start.UTC().Truncate(time.Microsecond), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
 		Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
 		LatencyMicros: time.Since(start).Microseconds(), TaskID: logText(localString(c, localTaskID), 80),
-		BytesIn: int64(len(c.Request().Body())),
+		// Never c.Request().Body() here: on the upload route that would read a streamed body whole.
+		BytesIn: localInt64(c, localBytesIn), Files: int(localInt64(c, localFiles)),
 	}
 	if p, ok := c.Locals(localPrincipal).(apikeys.Principal); ok {
 		acct := p.AccountID
@@ -97,4 +99,71 @@ func (h *handler) limitRate(c *fiber.Ctx) error {
 func principal(c *fiber.Ctx) apikeys.Principal {
 	p, _ := c.Locals(localPrincipal).(apikeys.Principal)
 	return p
+}
+
+// limitBody holds a request body to MaxJSONBody while it is read. The server streams request bodies (so
+// uploads never sit whole in memory); without this, c.Body() would read whatever a client sends.
+func (h *handler) limitBody(c *fiber.Ctx) error {
+	req := c.Request()
+	n := req.Header.ContentLength()
+	switch {
+	case n > MaxJSONBody:
+		c.Locals(localBytesIn, int64(n))
+		c.Context().SetConnectionClose() // the body is not read: it must not be taken for the next request
+		return apierr.RequestTooBig
+	case n >= 0 || !req.IsBodyStream():
+		// A body of announced length within the limit has been read whole already.
+		c.Locals(localBytesIn, int64(len(req.Body())))
+		return c.Next()
+	}
+	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), MaxJSONBody+1))
+	c.Locals(localBytesIn, int64(len(body)))
+	if err != nil {
+		return apierr.New(400, "invalid_request", "The request body could not be read; send it again.")
+	}
+	if len(body) > MaxJSONBody {
+		c.Context().SetConnectionClose()
+		return apierr.RequestTooBig
+	}
+	req.SetBody(body)
+	return c.Next()
+}
+
+// closeIfBodyUnread finishes reading what is left of a streamed request body after the answer (a
+// refusal before or during an upload, or the multipart epilogue), as net/http does: up to drainLimit,
+// so the client sees the answer instead of a broken pipe and the connection can serve the next request.
+// A longer remainder is not read: the connection is closed, so it is never taken for the next request.
+func (h *handler) closeIfBodyUnread(c *fiber.Ctx) error {
+	err := c.Next()
+	if rest := c.Context().RequestBodyStream(); rest != nil {
+		if conn := c.Context().Conn(); conn != nil {
+			_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		}
+		if n, derr := io.Copy(io.Discard, io.LimitReader(rest, drainLimit+1)); derr != nil || n > drainLimit {
+			c.Context().SetConnectionClose()
+		}
+	}
+	return err
+}
+
+// drainLimit is how much of an unread body is read after the answer to keep the connection.
+const drainLimit = 256 << 10
+
+// limitPageBody is limitBody for pages and forms; API routes apply limitBody inside their groups, after
+// the call log is set up, so a refused body is logged.
+func (h *handler) limitPageBody(c *fiber.Ctx) error {
+	if isAPIPath(c.Path()) {
+		return c.Next()
+	}
+	return h.limitBody(c)
+}
+
+func localInt64(c *fiber.Ctx, key string) int64 {
+	switch v := c.Locals(key).(type) {
+	case int64:
+		return v
+	case int:
+		return int64(v)
+	}
+	return 0
 }

@@ -21,6 +21,8 @@ const (
 	localTaskID    = "task_id"
 	localAmount    = "amount_reserved"
 	localErrorCode = "error_code"
+	localBytesIn   = "bytes_in"
+	localFiles     = "files"
 )
 
 type errorBody struct {

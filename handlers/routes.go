@@ -19,6 +19,7 @@ import (
 	"videogen/internal/auth"
 	"videogen/internal/calllog"
 	"videogen/internal/db"
+	"videogen/internal/media"
 	"videogen/internal/ratelimit"
 	"videogen/internal/videos"
 	"videogen/static"
@@ -34,6 +35,9 @@ type Deps struct {
 	Videos      *videos.Service
 	Prices      *billing.Prices
 	MediaPolicy videos.MediaPolicy
+	Media       *media.Service
+	Importer    media.Opener  // fetches import links through the address guard
+	PresignTTL  time.Duration // lifetime of the S3 links /media redirects to
 	Now         func() time.Time
 
 	// The console's needs.
@@ -73,26 +77,39 @@ func New(d Deps) *fiber.App {
 	}
 	h := &handler{Deps: d}
 	app := fiber.New(fiber.Config{
-		AppName:               "videogen",
-		BodyLimit:             MaxJSONBody,
-		DisableStartupMessage: true,
-		ReadTimeout:           60 * time.Second,
-		IdleTimeout:           120 * time.Second,
-		ErrorHandler:          h.lastResortError,
+		AppName: "videogen",
+		// Bodies stream: an upload goes to storage as it arrives. Every other route holds its body to
+		// MaxJSONBody while reading it (limitBody); BodyLimit is only how much is read before a handler runs.
+		BodyLimit:                    MaxJSONBody,
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		DisableStartupMessage:        true,
+		ReadTimeout:                  60 * time.Second,
+		IdleTimeout:                  120 * time.Second,
+		ErrorHandler:                 h.lastResortError,
 	})
-	app.Use(h.requestID, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), helmet.New(securityHeaders))
+	app.Use(h.requestID, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), helmet.New(securityHeaders), h.limitPageBody)
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 
 	app.Get("/healthz", h.healthz)
 	app.Get("/readyz", h.readyz)
 
 	// The API.
-	v1 := app.Group("/v1", h.recordCall, h.renderErrors, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate)
+	v1 := app.Group("/v1", h.recordCall, h.renderErrors, h.limitBody, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate)
 	v1.Get("/models", h.listModels)
 	v1.Post("/videos", h.createVideo)
 	v1.Get("/videos", h.listVideos)
 	v1.Get("/videos/:id", h.getVideo)
 	v1.Get("/videos/:id/content", h.downloadVideo)
+
+	// Media entry points: same keys, call log and limits as /v1. The upload streams its body; the
+	// import, like every JSON route, holds it to MaxJSONBody.
+	uploads := app.Group("/uploads/v1", h.closeIfBodyUnread, h.recordCall, h.renderErrors, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate)
+	uploads.Post("/files", h.uploadFiles)
+	uploads.Post("/import", h.limitBody, h.importFiles)
+
+	// Signed media links (the signature is the authorization).
+	app.Get("/media/:id", h.getMedia)
 
 	// Public pages and signing in.
 	app.Get("/", h.web, h.showLanding)

@@ -1,9 +1,9 @@
 package handlers_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"videogen/internal/testkit"
 	"videogen/models"
@@ -15,11 +15,23 @@ func TestCreateVideoValidation(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
 		acct := s.NewAccount(t, "1000")
-		own := s.Cfg.PublicBaseURL + "/media/file_abc?exp=1&sig=x"
-		urls := func(n int, base string) []string {
+		// Media URLs must be the platform's own: upload one file of each kind (and one for a stranger).
+		up := s.Upload(t, acct.Key, "", testkit.File("image_files", "a.png", testkit.PNG(t, 8, 8)),
+			testkit.Part{Name: "video_files", Filename: "v.mp4", Body: testkit.MP4Stream(4096)},
+			testkit.File("audio_files", "a.wav", testkit.WAV(100))).Answer(t)
+		img, vid, aud := up.ImageURLs[0], up.VideoURLs[0], up.AudioURLs[0]
+		own := img
+		stranger := s.NewAccount(t, "0")
+		theirs := s.Upload(t, stranger.Key, "", testkit.File("image_files", "b.png", testkit.PNG(t, 8, 8))).Answer(t).ImageURLs[0]
+		expired := s.Media.Signer.URL(up.Files[0].ID, time.Now().Add(-time.Minute))
+		unknown := s.Media.Signer.URL("file_"+strings.Repeat("x", 24), time.Now().Add(time.Hour))
+		tampered := img[:len(img)-2] + "xx"
+		otherHost := strings.Replace(img, s.URL, "https://cdn.example.com", 1)
+		later := strings.Replace(img, "exp=", "exp=9", 1) // a later expiry under the old signature
+		urls := func(n int, u string) []string {
 			out := make([]string, n)
 			for i := range out {
-				out[i] = fmt.Sprintf("%s/%d.png", base, i)
+				out[i] = u
 			}
 			return out
 		}
@@ -119,17 +131,27 @@ func TestCreateVideoValidation(t *testing.T) {
 			{"generate_audio not bool", body(map[string]any{"generate_audio": "yes"}), nil, want{status: 400, code: "invalid_request", param: "generate_audio"}},
 			{"watermark not bool", body(map[string]any{"watermark": 1}), nil, want{status: 400, code: "invalid_request", param: "watermark"}},
 			// media counts
-			{"9 images", body(map[string]any{"image_urls": urls(9, "https://cdn.example.com")}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
-			{"10 images", body(map[string]any{"image_urls": urls(10, "https://cdn.example.com")}), nil, want{status: 400, code: "too_many_images", param: "image_urls"}},
-			{"7 images + first + last frame", body(map[string]any{"image_urls": urls(7, "https://cdn.example.com"), "start_image_url": "https://a.example/s.png", "end_image_url": "https://a.example/e.png"}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
-			{"8 images + first + last frame", body(map[string]any{"image_urls": urls(8, "https://cdn.example.com"), "start_image_url": "https://a.example/s.png", "end_image_url": "https://a.example/e.png"}), nil, want{status: 400, code: "too_many_images", param: "image_urls"}},
-			{"3 videos", body(map[string]any{"video_urls": urls(3, "https://cdn.example.com")}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
-			{"4 videos", body(map[string]any{"video_urls": urls(4, "https://cdn.example.com")}), nil, want{status: 400, code: "too_many_videos", param: "video_urls"}},
-			{"3 audios", body(map[string]any{"audio_urls": urls(3, "https://cdn.example.com")}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
-			{"4 audios", body(map[string]any{"audio_urls": urls(4, "https://cdn.example.com")}), nil, want{status: 400, code: "too_many_audios", param: "audio_urls"}},
+			{"9 images", body(map[string]any{"image_urls": urls(9, img)}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
+			{"10 images", body(map[string]any{"image_urls": urls(10, img)}), nil, want{status: 400, code: "too_many_images", param: "image_urls"}},
+			{"7 images + first + last frame", body(map[string]any{"image_urls": urls(7, img), "start_image_url": img, "end_image_url": img}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
+			{"8 images + first + last frame", body(map[string]any{"image_urls": urls(8, img), "start_image_url": img, "end_image_url": img}), nil, want{status: 400, code: "too_many_images", param: "image_urls"}},
+			{"3 videos", body(map[string]any{"video_urls": urls(3, vid)}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
+			{"4 videos", body(map[string]any{"video_urls": urls(4, vid)}), nil, want{status: 400, code: "too_many_videos", param: "video_urls"}},
+			{"3 audios", body(map[string]any{"audio_urls": urls(3, aud)}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
+			{"4 audios", body(map[string]any{"audio_urls": urls(4, aud)}), nil, want{status: 400, code: "too_many_audios", param: "audio_urls"}},
 			// media URLs
 			{"http image", body(map[string]any{"image_urls": []string{"http://cdn.example.com/a.png"}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
-			{"second image bad", body(map[string]any{"image_urls": []string{"https://cdn.example.com/a.png", "ftp://x/b.png"}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[1]"}},
+			{"second image bad", body(map[string]any{"image_urls": []string{img, "ftp://x/b.png"}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[1]"}},
+			{"any https URL", body(map[string]any{"image_urls": []string{"https://cdn.example.com/a.png"}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
+			{"own URL on another host", body(map[string]any{"image_urls": []string{otherHost}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
+			{"tampered signature", body(map[string]any{"image_urls": []string{tampered}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
+			{"expiry pushed out", body(map[string]any{"image_urls": []string{later}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
+			{"expired", body(map[string]any{"image_urls": []string{img, expired}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[1]"}},
+			{"another account's file", body(map[string]any{"start_image_url": theirs}), nil, want{status: 400, code: "invalid_media_url", param: "start_image_url"}},
+			{"signed but unknown file", body(map[string]any{"end_image_url": unknown}), nil, want{status: 400, code: "invalid_media_url", param: "end_image_url"}},
+			{"image given as a video", body(map[string]any{"video_urls": []string{vid, img}}), nil, want{status: 400, code: "invalid_media_url", param: "video_urls[1]"}},
+			{"audio given as an image", body(map[string]any{"start_image_url": aud}), nil, want{status: 400, code: "invalid_media_url", param: "start_image_url"}},
+			{"every kind in its place", body(map[string]any{"image_urls": []string{img}, "video_urls": []string{vid}, "audio_urls": []string{aud}, "start_image_url": img, "end_image_url": img}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
 			{"relative url", body(map[string]any{"video_urls": []string{"/media/x.mp4"}}), nil, want{status: 400, code: "invalid_media_url", param: "video_urls[0]"}},
 			{"url with credentials", body(map[string]any{"audio_urls": []string{"https://user:pw@cdn.example.com/a.mp3"}}), nil, want{status: 400, code: "invalid_media_url", param: "audio_urls[0]"}},
 			{"empty url", body(map[string]any{"image_urls": []string{""}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
@@ -137,7 +159,7 @@ func TestCreateVideoValidation(t *testing.T) {
 			{"urls not an array", body(map[string]any{"image_urls": "https://cdn.example.com/a.png"}), nil, want{status: 400, code: "invalid_request", param: "image_urls"}},
 			{"http start frame", body(map[string]any{"start_image_url": "http://cdn.example.com/a.png"}), nil, want{status: 400, code: "invalid_media_url", param: "start_image_url"}},
 			{"end frame not a string", body(map[string]any{"end_image_url": 3}), nil, want{status: 400, code: "invalid_media_url", param: "end_image_url"}},
-			{"own http base accepted", body(map[string]any{"image_urls": []string{own}, "start_image_url": own}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
+			{"own signed URLs accepted", body(map[string]any{"image_urls": []string{own}, "start_image_url": own}), nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},
 			{"own base with NUL", body(map[string]any{"image_urls": []string{own + "\x00"}}), nil, want{status: 400, code: "invalid_media_url", param: "image_urls[0]"}},
 			{"idempotency key not ASCII", body(nil), []string{"Idempotency-Key", "cl\xe9"}, want{status: 400, code: "invalid_request", param: "Idempotency-Key"}},
 			{"nulls mean absent", `{"model":"videogen-2.0-720p","prompt":"x","seconds":null,"size":null,"image_urls":null,"generate_audio":null}`, nil, want{status: 200, seconds: "4", size: "1280x720", ratio: "16:9"}},

@@ -5,7 +5,11 @@ package blob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"path"
+	"strings"
+	"time"
 )
 
 // ErrNotFound is returned for a key that holds nothing.
@@ -19,4 +23,20 @@ type Store interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, int64, error)
 	// Delete removes key; deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
+}
+
+// Presigner is a store that can hand out a short-lived direct download link to one object.
+type Presigner interface {
+	// PresignGet returns a URL that answers GET with the object's bytes until ttl passes; the answer
+	// carries contentType (overriding what is stored) when it is not empty.
+	PresignGet(ctx context.Context, key string, ttl time.Duration, contentType string) (string, error)
+}
+
+// checkKey applies Local's key rule (a clean relative slash path without "..") so that a key one store
+// accepts, every store accepts.
+func checkKey(key string) error {
+	if key == "" || strings.Contains(key, "..") || path.Clean("/"+key) != "/"+key {
+		return fmt.Errorf("invalid blob key %q", key)
+	}
+	return nil
 }

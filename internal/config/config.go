@@ -65,6 +65,16 @@ type Config struct {
 	LeaseDuration   time.Duration `env:"LEASE_DURATION" envDefault:"60s" help:"how long a worker holds a claimed task before another instance may take it"`
 	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s" help:"how long SIGTERM waits for requests and workers to finish"`
+
+	MediaURLTTL     time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`
+	MediaRetention  time.Duration `env:"MEDIA_RETENTION" envDefault:"48h" help:"uploaded and imported files are deleted this long after they arrive (kept while an unfinished task uses them)"`
+	MediaSweepEvery time.Duration `env:"MEDIA_SWEEP_INTERVAL" envDefault:"1m" help:"how often the media janitor looks for files past their retention"`
+	S3Endpoint      string        `env:"S3_ENDPOINT" help:"S3-compatible endpoint URL (https://s3.eu-west-1.amazonaws.com, http://127.0.0.1:7070); unset = files on local disk under DATA_DIR"`
+	S3Bucket        string        `env:"S3_BUCKET" help:"bucket for media and outputs (it must exist)"`
+	S3AccessKeyID   string        `env:"S3_ACCESS_KEY_ID" help:"S3 access key id"`
+	S3SecretKey     string        `env:"S3_SECRET_ACCESS_KEY" help:"S3 secret access key (kept out of the database and logs)"`
+	S3Region        string        `env:"S3_REGION" envDefault:"us-east-1" help:"S3 region"`
+	S3PresignTTL    time.Duration `env:"S3_PRESIGN_TTL" envDefault:"5m" help:"lifetime of the presigned S3 link a /media URL redirects to"`
 }
 
 // Load reads the configuration from environ (nil means the process environment).
@@ -135,6 +145,12 @@ func (c *Config) Validate() error {
 	}
 	if c.UpstreamBaseURL != "" && strings.TrimSpace(c.UpstreamAPIKeys) == "" {
 		errs = append(errs, errors.New("UPSTREAM_BASE_URL needs UPSTREAM_API_KEYS"))
+	}
+	if c.S3Endpoint != "" && (c.S3Bucket == "" || c.S3AccessKeyID == "" || c.S3SecretKey == "") {
+		errs = append(errs, errors.New("S3_ENDPOINT needs S3_BUCKET, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY"))
+	}
+	if c.MediaURLTTL < time.Second || c.MediaRetention < time.Minute || c.MediaSweepEvery <= 0 || c.S3PresignTTL < time.Second {
+		errs = append(errs, errors.New("MEDIA_URL_TTL and S3_PRESIGN_TTL must be at least 1s, MEDIA_RETENTION at least 1m and MEDIA_SWEEP_INTERVAL positive"))
 	}
 	if c.RateLimitRPS <= 0 || c.RateLimitBurst < 1 {
 		errs = append(errs, errors.New("RATE_LIMIT_RPS must be > 0 and RATE_LIMIT_BURST >= 1"))

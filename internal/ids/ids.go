@@ -61,3 +61,21 @@ func NewSimTaskID() string { return "simtask_" + random(24) }
 
 // NewToken returns an opaque random token of n characters (sessions, e-mail links).
 func NewToken(n int) string { return random(n) }
+
+// NewMediaID returns the id of an uploaded or imported file: "file_" and 24 random characters.
+func NewMediaID() string { return "file_" + random(24) }
+
+// IsMediaID reports whether s has the shape of a media id, so malformed ids are refused before any
+// lookup.
+func IsMediaID(s string) bool {
+	rest, ok := strings.CutPrefix(s, "file_")
+	if !ok || len(rest) == 0 || len(rest) > 64 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if strings.IndexByte(alphabet, rest[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -32,6 +32,8 @@ import (
 	"videogen/internal/config"
 	"videogen/internal/db"
 	"videogen/internal/mail"
+	"videogen/internal/media"
+	"videogen/internal/mediafetch"
 	"videogen/internal/notify"
 	"videogen/internal/ratelimit"
 	"videogen/internal/upstream"
@@ -50,6 +52,7 @@ type Server struct {
 	Worker  *worker.Worker
 	Sim     *sim.Sim // nil when a real upstream is configured
 	Videos  *videos.Service
+	Media   *media.Service
 	Keys    *apikeys.Authenticator
 	CallLog *calllog.Writer
 	Auth    *auth.Service
@@ -71,6 +74,9 @@ type Server struct {
 // Options replace parts a test needs to observe.
 type Options struct {
 	Mail mail.Sender // where e-mails go (default: Resend or the log, from the configuration)
+	// ImportPolicy replaces production's import guard policy (port 443, public addresses, system
+	// roots): tests allow their loopback TLS server here, explicitly.
+	ImportPolicy *mediafetch.Policy
 }
 
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
@@ -85,9 +91,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	s := &Server{Cfg: cfg, Log: log, DB: d}
+	importPolicy := mediafetch.Policy{}
 	for _, o := range opts {
 		if o.Mail != nil {
 			s.Mail = o.Mail
+		}
+		if o.ImportPolicy != nil {
+			importPolicy = *o.ImportPolicy
 		}
 	}
 	ok := false
@@ -112,10 +122,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err := pool.Sync(ctx, d); err != nil {
 		return nil, err
 	}
-	blobs, err := blob.NewLocal(filepath.Join(cfg.DataDir, "blobs"))
+	blobs, mediaStore, err := stores(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	s.Media = &media.Service{DB: d, Store: mediaStore, Signer: media.NewSigner(cfg.PublicBaseURL, cfg.Secrets()),
+		Log: log.With("part", "media"), URLTTL: cfg.MediaURLTTL, Retention: cfg.MediaRetention}
 
 	if s.limits, err = ratelimit.Connect(cfg.RedisURL); err != nil {
 		return nil, err
@@ -129,6 +141,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	prices := billing.NewPrices(d)
 	s.Videos = &videos.Service{DB: d, Prices: prices, Blobs: blobs, MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, PollFresh: cfg.PollCacheTTL}
 	s.Worker.OnChange = s.Videos.Forget
+	s.Worker.Inputs = s.Media.SignedInputs
+	s.Videos.Media = s.Media
 	if cfg.Workers {
 		s.Videos.Notify = s.Worker.Notify
 	}
@@ -149,8 +163,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s.App = handlers.New(handlers.Deps{
 		DB: d, Log: log, Keys: s.Keys, Limiter: limiter,
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
-		MediaPolicy: videos.MediaPolicy{PublicBaseURL: cfg.PublicBaseURL},
-		Auth:        s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
+		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
+		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL,
+		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups,
 	})
 	if cfg.PprofAddr != "" {
@@ -165,11 +180,39 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.workerCancel, s.workerDone = cancel, make(chan struct{})
 		go func() {
 			defer close(s.workerDone)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.Media.RunJanitor(wctx, cfg.MediaSweepEvery)
+			}()
 			s.Worker.Run(wctx)
+			wg.Wait()
 		}()
 	}
 	ok = true
 	return s, nil
+}
+
+// stores returns where outputs and input media live: two folders under DATA_DIR by default, or one S3
+// bucket (keys outputs/… and media/…) when S3_ENDPOINT is set, so every instance sees every file.
+func stores(ctx context.Context, cfg *config.Config) (outputs, inputs blob.Store, err error) {
+	if cfg.S3Endpoint != "" {
+		s3, err := blob.NewS3(ctx, blob.S3Config{Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket,
+			AccessKeyID: cfg.S3AccessKeyID, SecretAccessKey: cfg.S3SecretKey, Region: cfg.S3Region})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s3, s3, nil
+	}
+	if outputs, err = blob.NewLocal(filepath.Join(cfg.DataDir, "blobs")); err != nil {
+		return nil, nil, err
+	}
+	// Media keys start with "media/", so the files land in DATA_DIR/media.
+	if inputs, err = blob.NewLocal(cfg.DataDir); err != nil {
+		return nil, nil, err
+	}
+	return outputs, inputs, nil
 }
 
 // mailSender is Resend when RESEND_API_KEY is set, else the log (development: the link is in the log).

@@ -124,8 +124,18 @@ func Start(t testing.TB, dbURL string, over map[string]string) *Server {
 	return StartConfig(t, cfg)
 }
 
+// StartWith is Start with server options (an import policy that allows a test's TLS server).
+func StartWith(t testing.TB, dbURL string, over map[string]string, opts server.Options) *Server {
+	t.Helper()
+	cfg, err := config.Load(Env(t, dbURL, over))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartConfig(t, cfg, opts)
+}
+
 // StartConfig runs a server with cfg.
-func StartConfig(t testing.TB, cfg *config.Config) *Server {
+func StartConfig(t testing.TB, cfg *config.Config, opts ...server.Options) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -138,7 +148,12 @@ func StartConfig(t testing.TB, cfg *config.Config) *Server {
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	mails := mail.NewRecorder()
-	s, err := server.New(context.Background(), cfg, log, server.Options{Mail: mails})
+	opt := server.Options{}
+	if len(opts) > 0 {
+		opt = opts[0]
+	}
+	opt.Mail = mails
+	s, err := server.New(context.Background(), cfg, log, opt)
 	if err != nil {
 		_ = ln.Close()
 		t.Fatalf("start server: %v", err)

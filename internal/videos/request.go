@@ -7,16 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"videogen/internal/apierr"
 	"videogen/internal/catalog"
+	"videogen/internal/media"
 	"videogen/models"
 )
 
@@ -46,6 +47,9 @@ type CreateRequest struct {
 	AudioURLs     []string `json:"audio_urls"`
 	StartImageURL string   `json:"start_image_url"`
 	EndImageURL   string   `json:"end_image_url"`
+
+	// Media are the files the URLs refer to, in field order.
+	Media []media.FieldRef `json:"-"`
 }
 
 // Inputs returns the request's media as a task stores them.
@@ -57,15 +61,21 @@ func (r *CreateRequest) Inputs() models.TaskInputs {
 // Hash identifies the normalised request (defaults applied), for Idempotency-Key comparison: two
 // bodies that mean the same task hash the same.
 func (r *CreateRequest) Hash() string {
-	b, _ := json.Marshal(r)
+	// Files by id, not by URL: the same file under a URL signed later is the same request.
+	norm := *r
+	norm.ImageURLs, norm.VideoURLs, norm.AudioURLs, norm.StartImageURL, norm.EndImageURL = nil, nil, nil, "", ""
+	b, _ := json.Marshal(struct {
+		*CreateRequest
+		Files []media.FieldRef `json:"files"`
+	}{&norm, r.Media})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// MediaPolicy decides which media URLs a create request may carry.
+// MediaPolicy decides which media URLs a create request may carry: only those this platform signed.
 type MediaPolicy struct {
-	// PublicBaseURL is this platform's own base; URLs under it are accepted even over http (development).
-	PublicBaseURL string
+	Signer *media.Signer
+	Now    func() time.Time
 }
 
 var knownFields = map[string]bool{
@@ -224,9 +234,11 @@ func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error
 			if strings.HasSuffix(list.name, "_urls") {
 				param = fmt.Sprintf("%s[%d]", list.name, i)
 			}
-			if aerr := policy.check(param, u); aerr != nil {
+			ref, aerr := policy.check(list.name, i, param, u)
+			if aerr != nil {
 				return nil, aerr
 			}
+			r.Media = append(r.Media, ref)
 		}
 	}
 	return r, nil
@@ -340,34 +352,31 @@ func urlList(fields map[string]json.RawMessage, name string) ([]string, *apierr.
 	return out, nil
 }
 
-// check accepts https:// URLs and URLs under the platform's own base (http in development).
-func (p MediaPolicy) check(param, raw string) *apierr.Error {
-	bad := func(why string) *apierr.Error {
-		return apierr.Field(400, "invalid_media_url", param, "%s %s; media URLs must be https:// links.", param, why)
-	}
+// check accepts only URLs this platform signed, not expired. Whether the file belongs to the caller and
+// still exists is checked in the create transaction (media.Service.Attach).
+func (p MediaPolicy) check(field string, position int, param, raw string) (media.FieldRef, *apierr.Error) {
+	how := "Upload the file with POST /uploads/v1/files or import it with POST /uploads/v1/import and use the url it returns."
 	if raw == "" {
-		return bad("is empty")
+		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s is empty. %s", param, how)
 	}
-	if len(raw) > maxURLBytes {
-		return bad("is longer than 8 KiB")
+	if len(raw) > maxURLBytes || !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
+		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s is not a media URL issued by this platform. %s", param, how)
 	}
-	if !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
-		return bad("contains control characters")
+	ref, err := p.Signer.Parse(raw, p.now())
+	switch {
+	case errors.Is(err, media.ErrExpired):
+		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s expired at %s. Upload or import the file again to get a fresh URL.", param, ref.Expires.UTC().Format(time.RFC3339))
+	case err != nil:
+		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s is not a media URL issued by this platform (only URLs from the media entry points are accepted, unchanged). %s", param, how)
 	}
-	if p.PublicBaseURL != "" && strings.HasPrefix(raw, p.PublicBaseURL+"/") {
-		return nil
+	return media.FieldRef{Field: field, Position: position, Param: param, Kind: media.FieldKind(field), ID: ref.ID}, nil
+}
+
+func (p MediaPolicy) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return bad("is not an absolute URL")
-	}
-	if u.Scheme != "https" {
-		return bad("is not an https:// URL")
-	}
-	if u.User != nil {
-		return bad("must not contain credentials")
-	}
-	return nil
+	return time.Now()
 }
 
 func mustSize(m catalog.Model, ratio string) string {

@@ -16,6 +16,7 @@ import (
 	"videogen/internal/blob"
 	"videogen/internal/db"
 	"videogen/internal/ids"
+	"videogen/internal/media"
 	"videogen/models"
 )
 
@@ -24,6 +25,8 @@ type Service struct {
 	DB     *db.DB
 	Prices *billing.Prices
 	Blobs  blob.Store
+	// Media checks and links the files a create request refers to.
+	Media *media.Service
 	// MaxQueued is how many tasks an account may have waiting for an upstream slot.
 	MaxQueued int
 	// QueueTimeout is how long a task may wait for an upstream slot.
@@ -142,6 +145,14 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		}
 		if err := tx.Create(task).Error; err != nil {
 			return fmt.Errorf("insert task: %w", err)
+		}
+		if len(req.Media) > 0 {
+			if s.Media == nil {
+				return errors.New("create with media inputs, but no media service is configured")
+			}
+			if err := s.Media.Attach(tx, who.AccountID, task.ID, req.Media); err != nil {
+				return err
+			}
 		}
 		ev := &models.TaskEvent{TaskID: task.ID, At: now, ToStatus: models.StatusQueued,
 			Detail: fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())}

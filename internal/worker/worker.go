@@ -50,6 +50,9 @@ type Worker struct {
 	// OnChange, when set, is called after every committed change a client can see (status, progress),
 	// so caches of this instance drop the task at once.
 	OnChange func(taskID string)
+	// Inputs, when set, gives a task's media as freshly signed URLs at submission (media.SignedInputs),
+	// so a task that waited in the queue never sends an expired URL; unset, the stored inputs are sent.
+	Inputs func(ctx context.Context, taskID string) (models.TaskInputs, error)
 }
 
 func (w *Worker) changed(taskID string) {
@@ -334,13 +337,25 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read.")
 		return
 	}
+	if w.Inputs != nil {
+		if req.Inputs, err = w.Inputs(ctx, t.ID); err != nil {
+			// The database hiccupped; the claim comes round again at the task's next check.
+			log.Error("sign the task's media for submission", "err", err)
+			return
+		}
+	}
 	st, err := w.pool.Provider.Submit(ctx, cred, req)
 	switch {
 	case err == nil:
 		now := w.clock()
+		// The claim is released here only when there is nothing more to do now. When the answer already
+		// says more (in progress, done, failed), apply acts on it under this claim and releases it: let
+		// go earlier, and another worker could poll the task at the same time and record its steps twice.
+		release := st.State == upstream.StateQueued
 		err := w.db.Tx(ctx, func(tx *gorm.DB) error {
-			res := tx.Exec(`UPDATE tasks SET upstream_task_id = ?, poll_count = 0, next_check_at = ?, lease_owner = NULL, lease_until = NULL,
-				updated_at = ? WHERE id = ? AND status IN ('queued', 'in_progress')`, st.ID, now.Add(w.cfg.PollMin), now, t.ID)
+			res := tx.Exec(`UPDATE tasks SET upstream_task_id = ?, poll_count = 0, next_check_at = ?,
+				lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_until = CASE WHEN ? THEN NULL ELSE lease_until END,
+				updated_at = ? WHERE id = ? AND status IN ('queued', 'in_progress')`, st.ID, now.Add(w.cfg.PollMin), release, release, now, t.ID)
 			if res.Error != nil || res.RowsAffected == 0 {
 				return res.Error
 			}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"videogen/internal/mp4synth"
 )
@@ -54,6 +55,47 @@ type createBody struct {
 	AspectRatio   string          `json:"aspect_ratio"`
 	GenerateAudio bool            `json:"generate_audio"`
 	Watermark     bool            `json:"watermark"`
+	ImageURLs     []string        `json:"image_urls"`
+	VideoURLs     []string        `json:"video_urls"`
+	AudioURLs     []string        `json:"audio_urls"`
+	StartImageURL string          `json:"start_image_url"`
+	EndImageURL   string          `json:"end_image_url"`
+}
+
+// fetchInputs downloads every media URL of a submission, as a real provider does before it generates:
+// a URL it cannot fetch (expired, unknown) makes it refuse the task. It returns the bytes read.
+func fetchInputs(r *http.Request, b createBody) (int64, error) {
+	var urls []string
+	urls = append(urls, b.ImageURLs...)
+	urls = append(urls, b.VideoURLs...)
+	urls = append(urls, b.AudioURLs...)
+	for _, u := range []string{b.StartImageURL, b.EndImageURL} {
+		if u != "" {
+			urls = append(urls, u)
+		}
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	var total int64
+	for _, u := range urls {
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
+		if err != nil {
+			return total, fmt.Errorf("bad media URL %q: %w", u, err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return total, fmt.Errorf("fetch media: %w", err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		total += n
+		if resp.StatusCode != http.StatusOK {
+			return total, fmt.Errorf("fetching a media URL answered HTTP %d", resp.StatusCode)
+		}
+		if err != nil {
+			return total, fmt.Errorf("read media: %w", err)
+		}
+	}
+	return total, nil
 }
 
 func (s *Sim) handleCreate(w http.ResponseWriter, r *http.Request, own string) {
@@ -75,6 +117,11 @@ func (s *Sim) handleCreate(w http.ResponseWriter, r *http.Request, own string) {
 		writeErr(w, http.StatusBadRequest, "content_policy_violation", "the simulator refuses prompts containing [sim:reject]")
 		return
 	}
+	fetched, err := fetchInputs(r, b)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "invalid_media", "the simulator could not fetch an input: "+err.Error())
+		return
+	}
 	d := s.cfg.Duration
 	if strings.Contains(b.Prompt, DirectiveSlow) {
 		d *= 10
@@ -82,7 +129,7 @@ func (s *Sim) handleCreate(w http.ResponseWriter, r *http.Request, own string) {
 	t := &Task{
 		IdemKey: r.Header.Get("Idempotency-Key"), Model: b.Model, Prompt: b.Prompt, Seconds: secs, Size: b.Size,
 		AspectRatio: b.AspectRatio, GenerateAudio: b.GenerateAudio, Watermark: b.Watermark,
-		Duration: d, Fail: strings.Contains(b.Prompt, DirectiveFail),
+		Duration: d, Fail: strings.Contains(b.Prompt, DirectiveFail), InputBytes: fetched,
 	}
 	t, isNew, err := s.create(own, t)
 	if errors.Is(err, errCapacity) {

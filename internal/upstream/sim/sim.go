@@ -56,6 +56,7 @@ type Task struct {
 	CreatedAt     time.Time     `json:"created_at"`
 	Duration      time.Duration `json:"duration"`
 	Fail          bool          `json:"fail"`
+	InputBytes    int64         `json:"input_bytes"` // media fetched from the task's input URLs
 	// Submissions counts POSTs that carried this task's idempotency key (1 unless the client retried).
 	Submissions int  `json:"submissions"`
 	Answered5xx bool `json:"answered_5xx"`

@@ -1,0 +1,30 @@
+package handlers
+
+import (
+	"mime"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/apierr"
+	"videogen/internal/media"
+)
+
+// importFiles answers POST /uploads/v1/import: it fetches each https:// link through the address guard
+// and stores the files like an upload, all or none.
+func (h *handler) importFiles(c *fiber.Ctx) error {
+	mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
+	if err != nil || mt != fiber.MIMEApplicationJSON {
+		return apierr.NotJSON
+	}
+	req, aerr := media.ParseImport(c.Request().Body())
+	if aerr != nil {
+		return aerr
+	}
+	files, fetched, err := h.Media.Import(c.UserContext(), principal(c).AccountID, req, h.Importer)
+	c.Locals(localBytesIn, int64(len(c.Request().Body()))+fetched)
+	if err != nil {
+		return err
+	}
+	c.Locals(localFiles, len(files))
+	return c.JSON(media.NewAnswer(files, media.ImportFields))
+}

@@ -1,0 +1,148 @@
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"videogen/internal/blob"
+)
+
+// versitygwVersion is the S3-compatible server the tests run against (DESIGN §8); the Makefile's
+// test-deps target builds the same version into VersitygwPath.
+const versitygwVersion = "v1.8.0"
+
+// VersitygwPath is where `make test-deps` builds versitygw: $XDG_CACHE_HOME/videogen/versitygw-v1.8.0,
+// with XDG's default of ~/.cache.
+func VersitygwPath() string {
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if !filepath.IsAbs(cache) { // XDG says a relative value is to be ignored
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "videogen", "versitygw-"+versitygwVersion, "versitygw")
+}
+
+// StartS3 runs a real S3-compatible server for the test (versitygw, backed by a temporary folder, on a
+// free loopback port), creates a fresh bucket and returns its settings. The server is stopped when the
+// test ends. The binary is $VERSITYGW, else VersitygwPath, else versitygw on PATH.
+func StartS3(t testing.TB) blob.S3Config {
+	t.Helper()
+	bin := versitygwBinary(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	cfg := blob.S3Config{
+		Endpoint:        "http://" + addr,
+		Bucket:          "test-" + randHex(6),
+		AccessKeyID:     "test" + randHex(8),
+		SecretAccessKey: randHex(20),
+		Region:          "us-east-1", // versitygw's default
+	}
+
+	var out syncBuffer
+	cmd := exec.Command(bin, "--access", cfg.AccessKeyID, "--secret", cfg.SecretAccessKey, "--port", addr, "posix", t.TempDir())
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start versitygw: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	// Registered after t.TempDir, so it runs before the folder is removed.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+
+	probe := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		select {
+		case <-exited:
+			t.Fatalf("versitygw exited before answering (%s): %s", cmd.ProcessState, out.String())
+		default:
+		}
+		// Any HTTP answer (403 for an unsigned request) means it is serving.
+		if resp, err := probe.Get(cfg.Endpoint + "/"); err == nil {
+			_ = resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("versitygw did not answer on %s within 15s: %s", addr, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	client, err := minio.New(addr, &minio.Options{
+		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
+		Region:       cfg.Region,
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region}); err != nil {
+		t.Fatalf("create bucket %s: %v; versitygw said: %s", cfg.Bucket, err, out.String())
+	}
+	return cfg
+}
+
+func versitygwBinary(t testing.TB) string {
+	t.Helper()
+	const missing = "versitygw is not installed: run `make test-deps`"
+	if p := os.Getenv("VERSITYGW"); p != "" {
+		if !isExecutable(p) {
+			t.Fatalf("%s (VERSITYGW=%s is not an executable file)", missing, p)
+		}
+		return p
+	}
+	if p := VersitygwPath(); isExecutable(p) {
+		return p
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p
+	}
+	t.Fatal(missing)
+	return ""
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// syncBuffer collects a child process's output, which os/exec copies from its own goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
