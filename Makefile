@@ -52,6 +52,9 @@ fuzz: ## run each fuzz target for 30 s
 	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime 30s ./internal/videos/
 	$(GO) test -run XXX -fuzz FuzzParseUSD -fuzztime 30s ./billing/
 	$(GO) test -run XXX -fuzz FuzzParseByteRange -fuzztime 30s ./handlers/
+	$(GO) test -run XXX -fuzz FuzzSignerParse -fuzztime 30s ./internal/media/
+	$(GO) test -run XXX -fuzz FuzzParseImport -fuzztime 30s ./internal/media/
+	$(GO) test -run XXX -fuzz FuzzCheckURL -fuzztime 30s ./internal/mediafetch/
 
 vet:
 	$(GO) vet ./...
