@@ -13,6 +13,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
+	"videogen/internal/apierr"
 	"videogen/internal/auth"
 	"videogen/internal/ids"
 	"videogen/models"
@@ -158,6 +159,10 @@ func (h *handler) htmlError(c *fiber.Ctx, err error) error {
 	if errors.As(err, &fe) && fe.Code < 500 {
 		c.Status(fe.Code)
 		return h.render(c, views.ErrorPage(h.viewer(c, ""), fe.Code, "This request could not be handled", fe.Message+". Go back and try again."))
+	}
+	if ae, ok := apierr.As(err); ok && ae.Status < 500 {
+		c.Status(ae.Status)
+		return h.render(c, views.ErrorPage(h.viewer(c, ""), ae.Status, "This request could not be handled", ae.Message+" Go back and try again."))
 	}
 	h.Log.Error("page failed", "request_id", requestID(c), "path", c.Path(), "err", err)
 	c.Status(fiber.StatusInternalServerError)

@@ -103,6 +103,7 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 }
 
 func isAPIPath(p string) bool {
+	p = strings.ToLower(p) // routing ignores case
 	return strings.HasPrefix(p, "/v1/") || p == "/v1" || strings.HasPrefix(p, "/uploads/v1")
 }
 

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +52,8 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 	}
 	body := &uploadBody{r: c.Context().RequestBodyStream(), conn: c.Context().Conn(), start: time.Now(),
 		limit: media.MaxRequestBytes + multipartAllowance}
-	if body.r == nil { // not streamed: fasthttp read a small body whole
-		body.r = c.Context().RequestBodyStream()
+	if body.r == nil { // no body stream (a request with neither a length nor chunks): read what there is
+		body.r = bytes.NewReader(c.Request().Body())
 	}
 	ctx := c.UserContext()
 	batch := h.Media.NewBatch(principal(c).AccountID, media.SourceUpload)
@@ -115,7 +116,7 @@ func uploadReadError(err error) error {
 	case errors.As(err, &ne) && ne.Timeout():
 		return apierr.New(400, "invalid_request", "The upload stopped arriving (nothing for %s, or longer than %s in all); send it again.", uploadIdle, uploadMax)
 	}
-	return apierr.New(400, "invalid_request", "The multipart body could not be read (%s); check that it is well-formed multipart/form-data.", err)
+	return apierr.New(400, "invalid_request", "The multipart body could not be read; check that it is well-formed multipart/form-data and that it was sent whole.")
 }
 
 // uploadBody counts and limits the raw request body and keeps the connection's read deadline moving

@@ -243,3 +243,44 @@ func callRow(t *testing.T, s *testkit.Server, requestID string) models.CallLog {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestUploadWithoutLengthOrChunks: a POST with neither Content-Length nor chunked encoding has no body;
+// it is a 400, never a crash.
+func TestUploadWithoutLengthOrChunks(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	acct := s.NewAccount(t, "0")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /uploads/v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: multipart/form-data; boundary=xyz\r\n\r\n", acct.Key)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 400 {
+		t.Fatalf("got %d %s, want 400", resp.StatusCode, body)
+	}
+}
+
+// TestPageBodyTooLarge: a form over 1 MiB is refused with a 413 page, not a 500.
+func TestPageBodyTooLarge(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n", 2<<20)
+	go func() { _, _ = conn.Write(make([]byte, 64<<10)) }()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 413 || !strings.Contains(string(body), "<html") {
+		t.Fatalf("got %d %s, want a 413 page", resp.StatusCode, body)
+	}
+}

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"bufio"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
@@ -61,6 +62,11 @@ func newImportRig(t *testing.T) *importRig {
 		_, _ = io.Copy(w, testkit.PNGStream(21<<20))
 	})
 	mux.HandleFunc("/missing.png", http.NotFound)
+	mux.HandleFunc("/untyped.png", func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil // no Content-Type at all (Go would otherwise sniff one)
+		_, _ = w.Write(png)
+	})
+	mux.HandleFunc("/empty.png", serve("image/png", nil))
 	mux.HandleFunc("/silent.png", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	mux.HandleFunc("/stall.png", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
@@ -170,6 +176,8 @@ func TestImport(t *testing.T) {
 			{"over 20 MiB, announced", rig.base + "/big.png", "import_failed"},
 			{"over 20 MiB, streamed", rig.base + "/big-chunked.png", "import_failed"},
 			{"404", rig.base + "/missing.png", "import_failed"},
+			{"no content type", rig.base + "/untyped.png", "import_failed"},
+			{"empty file", rig.base + "/empty.png", "import_failed"},
 			{"no answer", rig.base + "/silent.png", "import_failed"},
 			{"body stalls", rig.base + "/stall.png", "import_failed"},
 		}
@@ -206,8 +214,8 @@ func TestImport(t *testing.T) {
 					t.Errorf("%s: got %d %s, want %s", body, r.Status, r.Body, code)
 				}
 			}
-			if r := s.Do(t, "POST", "/uploads/v1/import", acct.Key, strings.Repeat(" ", 2<<20)); r.Status != 413 {
-				t.Errorf("2 MiB import body: %d", r.Status)
+			if status := rawPost(t, s.URL, "/uploads/v1/import", acct.Key, "application/json", 2<<20); status != 413 {
+				t.Errorf("2 MiB import body: %d", status)
 			}
 		})
 	})
@@ -274,4 +282,23 @@ func checkRefused(t *testing.T, s *testkit.Server, r *testkit.Resp, code, param 
 	if files, rows := s.MediaOnDisk(t); files != 0 || rows != 0 {
 		t.Fatalf("a refused import left %d files and %d rows", files, rows)
 	}
+}
+
+// rawPost announces an n-byte body, sends its first 64 KiB and returns the status the server answers
+// with (over a raw connection, so a server that refuses early and closes cannot hide its answer).
+func rawPost(t *testing.T, base, path, key, ctype string, n int) int {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", path, key, ctype, n)
+	go func() { _, _ = conn.Write(make([]byte, 64<<10)) }()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }

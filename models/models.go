@@ -199,6 +199,18 @@ type TaskInputs struct {
 	EndImageURL   string   `json:"end_image_url,omitempty"`
 }
 
+// Count is how many media inputs there are.
+func (in TaskInputs) Count() int {
+	n := len(in.ImageURLs) + len(in.VideoURLs) + len(in.AudioURLs)
+	if in.StartImageURL != "" {
+		n++
+	}
+	if in.EndImageURL != "" {
+		n++
+	}
+	return n
+}
+
 // TaskEvent is one line of a task's log: a status change or a notable step.
 type TaskEvent struct {
 	ID         int64

@@ -105,12 +105,19 @@ func (s *Service) importOne(ctx context.Context, batch *Batch, open Opener, fiel
 		return importError(param, err)
 	}
 	defer resp.Body.Close()
+	if resp.ContentType == "" {
+		return apierr.Field(400, "import_failed", param, "%s: the server did not say what the file is (no usable Content-Type); %s links must serve %s with their content type.", param, kind, kind.Formats())
+	}
 	if resp.ContentLength > kind.MaxBytes() {
 		return apierr.Field(400, "import_failed", param, "%s: the file is %.1f MiB; %s files may be at most %d MiB.", param, float64(resp.ContentLength)/MiB, kind, kind.MaxBytes()/MiB)
 	}
 	err = batch.Add(ctx, Input{Part: field, Param: param, Kind: kind, Declared: resp.ContentType, Origin: origin(resp.URL), Body: resp.Body})
 	if re, ok := AsReadError(err); ok {
 		return importError(param, re.Err)
+	}
+	if ae, ok := apierr.As(err); ok && ae.Status != 413 && ae.Code != "import_failed" && ae.Code != kind.TooManyCode() {
+		// An empty or unreadable file: the remote's fault, reported as the import's.
+		return apierr.Field(400, "import_failed", param, "%s: the server sent %s", param, strings.TrimPrefix(ae.Message, param+" "))
 	}
 	if ae, ok := apierr.As(err); ok && ae.Status == 413 {
 		// Over a size limit while downloading: the remote's file is the problem, not the request.

@@ -30,7 +30,10 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
 	// create that held the rows share-locked (media.Attach).
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var ids []string
+		// In-use files are skipped here too (else a hundred of them would fill every batch for ever);
+		// the UPDATE checks again once the rows are locked.
 		err := tx.Raw("SELECT id FROM media WHERE deleted_at IS NULL AND ((state = ? AND expires_at <= ?) OR (state = ? AND created_at <= ?))"+
+			" AND NOT EXISTS (SELECT 1 FROM task_media tm JOIN tasks t ON t.id = tm.task_id WHERE tm.media_id = media.id AND t.status IN ('queued', 'in_progress'))"+
 			" ORDER BY expires_at LIMIT ?"+lock,
 			models.MediaReady, now, models.MediaPending, now.Add(-StaleUpload), sweepBatch).Scan(&ids).Error
 		if err != nil || len(ids) == 0 {

@@ -177,10 +177,15 @@ func checkType(in Input, sniffed string) error {
 func (b *Batch) Commit(ctx context.Context) ([]File, error) {
 	err := b.s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		for _, m := range b.files {
-			m.State = models.MediaReady
-			if err := tx.Model(m).Select("state", "bytes", "sha256").Updates(m).Error; err != nil {
-				return fmt.Errorf("mark media %s ready: %w", m.ID, err)
+			res := tx.Model(&models.Media{}).Where("id = ? AND state = ? AND deleted_at IS NULL", m.ID, models.MediaPending).
+				Updates(map[string]any{"state": models.MediaReady, "bytes": m.Bytes, "sha256": m.SHA256})
+			if res.Error != nil {
+				return fmt.Errorf("mark media %s ready: %w", m.ID, res.Error)
 			}
+			if res.RowsAffected != 1 { // the janitor took it for a dead upload (an upload over 2 h)
+				return apierr.New(400, "invalid_request", "The upload took too long and its files were removed; send it again.")
+			}
+			m.State = models.MediaReady
 		}
 		return nil
 	})

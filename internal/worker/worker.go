@@ -337,11 +337,16 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read.")
 		return
 	}
-	if w.Inputs != nil {
-		if req.Inputs, err = w.Inputs(ctx, t.ID); err != nil {
+	if w.Inputs != nil && req.Inputs.Count() > 0 {
+		signed, err := w.Inputs(ctx, t.ID)
+		if err != nil {
 			// The database hiccupped; the claim comes round again at the task's next check.
 			log.Error("sign the task's media for submission", "err", err)
 			return
+		}
+		// A task created before media were linked to tasks keeps the URLs it was created with.
+		if signed.Count() > 0 {
+			req.Inputs = signed
 		}
 	}
 	st, err := w.pool.Provider.Submit(ctx, cred, req)
