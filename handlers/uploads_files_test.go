@@ -111,6 +111,7 @@ func TestUploadRefusals(t *testing.T) {
 			{"4 audio files", "", n(4, "audio_files", "a.wav", wav), 400, "too_many_audios", "audio_files"},
 			{"two first frames", "", n(2, "input_reference", "a.png", img), 400, "invalid_request", "input_reference"},
 			{"image over 20 MiB", "", []testkit.Part{testkit.File("image_files", "ok.png", img), {Name: "image_files", Filename: "big.png", Body: testkit.PNGStream(20<<20 + 1)}}, 413, "file_too_large", "image_files[1]"},
+			{"video over 100 MiB", "", []testkit.Part{{Name: "video_files", Filename: "big.mp4", Body: testkit.MP4Stream(100<<20 + 1)}}, 413, "file_too_large", "video_files[0]"},
 			{"audio over 50 MiB", "", []testkit.Part{{Name: "audio_files", Filename: "big.wav", Body: io.MultiReader(strings.NewReader(string(wav)), io.LimitReader(zeroReader{}, 50<<20))}}, 413, "file_too_large", "audio_files[0]"},
 			{"SVG image", "", []testkit.Part{testkit.File("image_files", "x.svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`))}, 415, "unsupported_media_type", "image_files[0]"},
 			{"HTML named .png", "", []testkit.Part{testkit.File("image_files", "x.png", []byte(`<!DOCTYPE html><html><script>alert(1)</script></html>`))}, 415, "unsupported_media_type", "image_files[0]"},
