@@ -34,18 +34,7 @@ func NewVideoID() string { return "video_" + random(24) }
 
 // IsVideoID reports whether s has the shape of a video id ("video_" and 1–64 letters or digits), so
 // malformed ids are refused before any lookup.
-func IsVideoID(s string) bool {
-	rest, ok := strings.CutPrefix(s, "video_")
-	if !ok || len(rest) == 0 || len(rest) > 64 {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		if strings.IndexByte(alphabet, rest[i]) < 0 {
-			return false
-		}
-	}
-	return true
-}
+func IsVideoID(s string) bool { return hasShape(s, "video_") }
 
 // NewAPIKey returns a new API key secret: "vg_" and 40 random characters (~238 bits).
 func NewAPIKey() string { return "vg_" + random(40) }
@@ -67,8 +56,11 @@ func NewMediaID() string { return "file_" + random(24) }
 
 // IsMediaID reports whether s has the shape of a media id, so malformed ids are refused before any
 // lookup.
-func IsMediaID(s string) bool {
-	rest, ok := strings.CutPrefix(s, "file_")
+func IsMediaID(s string) bool { return hasShape(s, "file_") }
+
+// hasShape reports whether s is prefix and 1–64 characters of the id alphabet.
+func hasShape(s, prefix string) bool {
+	rest, ok := strings.CutPrefix(s, prefix)
 	if !ok || len(rest) == 0 || len(rest) > 64 {
 		return false
 	}
