@@ -68,3 +68,28 @@ func postOversized(t *testing.T, base, key string, chunked bool) *testkit.Resp {
 	body, _ := io.ReadAll(resp.Body)
 	return &testkit.Resp{Status: resp.StatusCode, Header: resp.Header, Body: body}
 }
+
+// rawPost announces an n-byte body, sends its first 64 KiB and reads the answer over a raw connection,
+// so a server that refuses early and closes cannot hide its answer behind a failed write.
+func rawPost(t *testing.T, base, path, key, ctype string, n int) *testkit.Resp {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	auth := ""
+	if key != "" {
+		auth = "Authorization: Bearer " + key + "\r\n"
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Type: %s\r\nContent-Length: %d\r\n\r\n", path, auth, ctype, n)
+	go func() { _, _ = conn.Write(make([]byte, 64<<10)) }()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return &testkit.Resp{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}

@@ -103,8 +103,9 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 }
 
 func isAPIPath(p string) bool {
-	p = strings.ToLower(p) // routing ignores case
-	return strings.HasPrefix(p, "/v1/") || p == "/v1" || strings.HasPrefix(p, "/uploads/v1")
+	// Routing ignores case, so this does too (without a lower-cased copy: it runs on every request).
+	hasPrefix := func(prefix string) bool { return len(p) >= len(prefix) && strings.EqualFold(p[:len(prefix)], prefix) }
+	return hasPrefix("/v1/") || strings.EqualFold(p, "/v1") || hasPrefix("/uploads/v1")
 }
 
 func requestID(c *fiber.Ctx) string { return localString(c, localRequestID) }

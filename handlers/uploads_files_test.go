@@ -112,7 +112,7 @@ func TestUploadRefusals(t *testing.T) {
 			{"two first frames", "", n(2, "input_reference", "a.png", img), 400, "invalid_request", "input_reference"},
 			{"image over 20 MiB", "", []testkit.Part{testkit.File("image_files", "ok.png", img), {Name: "image_files", Filename: "big.png", Body: testkit.PNGStream(20<<20 + 1)}}, 413, "file_too_large", "image_files[1]"},
 			{"video over 100 MiB", "", []testkit.Part{{Name: "video_files", Filename: "big.mp4", Body: testkit.MP4Stream(100<<20 + 1)}}, 413, "file_too_large", "video_files[0]"},
-			{"audio over 50 MiB", "", []testkit.Part{{Name: "audio_files", Filename: "big.wav", Body: io.MultiReader(strings.NewReader(string(wav)), io.LimitReader(zeroReader{}, 50<<20))}}, 413, "file_too_large", "audio_files[0]"},
+			{"audio over 50 MiB", "", []testkit.Part{{Name: "audio_files", Filename: "big.wav", Body: io.MultiReader(strings.NewReader(string(wav)), io.LimitReader(testkit.Zeros{}, 50<<20))}}, 413, "file_too_large", "audio_files[0]"},
 			{"SVG image", "", []testkit.Part{testkit.File("image_files", "x.svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`))}, 415, "unsupported_media_type", "image_files[0]"},
 			{"HTML named .png", "", []testkit.Part{testkit.File("image_files", "x.png", []byte(`<!DOCTYPE html><html><script>alert(1)</script></html>`))}, 415, "unsupported_media_type", "image_files[0]"},
 			{"image in the video part", "", []testkit.Part{testkit.File("video_files", "x.mp4", img)}, 415, "unsupported_media_type", "video_files[0]"},
@@ -150,20 +150,9 @@ func TestUploadRefusals(t *testing.T) {
 		})
 		t.Run("announced body over 300 MiB", func(t *testing.T) {
 			// Refused from the headers: only the first bytes of the body are sent.
-			conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			fmt.Fprintf(conn, "POST /uploads/v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: multipart/form-data; boundary=xyz\r\nContent-Length: %d\r\n\r\n", acct.Key, 302<<20)
-			_, _ = conn.Write(make([]byte, 64<<10))
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 413 || !strings.Contains(string(body), `"request_too_large"`) {
-				t.Fatalf("got %d %s", resp.StatusCode, body)
+			r := rawPost(t, s.URL, "/uploads/v1/files", acct.Key, "multipart/form-data; boundary=xyz", 302<<20)
+			if r.Status != 413 || !strings.Contains(string(r.Body), `"request_too_large"`) {
+				t.Fatalf("got %d %s", r.Status, r.Body)
 			}
 		})
 	})
@@ -188,13 +177,6 @@ func TestUploadOverRequestLimitWhileStreaming(t *testing.T) {
 	if files, rows := s.MediaOnDisk(t); files != 0 || rows != 0 {
 		t.Fatalf("a refused upload left %d files and %d rows", files, rows)
 	}
-}
-
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
 }
 
 func errorParam(r *testkit.Resp) string {
@@ -269,19 +251,8 @@ func TestUploadWithoutLengthOrChunks(t *testing.T) {
 // TestPageBodyTooLarge: a form over 1 MiB is refused with a 413 page, not a 500.
 func TestPageBodyTooLarge(t *testing.T) {
 	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
-	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /signin HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n", 2<<20)
-	go func() { _, _ = conn.Write(make([]byte, 64<<10)) }()
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 413 || !strings.Contains(string(body), "<html") {
-		t.Fatalf("got %d %s, want a 413 page", resp.StatusCode, body)
+	r := rawPost(t, s.URL, "/signin", "", "application/x-www-form-urlencoded", 2<<20)
+	if r.Status != 413 || !strings.Contains(string(r.Body), "<html") {
+		t.Fatalf("got %d %s, want a 413 page", r.Status, r.Body)
 	}
 }

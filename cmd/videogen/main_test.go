@@ -84,29 +84,11 @@ func run(t *testing.T, dir string, env map[string]string, args ...string) (strin
 	return out.String(), errb.String(), code
 }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // process is a running `videogen serve`.
 type process struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *lockedBuffer
+	stderr *testkit.LockedBuffer
 	exited chan struct{} // closed when the process has exited; err is then set
 	err    error
 }
@@ -117,7 +99,7 @@ func serve(t *testing.T, dir string, env map[string]string) *process {
 	env["ADDR"] = addr
 	cmd := exec.Command(bin)
 	cmd.Dir, cmd.Env = dir, environ(env)
-	errb := &lockedBuffer{}
+	errb := &testkit.LockedBuffer{}
 	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -445,7 +427,7 @@ func TestStandaloneSimulator(t *testing.T) {
 	simAddr := freeAddr(t)
 	simCmd := exec.Command(bin, "upstream-sim", "--addr", simAddr, "--keys", "up-key-1,up-key-2")
 	simCmd.Dir, simCmd.Env = dir, environ(map[string]string{"SIM_DURATION": "300ms", "SIM_DATA_DIR": filepath.Join(dir, "upstream")})
-	simErr := &lockedBuffer{}
+	simErr := &testkit.LockedBuffer{}
 	simCmd.Stderr = simErr
 	if err := simCmd.Start(); err != nil {
 		t.Fatal(err)

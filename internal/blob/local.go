@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Local stores files under a folder on local disk.
@@ -25,9 +24,8 @@ func NewLocal(dir string) (*Local, error) {
 }
 
 func (l *Local) path(key string) (string, error) {
-	clean := filepath.Clean("/" + key)
-	if key == "" || strings.Contains(key, "..") || clean != "/"+key {
-		return "", fmt.Errorf("invalid blob key %q", key)
+	if err := checkKey(key); err != nil {
+		return "", err
 	}
 	return filepath.Join(l.root, filepath.FromSlash(key)), nil
 }

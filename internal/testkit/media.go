@@ -71,18 +71,19 @@ var mp4Head = []byte("\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2")
 // MP4Stream returns a reader of an n-byte file that is an MP4 by its bytes (an ftyp box, then filler):
 // large uploads are generated while they are sent, never held in memory.
 func MP4Stream(n int64) io.Reader {
-	return io.MultiReader(bytes.NewReader(mp4Head), io.LimitReader(zeros{}, n-int64(len(mp4Head))))
+	return io.MultiReader(bytes.NewReader(mp4Head), io.LimitReader(Zeros{}, n-int64(len(mp4Head))))
 }
 
 // PNGStream is MP4Stream for a PNG signature: an n-byte file whose type is image/png.
 func PNGStream(n int64) io.Reader {
 	head := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x02\x00\x00\x00\x90\x91\x68\x36")
-	return io.MultiReader(bytes.NewReader(head), io.LimitReader(zeros{}, n-int64(len(head))))
+	return io.MultiReader(bytes.NewReader(head), io.LimitReader(Zeros{}, n-int64(len(head))))
 }
 
-type zeros struct{}
+// Zeros reads as an endless run of zero bytes (filler for generated files).
+type Zeros struct{}
 
-func (zeros) Read(p []byte) (int, error) {
+func (Zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }

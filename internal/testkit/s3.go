@@ -1,14 +1,12 @@
 package testkit
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +51,7 @@ func StartS3(t testing.TB) blob.S3Config {
 		Region:          "us-east-1", // versitygw's default
 	}
 
-	var out syncBuffer
+	var out LockedBuffer
 	cmd := exec.Command(bin, "--access", cfg.AccessKeyID, "--secret", cfg.SecretAccessKey, "--port", addr, "posix", t.TempDir())
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -127,22 +125,4 @@ func versitygwBinary(t testing.TB) string {
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
-}
-
-// syncBuffer collects a child process's output, which os/exec copies from its own goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
