@@ -13,6 +13,7 @@ import (
 	"videogen/internal/apierr"
 	"videogen/internal/apikeys"
 	"videogen/internal/ids"
+	"videogen/internal/lingerclose"
 	"videogen/models"
 )
 
@@ -109,7 +110,7 @@ func (h *handler) limitBody(c *fiber.Ctx) error {
 	switch {
 	case n > MaxJSONBody:
 		c.Locals(localBytesIn, int64(n))
-		c.Context().SetConnectionClose() // the body is not read: it must not be taken for the next request
+		closeUnread(c)
 		return apierr.RequestTooBig
 	case n >= 0 || !req.IsBodyStream():
 		// A body of announced length within the limit has been read whole already.
@@ -122,7 +123,7 @@ func (h *handler) limitBody(c *fiber.Ctx) error {
 		return apierr.New(400, "invalid_request", "The request body could not be read; send it again.")
 	}
 	if len(body) > MaxJSONBody {
-		c.Context().SetConnectionClose()
+		closeUnread(c)
 		return apierr.RequestTooBig
 	}
 	req.SetBody(body)
@@ -140,7 +141,7 @@ func (h *handler) closeIfBodyUnread(c *fiber.Ctx) error {
 			_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 		}
 		if n, derr := io.Copy(io.Discard, io.LimitReader(rest, drainLimit+1)); derr != nil || n > drainLimit {
-			c.Context().SetConnectionClose()
+			closeUnread(c)
 		}
 	}
 	return err
@@ -148,6 +149,14 @@ func (h *handler) closeIfBodyUnread(c *fiber.Ctx) error {
 
 // drainLimit is how much of an unread body is read after the answer to keep the connection.
 const drainLimit = 256 << 10
+
+// closeUnread ends the connection after this answer, leaving the rest of the request's body unread: it
+// must never be taken for the next request. The close is graceful (lingerclose), so the client reads
+// the answer instead of a connection reset.
+func closeUnread(c *fiber.Ctx) {
+	c.Context().SetConnectionClose()
+	lingerclose.Mark(c.Context().Conn())
+}
 
 // limitPageBody is limitBody for pages and forms; API routes apply limitBody inside their groups, after
 // the call log is set up, so a refused body is logged.

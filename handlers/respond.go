@@ -10,6 +10,7 @@ import (
 
 	"videogen/internal/apierr"
 	"videogen/internal/ids"
+	"videogen/internal/lingerclose"
 	"videogen/internal/storetext"
 	"videogen/models"
 )
@@ -82,6 +83,9 @@ func (h *handler) apiError(c *fiber.Ctx, err error) error {
 func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 	first := c.Locals(localRequestID) == nil
 	if first {
+		// fasthttp refused the request while reading it (a header over its buffer, a malformed line) and
+		// closes the connection after this answer with the rest unread.
+		lingerclose.Mark(c.Context().Conn())
 		rid := ids.NewRequestID()
 		c.Locals(localRequestID, rid)
 		c.Set("X-Request-Id", rid)

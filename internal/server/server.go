@@ -31,6 +31,7 @@ import (
 	"videogen/internal/calllog"
 	"videogen/internal/config"
 	"videogen/internal/db"
+	"videogen/internal/lingerclose"
 	"videogen/internal/mail"
 	"videogen/internal/media"
 	"videogen/internal/mediafetch"
@@ -295,9 +296,10 @@ func simSecrets(dir string, n int) ([]string, error) {
 	return secrets, nil
 }
 
-// Serve answers HTTP on ln until Shutdown.
+// Serve answers HTTP on ln until Shutdown. Connections whose request body is refused unread are closed
+// gracefully, so the client gets the refusal (lingerclose).
 func (s *Server) Serve(ln net.Listener) error {
-	return s.App.Listener(ln)
+	return s.App.Listener(lingerclose.NewListener(ln))
 }
 
 // Shutdown stops gracefully: no new requests, in-flight requests finish, the call log and queued e-mails

@@ -1,0 +1,111 @@
+// Package lingerclose closes HTTP server connections the way RFC 9112 §9.6 asks when a request's body
+// was not read: the answer is sent, the server stops sending (a FIN, not a reset), and it keeps reading
+// and discarding what the client still sends for a bounded time and size before it closes.
+//
+// Closing a TCP socket that has unread bytes, or that receives bytes after it closed, makes the kernel
+// answer with a reset, and a reset makes the client's kernel drop whatever it had not yet handed to the
+// client — often the very answer that explained why the body was refused (413, 431, 401). Go's net/http
+// server lingers the same way (closeWriteAndWait); fasthttp, under Fiber, closes at once.
+package lingerclose
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// Bounds of one lingering close. They follow nginx's lingering_time and lingering_timeout: a client that
+// keeps sending is read for at most Total, one that goes quiet is given up after Idle, and no more than
+// Bytes are read in all.
+const (
+	Total = 30 * time.Second
+	Idle  = 5 * time.Second
+	Bytes = 64 << 20
+)
+
+// maxLingering bounds the connections lingering at once; past it a connection is closed at once, so a
+// flood of refused requests cannot pile up goroutines.
+const maxLingering = 4096
+
+// Listener hands out connections that can be marked to linger when they close.
+type Listener struct {
+	net.Listener
+	lingering atomic.Int64
+}
+
+// NewListener wraps ln.
+func NewListener(ln net.Listener) *Listener { return &Listener{Listener: ln} }
+
+// Accept waits for the next connection.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{Conn: c, l: l}, nil
+}
+
+// Lingering is how many connections are being closed gracefully right now.
+func (l *Listener) Lingering() int64 { return l.lingering.Load() }
+
+// Conn is an accepted connection; Close lingers when the connection was marked.
+type Conn struct {
+	net.Conn
+	l      *Listener
+	linger atomic.Bool
+	closed atomic.Bool
+}
+
+// Mark asks for c to linger when it closes, because the server is about to answer without having read
+// the whole request. Connections that are not from a Listener (a TLS wrapper, a test's pipe) are left
+// as they are.
+func Mark(c net.Conn) {
+	if lc, ok := c.(*Conn); ok {
+		lc.linger.Store(true)
+	}
+}
+
+// Close closes at once, or — for a marked connection — half-closes, drains in the background and then
+// closes. It returns at once either way, so the server's worker is never held.
+func (c *Conn) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	tcp, ok := c.Conn.(interface{ CloseWrite() error })
+	if !c.linger.Load() || !ok {
+		return c.Conn.Close()
+	}
+	if c.l.lingering.Add(1) > maxLingering {
+		c.l.lingering.Add(-1)
+		return c.Conn.Close()
+	}
+	if err := tcp.CloseWrite(); err != nil {
+		c.l.lingering.Add(-1)
+		return c.Conn.Close()
+	}
+	go c.drain()
+	return nil
+}
+
+// drain reads and discards until the client closes its side, goes quiet, or a bound is reached.
+func (c *Conn) drain() {
+	defer c.l.lingering.Add(-1)
+	defer c.Conn.Close()
+	end := time.Now().Add(Total)
+	buf := make([]byte, 32<<10)
+	var n int64
+	for n < Bytes {
+		deadline := time.Now().Add(Idle)
+		if deadline.After(end) {
+			deadline = end
+		}
+		if c.Conn.SetReadDeadline(deadline) != nil {
+			return
+		}
+		k, err := c.Conn.Read(buf)
+		n += int64(k)
+		if err != nil {
+			return
+		}
+	}
+}
