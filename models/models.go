@@ -247,3 +247,26 @@ type CallLog struct {
 	BytesIn              int64
 	Files                int
 }
+
+// MailOutbox is one e-mail on its way: written with the event that causes it, sent by the delivery
+// worker. The body (text and HTML) is sealed with a key derived from APP_SECRET, since it carries
+// one-time links, and blanked once the message is sent or given up.
+type MailOutbox struct {
+	ID             int64
+	Kind           string
+	Recipient      string
+	Subject        string
+	SealedBody     []byte
+	IdempotencyKey string
+	Attempts       int
+	CreatedAt      time.Time
+	NextAttemptAt  time.Time
+	LeaseOwner     *string
+	LeaseUntil     *time.Time
+	SentAt         *time.Time
+	FailedAt       *time.Time
+	LastError      string
+}
+
+// TableName is fixed: an outbox is one thing.
+func (MailOutbox) TableName() string { return "mail_outbox" }

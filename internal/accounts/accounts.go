@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -50,10 +51,28 @@ type NewUser struct {
 	PasswordHash string
 	Role         string
 	Verified     bool
+	// TermsAcceptedAt records when the person accepted the terms (the sign-up form); nil for operators'
+	// users.
+	TermsAcceptedAt *time.Time
 }
 
 // Create makes a user and the account it owns, in one transaction.
 func Create(ctx context.Context, d *db.DB, n NewUser) (*models.User, error) {
+	var u *models.User
+	err := d.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		u, err = CreateIn(tx, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// CreateIn makes a user and the account it owns inside tx, so that what else the caller writes (a sign-up's
+// verification link and its e-mail) commits with them or not at all.
+func CreateIn(tx *gorm.DB, n NewUser) (*models.User, error) {
 	email, err := NormalizeEmail(n.Email)
 	if err != nil {
 		return nil, err
@@ -72,26 +91,20 @@ func Create(ctx context.Context, d *db.DB, n NewUser) (*models.User, error) {
 		}
 	}
 	now := db.Now()
-	u := &models.User{Email: email, PasswordHash: hash, Role: role, CreatedAt: now, UpdatedAt: now}
+	u := &models.User{Email: email, PasswordHash: hash, Role: role, TermsAcceptedAt: n.TermsAcceptedAt, CreatedAt: now, UpdatedAt: now}
 	if n.Verified {
 		u.EmailVerifiedAt = &now
 	}
-	err = d.Tx(ctx, func(tx *gorm.DB) error {
-		acct := &models.Account{Name: email, CreatedAt: now, UpdatedAt: now}
-		if err := tx.Create(acct).Error; err != nil {
-			return fmt.Errorf("create account: %w", err)
+	acct := &models.Account{Name: email, CreatedAt: now, UpdatedAt: now}
+	if err := tx.Create(acct).Error; err != nil {
+		return nil, fmt.Errorf("create account: %w", err)
+	}
+	u.AccountID = acct.ID
+	if err := tx.Create(u).Error; err != nil {
+		if db.IsUniqueViolation(err) {
+			return nil, ErrEmailTaken
 		}
-		u.AccountID = acct.ID
-		if err := tx.Create(u).Error; err != nil {
-			if db.IsUniqueViolation(err) {
-				return ErrEmailTaken
-			}
-			return fmt.Errorf("create user: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create user: %w", err)
 	}
 	return u, nil
 }

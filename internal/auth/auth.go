@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"videogen/internal/accounts"
 	"videogen/internal/db"
 	"videogen/internal/ratelimit"
@@ -49,11 +51,13 @@ func humanWait(d time.Duration) string {
 // FieldErrors maps a form field to what is wrong with it.
 type FieldErrors map[string]string
 
-// Notifier sends the e-mails auth needs; the link already carries the token.
+// Notifier queues the e-mails auth needs, inside the transaction that issues their link (the link already
+// carries the token), and is woken once that transaction commits.
 type Notifier interface {
-	VerifyEmail(ctx context.Context, to, link string, tokenID int64) error
-	ResetPassword(ctx context.Context, to, link string, tokenID int64) error
-	AlreadyRegistered(ctx context.Context, to, signInLink, resetLink string) error
+	VerifyEmail(tx *gorm.DB, to, link string) error
+	ResetPassword(tx *gorm.DB, to, link string) error
+	AlreadyRegistered(tx *gorm.DB, to, signInLink, resetLink string) error
+	Wake()
 }
 
 // Throttles are the limiters of the actions that can be abused.

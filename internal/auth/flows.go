@@ -51,25 +51,37 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 	if _, err := accounts.ByEmail(ctx, s.DB, email); err == nil {
 		return nil, s.noticeExisting(ctx, email)
 	}
+	// Counted against the address's e-mail budget, but never refused: a new address has had no mail from
+	// us, and a refusal here would answer differently from the registered-address path.
+	_ = allow(ctx, s.Throttle.Mail, email)
+	// The user, the verification link and its e-mail commit together: a crash leaves all or nothing.
 	now := s.now()
-	u, err := accounts.Create(ctx, s.DB, accounts.NewUser{Email: email, PasswordHash: hash})
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		u, err := accounts.CreateIn(tx, accounts.NewUser{Email: email, PasswordHash: hash, TermsAcceptedAt: &now})
+		if err != nil {
+			return err
+		}
+		return s.queueVerification(tx, u)
+	})
 	if errors.Is(err, accounts.ErrEmailTaken) {
 		return nil, s.noticeExisting(ctx, email) // a concurrent sign-up won
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := s.DB.W.WithContext(ctx).Model(u).Update("terms_accepted_at", now).Error; err != nil {
-		return nil, fmt.Errorf("record terms acceptance: %w", err)
-	}
-	return nil, s.SendVerification(ctx, u)
+	s.Notify.Wake()
+	return nil, nil
 }
 
 func (s *Service) noticeExisting(ctx context.Context, email string) error {
 	if allow(ctx, s.Throttle.Mail, email) != nil {
 		return nil // already told recently; stay silent rather than flood the inbox
 	}
-	return s.Notify.AlreadyRegistered(ctx, email, s.BaseURL+"/signin", s.BaseURL+"/password/forgot")
+	if err := s.Notify.AlreadyRegistered(s.DB.W.WithContext(ctx), email, s.BaseURL+"/signin", s.BaseURL+"/password/forgot"); err != nil {
+		return err
+	}
+	s.Notify.Wake()
+	return nil
 }
 
 // SignIn checks an e-mail and password and returns the user; it is throttled per address and per IP.
@@ -110,11 +122,20 @@ func (s *Service) SendVerification(ctx context.Context, u *models.User) error {
 	if err := allow(ctx, s.Throttle.Mail, u.Email); err != nil {
 		return err
 	}
-	raw, id, err := s.issueToken(ctx, u.ID, models.PurposeVerify, VerifyTTL)
+	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.queueVerification(tx, u) }); err != nil {
+		return err
+	}
+	s.Notify.Wake()
+	return nil
+}
+
+// queueVerification issues a verification link and queues its e-mail in tx.
+func (s *Service) queueVerification(tx *gorm.DB, u *models.User) error {
+	raw, err := s.issueToken(tx, u.ID, models.PurposeVerify, VerifyTTL)
 	if err != nil {
 		return err
 	}
-	return s.Notify.VerifyEmail(ctx, u.Email, s.BaseURL+"/verify?token="+raw, id)
+	return s.Notify.VerifyEmail(tx, u.Email, s.BaseURL+"/verify?token="+raw)
 }
 
 // CheckVerifyToken reports whether a verification link is still good, without spending it.
@@ -155,16 +176,24 @@ func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	if allow(ctx, s.Throttle.Mail, u.Email) != nil {
 		return nil
 	}
-	// Only the newest link works: older ones are spent.
-	if err := s.DB.W.WithContext(ctx).Model(&models.EmailToken{}).
-		Where("user_id = ? AND purpose = ? AND used_at IS NULL", u.ID, models.PurposeReset).Update("used_at", s.now()).Error; err != nil {
-		return fmt.Errorf("retire old reset links: %w", err)
-	}
-	raw, id, err := s.issueToken(ctx, u.ID, models.PurposeReset, ResetTTL)
+	// Only the newest link works: older ones are spent in the transaction that issues it and queues its
+	// e-mail.
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Model(&models.EmailToken{}).Where("user_id = ? AND purpose = ? AND used_at IS NULL", u.ID, models.PurposeReset).
+			Update("used_at", s.now()).Error; err != nil {
+			return fmt.Errorf("retire old reset links: %w", err)
+		}
+		raw, err := s.issueToken(tx, u.ID, models.PurposeReset, ResetTTL)
+		if err != nil {
+			return err
+		}
+		return s.Notify.ResetPassword(tx, u.Email, s.BaseURL+"/password/reset?token="+raw)
+	})
 	if err != nil {
 		return err
 	}
-	return s.Notify.ResetPassword(ctx, u.Email, s.BaseURL+"/password/reset?token="+raw, id)
+	s.Notify.Wake()
+	return nil
 }
 
 // CheckResetToken reports whether a reset link is still good, before the form is shown.

@@ -18,15 +18,16 @@ const (
 	ResetTTL  = time.Hour
 )
 
-// issueToken makes a single-use link token for a user and returns it with its row id.
-func (s *Service) issueToken(ctx context.Context, userID int64, purpose string, ttl time.Duration) (string, int64, error) {
+// issueToken makes a single-use link token for a user inside tx (the transaction that also queues the
+// e-mail carrying it) and returns it.
+func (s *Service) issueToken(tx *gorm.DB, userID int64, purpose string, ttl time.Duration) (string, error) {
 	raw := ids.NewToken(43)
 	now := s.now()
 	row := &models.EmailToken{UserID: userID, Purpose: purpose, TokenHash: hashToken(raw), CreatedAt: now, ExpiresAt: now.Add(ttl)}
-	if err := s.DB.W.WithContext(ctx).Create(row).Error; err != nil {
-		return "", 0, fmt.Errorf("issue %s token: %w", purpose, err)
+	if err := tx.Create(row).Error; err != nil {
+		return "", fmt.Errorf("issue %s token: %w", purpose, err)
 	}
-	return raw, row.ID, nil
+	return raw, nil
 }
 
 // peekToken returns the user of a valid, unused token without using it up.

@@ -61,13 +61,17 @@ type Server struct {
 	// (see Options).
 	Mail mail.Sender
 
-	mailQueue    *mail.Queue
+	Outbox *mail.Outbox
+
 	limits       *ratelimit.Store
 	simServer    *http.Server
 	pprofServer  *http.Server
 	workerCancel context.CancelFunc
 	workerDone   chan struct{}
-	closeOnce    sync.Once
+	// Housekeeping that runs on every instance, workers or not: e-mail delivery and the storage janitor.
+	chores     sync.WaitGroup
+	choresStop context.CancelFunc
+	closeOnce  sync.Once
 }
 
 // New builds the service from cfg: it opens and migrates the database and starts the background parts
@@ -155,8 +159,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		}
 	}
 	throttles := auth.NewThrottles(s.limits)
-	s.mailQueue = mail.NewQueue(s.Mail, log.With("part", "mail"))
-	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Mail: s.mailQueue}, BaseURL: cfg.PublicBaseURL, Throttle: throttles}
+	s.Outbox, err = mail.NewOutbox(d, s.Mail, log.With("part", "mail"), mail.OutboxConfig{Owner: cfg.WorkerID, Lease: cfg.LeaseDuration, Secrets: cfg.Secrets()})
+	if err != nil {
+		return nil, err
+	}
+	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Outbox: s.Outbox}, BaseURL: cfg.PublicBaseURL, Throttle: throttles}
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
@@ -176,19 +183,23 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.pprofServer = &http.Server{Addr: cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = s.pprofServer.ListenAndServe() }()
 	}
+	cctx, stop := context.WithCancel(context.Background())
+	s.choresStop = stop
+	s.chores.Add(2)
+	go func() {
+		defer s.chores.Done()
+		s.Outbox.Run(cctx)
+	}()
+	go func() {
+		defer s.chores.Done()
+		s.Media.RunJanitor(cctx, cfg.MediaSweepEvery)
+	}()
 	if cfg.Workers {
 		wctx, cancel := context.WithCancel(context.Background())
 		s.workerCancel, s.workerDone = cancel, make(chan struct{})
 		go func() {
 			defer close(s.workerDone)
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.Media.RunJanitor(wctx, cfg.MediaSweepEvery)
-			}()
 			s.Worker.Run(wctx)
-			wg.Wait()
 		}()
 	}
 	ok = true
@@ -334,10 +345,15 @@ func (s *Server) Close(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("flush call log: %w", err))
 			}
 		}
-		if s.mailQueue != nil {
-			if err := s.mailQueue.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("send queued e-mails: %w", err))
+		if s.Outbox != nil {
+			// Unsent messages stay in the outbox for the next start or another instance.
+			if err := s.Outbox.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("finish the e-mail in hand: %w", err))
 			}
+		}
+		if s.choresStop != nil {
+			s.choresStop()
+			s.chores.Wait()
 		}
 		if s.workerCancel != nil {
 			s.workerCancel()

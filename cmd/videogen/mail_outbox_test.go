@@ -1,0 +1,119 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// deliveringResend is a stand-in for Resend's API that holds the first request it gets until released (a
+// send in flight when the server dies) and answers the others. Like Resend, it delivers a message once
+// per idempotency key.
+type deliveringResend struct {
+	mu        sync.Mutex
+	attempts  []string            // idempotency key of every request, in order
+	delivered map[string][]string // recipient → keys delivered
+	hold      chan struct{}       // closed to release the first request
+	held      chan string         // receives the first request's key
+}
+
+func (f *deliveringResend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		To []string `json:"to"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	key := r.Header.Get("Idempotency-Key")
+	f.mu.Lock()
+	f.attempts = append(f.attempts, key)
+	first := len(f.attempts) == 1
+	f.mu.Unlock()
+	if first {
+		f.held <- key
+		<-f.hold
+		return // the server that sent it is gone by now
+	}
+	f.mu.Lock()
+	if len(body.To) == 1 && !contains(f.delivered[body.To[0]], key) {
+		f.delivered[body.To[0]] = append(f.delivered[body.To[0]], key)
+	}
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"id":"4ef9a417-02e9-4d39-ad75-9611e0fcc33c"}`))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *deliveringResend) deliveredTo(to string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.delivered[to]...)
+}
+
+// TestQueuedMailSurvivesACrash: the verification e-mail of a sign-up is in flight to the mail provider
+// when the server is killed with SIGKILL; after a restart it is delivered, once, with the same
+// idempotency key, and its link works.
+func TestQueuedMailSurvivesACrash(t *testing.T) {
+	fake := &deliveringResend{delivered: map[string][]string{}, hold: make(chan struct{}), held: make(chan string, 1)}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	defer close(fake.hold)
+	dir := t.TempDir()
+	env := map[string]string{"RESEND_API_KEY": "re_test_key_123", "RESEND_API_BASE": srv.URL, "LEASE_DURATION": "1s", "LOG_LEVEL": "warn"}
+	p := serve(t, dir, env)
+	const email = "crash-mail@example.com"
+	signUpThroughForm(t, p.url, email)
+	var firstKey string
+	select {
+	case firstKey = <-fake.held:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the verification e-mail never reached the provider:\n%s", p.stderr.String())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+
+	p = serve(t, dir, env)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(fake.deliveredTo(email)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the e-mail was not delivered after the restart:\n%s", p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := fake.deliveredTo(email); len(got) != 1 || got[0] != firstKey {
+		t.Fatalf("delivered with keys %v; want exactly the key of the attempt cut by the crash, %q", got, firstKey)
+	}
+	// The outbox row is done, so no later round sends it again.
+	signUpThroughForm(t, p.url, "someone-else@example.com") // wakes the outbox for a new round
+	deadline = time.Now().Add(10 * time.Second)
+	for len(fake.deliveredTo("someone-else@example.com")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	fake.mu.Lock()
+	n := 0
+	for _, k := range fake.attempts {
+		if k == firstKey {
+			n++
+		}
+	}
+	fake.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("the crashed e-mail was attempted %d times, want 2 (the cut attempt and one after the restart)", n)
+	}
+	if strings.Contains(p.stderr.String(), "re_test_key_123") {
+		t.Fatal("the Resend key reached the log")
+	}
+}
