@@ -96,6 +96,10 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 		return h.htmlError(c, err)
 	}
 	rerr := h.apiError(c, err)
+	if first {
+		// No middleware ran, so the access log has not seen this request either.
+		h.logAccess(c, c.Context().Time())
+	}
 	if first && isAPIPath(c.Path()) {
 		h.CallLog.Record(models.CallLog{
 			At: h.Now().UTC().Truncate(time.Microsecond), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),

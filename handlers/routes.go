@@ -88,7 +88,7 @@ func New(d Deps) *fiber.App {
 		IdleTimeout:                  120 * time.Second,
 		ErrorHandler:                 h.lastResortError,
 	})
-	app.Use(h.requestID, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), helmet.New(securityHeaders), h.limitPageBody)
+	app.Use(h.requestID, h.accessLog, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), helmet.New(securityHeaders), h.limitPageBody)
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 
 	app.Get("/healthz", h.healthz)
