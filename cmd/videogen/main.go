@@ -22,6 +22,7 @@ import (
 	"videogen/billing"
 	"videogen/internal/accounts"
 	"videogen/internal/apikeys"
+	"videogen/internal/auth"
 	"videogen/internal/config"
 	"videogen/internal/db"
 	"videogen/internal/server"
@@ -94,19 +95,25 @@ func serve(ctx context.Context) error {
 
 // openDB opens and migrates the database the server uses, for the operator commands.
 func openDB(ctx context.Context) (*db.DB, error) {
+	_, d, err := openConfigDB(ctx)
+	return d, err
+}
+
+// openConfigDB is openDB for a command that also needs the settings (PUBLIC_BASE_URL for links).
+func openConfigDB(ctx context.Context) (*config.Config, *db.DB, error) {
 	cfg, err := config.Load(nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := d.Migrate(ctx); err != nil {
 		_ = d.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return d, nil
+	return cfg, d, nil
 }
 
 // openUser opens the database and finds the user with this e-mail; the caller closes the database.
@@ -152,9 +159,9 @@ func accountsCmd() *cobra.Command {
 	var email, password, role string
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "create a verified user and its account",
+		Short: "create a verified user and its account; without --password, prints a one-time link to choose one",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := openDB(cmd.Context())
+			cfg, d, err := openConfigDB(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -163,12 +170,24 @@ func accountsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created %s user %s (account %d)\n", u.Role, u.Email, u.AccountID)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "created %s user %s (account %d)\n", u.Role, u.Email, u.AccountID)
+			if password != "" {
+				return nil
+			}
+			// Without a password nobody could sign in to the console: hand the operator a link for the
+			// person to choose one. The link is a secret, so it goes to stdout only, never to a log.
+			a := &auth.Service{DB: d, BaseURL: cfg.PublicBaseURL}
+			link, err := a.SetPasswordLink(cmd.Context(), u.ID)
+			if err != nil {
+				return fmt.Errorf("%s was created, but without a link to choose a password (use \"Forgot your password?\" on the sign-in page): %w", u.Email, err)
+			}
+			fmt.Fprintf(out, "To choose a console password, open this link; it works once, for %d hours:\n%s\n", int(auth.SetPasswordTTL.Hours()), link)
 			return nil
 		},
 	}
 	create.Flags().StringVar(&email, "email", "", "e-mail address (required)")
-	create.Flags().StringVar(&password, "password", "", "password for the console (optional, at least 10 characters)")
+	create.Flags().StringVar(&password, "password", "", "password for the console (optional, at least 10 characters; without it a one-time link to choose one is printed)")
 	create.Flags().StringVar(&role, "role", models.RoleMember, "member, support or admin")
 	_ = create.MarkFlagRequired("email")
 	c.AddCommand(create)

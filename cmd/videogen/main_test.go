@@ -93,10 +93,15 @@ type process struct {
 	err    error
 }
 
+// serve starts `videogen serve` in dir on env["ADDR"], or on a free loopback port when that is unset
+// (a test sets it when PUBLIC_BASE_URL must name the server).
 func serve(t *testing.T, dir string, env map[string]string) *process {
 	t.Helper()
-	addr := freeAddr(t)
-	env["ADDR"] = addr
+	addr := env["ADDR"]
+	if addr == "" {
+		addr = freeAddr(t)
+		env["ADDR"] = addr
+	}
 	cmd := exec.Command(bin)
 	cmd.Dir, cmd.Env = dir, environ(env)
 	errb := &testkit.LockedBuffer{}
@@ -173,8 +178,8 @@ func TestCLI(t *testing.T) {
 		dir := t.TempDir()
 		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "10m"} // the task stays reserved while the balances are read
 		out, stderr, code := run(t, dir, env, "accounts", "create", "--email", "Ada@Example.com", "--password", "correct horse battery", "--role", "admin")
-		if code != 0 || !strings.Contains(out, "admin user ada@example.com") {
-			t.Fatalf("accounts create: %d %q %q", code, out, stderr)
+		if code != 0 || !strings.Contains(out, "admin user ada@example.com") || strings.Contains(out, "/password/reset") {
+			t.Fatalf("accounts create: %d %q %q (with --password, no set-password link)", code, out, stderr)
 		}
 		key, stderr, code := run(t, dir, env, "keys", "create", "--email", "ada@example.com", "--name", "ci")
 		key = strings.TrimSpace(key)
@@ -624,4 +629,116 @@ func TestShutdownWithABusyConnection(t *testing.T) {
 	if rows != 5 {
 		t.Fatalf("%d call-log rows after the shutdown, want 5:\n%s", rows, p.stderr.String())
 	}
+}
+
+// TestCLIAccountWithoutPassword: `accounts create` without --password prints a one-time link (valid 24 h)
+// with which the person chooses a console password and signs in; the link works once and never reaches
+// stderr.
+func TestCLIAccountWithoutPassword(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		dir := t.TempDir()
+		addr := freeAddr(t)
+		base := "http://" + addr
+		env := map[string]string{"DATABASE_URL": dbURL, "ADDR": addr, "PUBLIC_BASE_URL": base, "WORKERS": "false"}
+		serve(t, dir, env)
+
+		out, stderr, code := run(t, dir, env, "accounts", "create", "--email", "Grace@Example.com")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "member user grace@example.com") ||
+			!strings.Contains(lines[1], "works once, for 24 hours") {
+			t.Fatalf("accounts create without --password: exit %d, stdout %q, stderr %q", code, out, stderr)
+		}
+		link := lines[2]
+		if !regexp.MustCompile(`^` + regexp.QuoteMeta(base) + `/password/reset\?token=[A-Za-z0-9_-]{43}$`).MatchString(link) {
+			t.Fatalf("the last line is not a set-password link on PUBLIC_BASE_URL: %q", link)
+		}
+		token := link[strings.Index(link, "token=")+len("token="):]
+		if strings.Contains(stderr, token) {
+			t.Fatalf("the secret link reached stderr: %q", stderr)
+		}
+
+		d, err := db.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var tokens []models.EmailToken
+		d.R.Find(&tokens)
+		if len(tokens) != 1 || tokens[0].Purpose != models.PurposeReset || tokens[0].UsedAt != nil ||
+			tokens[0].ExpiresAt.Sub(tokens[0].CreatedAt) != 24*time.Hour || strings.Contains(tokens[0].TokenHash, token) {
+			t.Fatalf("tokens %+v: want one unused reset token, valid 24 h, stored hashed", tokens)
+		}
+
+		// Before the link is used nobody can sign in: the account has no password.
+		b := newBrowser(t)
+		b.get(base + "/signin")
+		if status, _ := b.post(base+"/signin", url.Values{"email": {"grace@example.com"}, "password": {"anything-at-all-42"}}); status != 401 {
+			t.Fatalf("sign-in to an account without a password: %d", status)
+		}
+
+		// The link opens the form to choose a password; it sets one and sends the person to sign in.
+		if status, body := b.get(link); status != 200 || !strings.Contains(body, "Choose a new password") {
+			t.Fatalf("GET the printed link: %d", status)
+		}
+		if status, loc := b.post(base+"/password/reset", url.Values{"token": {token}, "password": {"lighthouse-keeper-1848"}}); status != 303 || !strings.Contains(loc, "/signin") {
+			t.Fatalf("set a password with the link: %d %q", status, loc)
+		}
+		b.get(base + "/signin")
+		if status, loc := b.post(base+"/signin", url.Values{"email": {"grace@example.com"}, "password": {"lighthouse-keeper-1848"}}); status != 303 || loc != "/console" {
+			t.Fatalf("sign-in with the chosen password: %d %q", status, loc)
+		}
+		if status, body := b.get(base + "/console"); status != 200 || !strings.Contains(body, "grace@example.com") {
+			t.Fatalf("the console after signing in: %d", status)
+		}
+
+		// Once only.
+		other := newBrowser(t)
+		if _, body := other.get(link); !strings.Contains(body, "This link does not work") {
+			t.Fatal("the printed link still opens the form after it was used")
+		}
+		other.get(base + "/password/forgot") // a page with a form, for a CSRF token
+		if status, _ := other.post(base+"/password/reset", url.Values{"token": {token}, "password": {"someone-else-2029"}}); status != 400 {
+			t.Fatalf("the printed link worked twice: %d", status)
+		}
+	})
+}
+
+// browser is a cookie-keeping client that follows no redirects, so each answer is seen; it sends back
+// the CSRF token of the last page it got.
+type browser struct {
+	t    *testing.T
+	c    *http.Client
+	csrf string
+}
+
+func newBrowser(t *testing.T) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browser) get(u string) (int, string) {
+	b.t.Helper()
+	resp, err := b.c.Get(u)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if m := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindSubmatch(body); m != nil {
+		b.csrf = html.UnescapeString(string(m[1]))
+	}
+	return resp.StatusCode, string(body)
+}
+
+// post sends a form with the CSRF token and returns the status and the redirect target, if any.
+func (b *browser) post(u string, form url.Values) (int, string) {
+	b.t.Helper()
+	form.Set("_csrf", b.csrf)
+	resp, err := b.c.PostForm(u, form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location")
 }

@@ -1,0 +1,33 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"videogen/models"
+)
+
+// SetPasswordTTL is how long a set-password link stays valid. It is longer than an e-mailed reset link
+// (ResetTTL) because an operator hands it to a person, who may not open it within the hour.
+const SetPasswordTTL = 24 * time.Hour
+
+// SetPasswordLink issues a one-time link to the console's reset page for a user, so that someone created
+// without a password (by an operator) can choose one and sign in. It is a reset token: the reset page
+// already checks the password, marks the address verified and ends other sessions, and spends the token
+// once. As with RequestReset, only the newest link works: the user's older unused reset links are spent.
+func (s *Service) SetPasswordLink(ctx context.Context, userID int64) (string, error) {
+	if s.BaseURL == "" {
+		return "", errors.New("set-password link: no PUBLIC_BASE_URL to build it on")
+	}
+	if err := s.DB.W.WithContext(ctx).Model(&models.EmailToken{}).
+		Where("user_id = ? AND purpose = ? AND used_at IS NULL", userID, models.PurposeReset).Update("used_at", s.now()).Error; err != nil {
+		return "", fmt.Errorf("retire old reset links of user %d: %w", userID, err)
+	}
+	raw, _, err := s.issueToken(ctx, userID, models.PurposeReset, SetPasswordTTL)
+	if err != nil {
+		return "", fmt.Errorf("set-password link for user %d: %w", userID, err)
+	}
+	return s.BaseURL + "/password/reset?token=" + raw, nil
+}
