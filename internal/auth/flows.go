@@ -176,14 +176,9 @@ func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	if allow(ctx, s.Throttle.Mail, u.Email) != nil {
 		return nil
 	}
-	// Only the newest link works: older ones are spent in the transaction that issues it and queues its
-	// e-mail.
+	// The link and its e-mail commit together.
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if err := tx.Model(&models.EmailToken{}).Where("user_id = ? AND purpose = ? AND used_at IS NULL", u.ID, models.PurposeReset).
-			Update("used_at", s.now()).Error; err != nil {
-			return fmt.Errorf("retire old reset links: %w", err)
-		}
-		raw, err := s.issueToken(tx, u.ID, models.PurposeReset, ResetTTL)
+		raw, err := s.newResetToken(tx, u.ID, ResetTTL)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"videogen/models"
+	"gorm.io/gorm"
 )
 
 // SetPasswordTTL is how long a set-password link stays valid. It is longer than an e-mailed reset link
@@ -21,11 +21,12 @@ func (s *Service) SetPasswordLink(ctx context.Context, userID int64) (string, er
 	if s.BaseURL == "" {
 		return "", errors.New("set-password link: no PUBLIC_BASE_URL to build it on")
 	}
-	if err := s.DB.W.WithContext(ctx).Model(&models.EmailToken{}).
-		Where("user_id = ? AND purpose = ? AND used_at IS NULL", userID, models.PurposeReset).Update("used_at", s.now()).Error; err != nil {
-		return "", fmt.Errorf("retire old reset links of user %d: %w", userID, err)
-	}
-	raw, _, err := s.issueToken(ctx, userID, models.PurposeReset, SetPasswordTTL)
+	var raw string
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		raw, err = s.newResetToken(tx, userID, SetPasswordTTL)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("set-password link for user %d: %w", userID, err)
 	}

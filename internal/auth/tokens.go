@@ -30,6 +30,16 @@ func (s *Service) issueToken(tx *gorm.DB, userID int64, purpose string, ttl time
 	return raw, nil
 }
 
+// newResetToken issues a password-reset token in tx and spends the user's older unused ones: only the
+// newest link works.
+func (s *Service) newResetToken(tx *gorm.DB, userID int64, ttl time.Duration) (string, error) {
+	if err := tx.Model(&models.EmailToken{}).Where("user_id = ? AND purpose = ? AND used_at IS NULL", userID, models.PurposeReset).
+		Update("used_at", s.now()).Error; err != nil {
+		return "", fmt.Errorf("retire old reset links of user %d: %w", userID, err)
+	}
+	return s.issueToken(tx, userID, models.PurposeReset, ttl)
+}
+
 // peekToken returns the user of a valid, unused token without using it up.
 func (s *Service) peekToken(ctx context.Context, raw, purpose string) (int64, error) {
 	var t models.EmailToken
