@@ -23,14 +23,13 @@ func (h *handler) accessLog(c *fiber.Ctx) error {
 			c.Status(fiber.StatusInternalServerError)
 		}
 	}
-	h.logAccess(c, start)
+	h.logAccess(c, start, c.Method(), c.Path())
 	return nil
 }
 
 // logAccess writes the access-log line of a request that began at start.
-func (h *handler) logAccess(c *fiber.Ctx, start time.Time) {
+func (h *handler) logAccess(c *fiber.Ctx, start time.Time, method, path string) {
 	level := slog.LevelInfo
-	path := c.Path()
 	if path == "/healthz" || path == "/readyz" || strings.HasPrefix(path, "/static/") {
 		level = slog.LevelDebug
 	}
@@ -39,7 +38,7 @@ func (h *handler) logAccess(c *fiber.Ctx, start time.Time) {
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String("method", logText(c.Method(), 16)),
+		slog.String("method", logText(method, 16)),
 		slog.String("path", logText(path, 256)),
 		slog.Int("status", c.Response().StatusCode()),
 		slog.Duration("latency", time.Since(start)),

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,49 @@ func TestCallLogSurvivesHostileInput(t *testing.T) {
 		}
 		if len(rows) != 2 || rows[1].RequestID != ok.Header.Get("X-Request-Id") || !utf8.ValidString(rows[0].Path) || rows[0].Status != 404 {
 			t.Fatalf("call log rows %+v", rows)
+		}
+	})
+}
+
+// TestCallLogRecordsCutRequests: a client that goes away before its body has arrived still leaves a
+// call-log row for the request, with the status it ended with — whether the server was still reading
+// the headers' announced body (a small JSON body fasthttp reads before any route runs), or a route was
+// streaming it (an upload).
+func TestCallLogRecordsCutRequests(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		key := s.NewAccount(t, "10").Key
+		cut := func(path, ctype string, length int, body string) {
+			t.Helper()
+			conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = conn.Write([]byte("POST " + path + "?x=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\nContent-Type: " + ctype +
+				"\r\nContent-Length: " + strconv.Itoa(length) + "\r\n\r\n" + body))
+			time.Sleep(100 * time.Millisecond) // let the server take the request in before the client leaves
+			conn.Close()
+		}
+		part := "--b\r\nContent-Disposition: form-data; name=\"image_files\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n\x1a\n"
+		cut("/v1/videos", "application/json", 1000, `{"model":`)
+		cut("/uploads/v1/import", "application/json", 1000, "")
+		cut("/uploads/v1/files", "multipart/form-data; boundary=b", 10<<20, "")
+		cut("/uploads/v1/files", "multipart/form-data; boundary=b", 10<<20, part+strings.Repeat("a", 64<<10))
+		want := []string{"POST /v1/videos", "POST /uploads/v1/import", "POST /uploads/v1/files", "POST /uploads/v1/files"}
+		var rows []models.CallLog
+		deadline := time.Now().Add(5 * time.Second)
+		for len(rows) < len(want) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			rows = nil
+			s.DB.R.Order("id").Find(&rows)
+		}
+		if len(rows) != len(want) {
+			t.Fatalf("%d call-log rows for %d cut requests: %+v", len(rows), len(want), rows)
+		}
+		for i, r := range rows {
+			if got := r.Method + " " + r.Path; got != want[i] || r.Status != 400 || r.RequestID == "" {
+				t.Errorf("row %d: %s status %d code %q, want %s with status 400", i, got, r.Status, r.ErrorCode, want[i])
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"videogen/internal/apierr"
 	"videogen/internal/apikeys"
@@ -17,8 +19,28 @@ import (
 	"videogen/models"
 )
 
+// arrival is where an API request was going, kept from its headers until a route runs.
+type arrival struct {
+	method, path string
+}
+
+// headerReceived runs when fasthttp has read a request's headers and before it reads the body. For API
+// requests it notes the method and path, which lastResortError needs when the body never arrives whole.
+func (h *handler) headerReceived(header *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if path := header.RequestURI(); isAPIPath(string(path)) {
+		u := fasthttp.AcquireURI()
+		_ = u.Parse(nil, path)
+		h.arriving.Store(header, arrival{method: logText(string(header.Method()), 16), path: logText(string(u.Path()), 1024)})
+		fasthttp.ReleaseURI(u)
+	}
+	return fasthttp.RequestConfig{}
+}
+
 // requestID gives every request a fresh id (never the client's, which could be forged into our logs).
 func (h *handler) requestID(c *fiber.Ctx) error {
+	if isAPIPath(c.Path()) {
+		h.arriving.Delete(&c.Request().Header) // its body arrived: the routes take it from here
+	}
 	rid := ids.NewRequestID()
 	c.Locals(localRequestID, rid)
 	c.Set("X-Request-Id", rid)
@@ -112,15 +134,23 @@ func (h *handler) limitBody(c *fiber.Ctx) error {
 		c.Locals(localBytesIn, int64(n))
 		closeUnread(c)
 		return apierr.RequestTooBig
-	case n >= 0 || !req.IsBodyStream():
-		// A body of announced length within the limit has been read whole already.
+	case !req.IsBodyStream():
 		c.Locals(localBytesIn, int64(len(req.Body())))
 		return c.Next()
 	}
-	body, err := io.ReadAll(io.LimitReader(req.BodyStream(), MaxJSONBody+1))
+	// fasthttp hands a route the body as a stream (only its first 8 KiB are read before), and its own
+	// Body() would swallow a read error into the body's text: read it here, held to the limit.
+	var buf bytes.Buffer
+	buf.Grow(max(n, 0) + bytes.MinRead)
+	_, err := buf.ReadFrom(io.LimitReader(req.BodyStream(), MaxJSONBody+1))
+	body := buf.Bytes()
 	c.Locals(localBytesIn, int64(len(body)))
 	if err != nil {
-		return apierr.New(400, "invalid_request", "The request body could not be read; send it again.")
+		closeUnread(c)
+		if h.Stopping.Err() != nil {
+			return apierr.ShuttingDown
+		}
+		return apierr.New(400, "invalid_request", "The request body could not be read whole; send it again.")
 	}
 	if len(body) > MaxJSONBody {
 		closeUnread(c)
@@ -137,6 +167,10 @@ func (h *handler) limitBody(c *fiber.Ctx) error {
 func (h *handler) closeIfBodyUnread(c *fiber.Ctx) error {
 	err := c.Next()
 	if rest := c.Context().RequestBodyStream(); rest != nil {
+		if h.Stopping.Err() != nil {
+			closeUnread(c) // no time left to read more; the close still lets the answer through
+			return err
+		}
 		if conn := c.Context().Conn(); conn != nil {
 			_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 		}

@@ -79,30 +79,33 @@ func (h *handler) apiError(c *fiber.Ctx, err error) error {
 }
 
 // lastResortError handles what escapes the route chain, including errors fasthttp raises before any
-// middleware runs (a body over the limit): those requests get an id and a call-log row here.
+// middleware runs (a header over its buffer, a body cut off): those requests get an id, an access-log
+// line and, for the API, a call-log row here.
 func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
-	first := c.Locals(localRequestID) == nil
-	if first {
-		// fasthttp refused the request while reading it (a header over its buffer, a malformed line) and
-		// closes the connection after this answer with the rest unread.
-		lingerclose.Mark(c.Context().Conn())
-		rid := ids.NewRequestID()
-		c.Locals(localRequestID, rid)
-		c.Set("X-Request-Id", rid)
+	if c.Locals(localRequestID) != nil {
+		// A route ran: pages get pages, the API its error body.
+		if !isAPIPath(c.Path()) {
+			return h.htmlError(c, err)
+		}
+		return h.apiError(c, err)
 	}
-	// Pages get pages. A request refused before any middleware ran (malformed, or a body over the
-	// limit) may have lost its path, and comes from an API client, not a browser: it gets JSON.
-	if !first && !isAPIPath(c.Path()) {
-		return h.htmlError(c, err)
-	}
+	// fasthttp refused the request while reading it and closes the connection after this answer with the
+	// rest unread. Such a request may have lost its path and comes from a client, not a browser: JSON.
+	lingerclose.Mark(c.Context().Conn())
+	rid := ids.NewRequestID()
+	c.Locals(localRequestID, rid)
+	c.Set("X-Request-Id", rid)
 	rerr := h.apiError(c, err)
-	if first {
-		// No middleware ran, so the access log has not seen this request either.
-		h.logAccess(c, c.Context().Time())
+	method, path := c.Method(), c.Path()
+	if a, ok := h.arriving.LoadAndDelete(&c.Request().Header); ok {
+		// The headers were read, then the body was cut off (the client went away, or the server is
+		// stopping): fasthttp reset the request, but the logs record where it was going.
+		method, path = a.(arrival).method, a.(arrival).path
 	}
-	if first && isAPIPath(c.Path()) {
+	h.logAccess(c, c.Context().Time(), method, path)
+	if isAPIPath(path) {
 		h.CallLog.Record(models.CallLog{
-			At: h.Now().UTC().Truncate(time.Microsecond), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
+			At: h.Now().UTC().Truncate(time.Microsecond), RequestID: rid, Method: logText(method, 16), Path: logText(path, 1024),
 			Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
 			LatencyMicros: max(time.Since(c.Context().Time()).Microseconds(), 1), // fasthttp stamps when the request arrived
 		})

@@ -3,6 +3,7 @@
 package handlers
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -39,6 +40,9 @@ type Deps struct {
 	Importer    media.Opener  // fetches import links through the address guard
 	PresignTTL  time.Duration // lifetime of the S3 links /media redirects to
 	Now         func() time.Time
+	// Stopping is done when the server stops waiting for requests to finish: one still reading its body
+	// or fetching an import is then answered 503 shutting_down (nil: never).
+	Stopping context.Context
 
 	// The console's needs.
 	Auth           *auth.Service
@@ -51,6 +55,8 @@ type Deps struct {
 
 type handler struct {
 	Deps
+
+	arriving sync.Map // *fasthttp.RequestHeader → arrival: API requests whose body is still being read
 
 	exportsMu sync.Mutex
 	exports   map[int64]int // running call-log exports per account
@@ -75,6 +81,9 @@ func New(d Deps) *fiber.App {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Stopping == nil {
+		d.Stopping = context.Background()
+	}
 	h := &handler{Deps: d}
 	app := fiber.New(fiber.Config{
 		AppName: "videogen",
@@ -88,7 +97,19 @@ func New(d Deps) *fiber.App {
 		IdleTimeout:                  120 * time.Second,
 		ErrorHandler:                 h.lastResortError,
 	})
+	// Remember where an API request was going as soon as its headers are read: if its body never arrives
+	// whole, fasthttp refuses it before any route runs and forgets the path, and the call log must still
+	// record it.
+	app.Server().HeaderReceived = h.headerReceived
 	app.Use(h.requestID, h.accessLog, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), helmet.New(securityHeaders), h.limitPageBody)
+	if d.SecureCookies {
+		// The site is served over HTTPS (TLS ends at a proxy, so helmet cannot tell): browsers are told to
+		// come back only over HTTPS for a year. Not includeSubDomains: the operator's other hosts are not ours.
+		app.Use(func(c *fiber.Ctx) error {
+			c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
+			return c.Next()
+		})
+	}
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 
 	app.Get("/healthz", h.healthz)

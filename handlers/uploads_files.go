@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,10 @@ const (
 	uploadMax  = 30 * time.Minute
 )
 
-var errUploadTooLarge = errors.New("upload body over its limit")
+var (
+	errUploadTooLarge = errors.New("upload body over its limit")
+	errShuttingDown   = errors.New("the server is stopping")
+)
 
 // uploadFiles answers POST /uploads/v1/files: it streams each multipart part to storage as it arrives,
 // checking counts, sizes and file types on the way, and stores all the files or none.
@@ -51,7 +55,7 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 		return tooLargeUpload()
 	}
 	body := &uploadBody{r: c.Context().RequestBodyStream(), conn: c.Context().Conn(), start: time.Now(),
-		limit: media.MaxRequestBytes + multipartAllowance}
+		limit: media.MaxRequestBytes + multipartAllowance, stopping: h.Stopping}
 	if body.r == nil { // no body stream (a request with neither a length nor chunks): read what there is
 		body.r = bytes.NewReader(c.Request().Body())
 	}
@@ -113,6 +117,8 @@ func uploadReadError(err error) error {
 	switch {
 	case errors.Is(err, errUploadTooLarge):
 		return tooLargeUpload()
+	case errors.Is(err, errShuttingDown):
+		return apierr.ShuttingDown
 	case errors.As(err, &ne) && ne.Timeout():
 		return apierr.New(400, "invalid_request", "The upload stopped arriving (nothing for %s, or longer than %s in all); send it again.", uploadIdle, uploadMax)
 	}
@@ -120,16 +126,20 @@ func uploadReadError(err error) error {
 }
 
 // uploadBody counts and limits the raw request body and keeps the connection's read deadline moving
-// while bytes arrive.
+// while bytes arrive — until the server stops, when the read ends with errShuttingDown.
 type uploadBody struct {
 	r        io.Reader
 	conn     net.Conn
 	start    time.Time
 	extended time.Time
 	n, limit int64
+	stopping context.Context
 }
 
 func (b *uploadBody) Read(p []byte) (int, error) {
+	if b.stopping.Err() != nil {
+		return 0, errShuttingDown
+	}
 	if now := time.Now(); b.conn != nil && now.Sub(b.extended) > time.Second {
 		deadline := now.Add(uploadIdle)
 		if end := b.start.Add(uploadMax); deadline.After(end) {
@@ -142,6 +152,9 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	if b.n > b.limit {
 		return n, errUploadTooLarge
+	}
+	if err != nil && b.stopping.Err() != nil {
+		return n, errShuttingDown // the shutdown interrupted the read
 	}
 	return n, err
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"mime"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,8 +21,15 @@ func (h *handler) importFiles(c *fiber.Ctx) error {
 	if aerr != nil {
 		return aerr
 	}
-	files, fetched, err := h.Media.Import(c.UserContext(), principal(c).AccountID, req, h.Importer)
+	// A shutdown stops the fetches; the request is then answered 503 rather than cut off.
+	ctx, cancel := context.WithCancel(c.UserContext())
+	defer context.AfterFunc(h.Stopping, cancel)()
+	defer cancel()
+	files, fetched, err := h.Media.Import(ctx, principal(c).AccountID, req, h.Importer)
 	c.Locals(localBytesIn, int64(len(c.Request().Body()))+fetched)
+	if err != nil && h.Stopping.Err() != nil {
+		return apierr.ShuttingDown
+	}
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,11 @@ var (
 	VideoExpired  = &Error{Status: 404, Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
 	RequestTooBig = &Error{Status: 413, Code: "request_too_large", Message: "The request body is larger than 1 MiB. Media go into a request as URLs, never as inline data."}
 	NotJSON       = &Error{Status: 415, Code: "unsupported_content_type", Message: "Send the request body as JSON with 'Content-Type: application/json'."}
+	// ShuttingDown answers a request the server could not finish before it stopped (a body still
+	// arriving, an import still fetching): nothing of it was kept, and another instance, or this one
+	// restarted, takes it.
+	ShuttingDown = &Error{Status: 503, Code: "shutting_down", RetryAfter: 5,
+		Message: "The server is restarting and did not finish this request; nothing of it was kept. Send it again in a few seconds."}
 )
 
 // NoBalance is the 402 for a create the available balance does not cover.

@@ -10,6 +10,7 @@ package lingerclose
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -27,14 +28,20 @@ const (
 // flood of refused requests cannot pile up goroutines.
 const maxLingering = 4096
 
-// Listener hands out connections that can be marked to linger when they close.
+// Listener hands out connections that can be marked to linger when they close, and keeps the open ones
+// so that a shutdown can interrupt requests still reading their bodies.
 type Listener struct {
 	net.Listener
 	lingering atomic.Int64
+
+	mu   sync.Mutex
+	open map[*Conn]struct{}
 }
 
 // NewListener wraps ln.
-func NewListener(ln net.Listener) *Listener { return &Listener{Listener: ln} }
+func NewListener(ln net.Listener) *Listener {
+	return &Listener{Listener: ln, open: map[*Conn]struct{}{}}
+}
 
 // Accept waits for the next connection.
 func (l *Listener) Accept() (net.Conn, error) {
@@ -42,7 +49,23 @@ func (l *Listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{Conn: c, l: l}, nil
+	lc := &Conn{Conn: c, l: l}
+	l.mu.Lock()
+	l.open[lc] = struct{}{}
+	l.mu.Unlock()
+	return lc, nil
+}
+
+// InterruptReads makes every read in progress on an open connection return at once (a timeout error),
+// and every later one until the reader sets a new deadline. A shutdown calls it once requests had their
+// time: a handler still waiting for a body then answers instead of being cut off.
+func (l *Listener) InterruptReads() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	for c := range l.open {
+		_ = c.Conn.SetReadDeadline(now)
+	}
 }
 
 // Lingering is how many connections are being closed gracefully right now.
@@ -71,6 +94,9 @@ func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.l.mu.Lock()
+	delete(c.l.open, c)
+	c.l.mu.Unlock()
 	tcp, ok := c.Conn.(interface{ CloseWrite() error })
 	if !c.linger.Load() || !ok {
 		return c.Conn.Close()

@@ -18,6 +18,7 @@ import (
 	rtpprof "runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // time zones of console viewers, even where the system has none
 
@@ -62,6 +63,9 @@ type Server struct {
 	Mail mail.Sender
 
 	Outbox *mail.Outbox
+
+	listener     atomic.Pointer[lingerclose.Listener] // set by Serve
+	stopRequests context.CancelFunc // ends handlers' patience: bodies still arriving get 503 shutting_down
 
 	limits       *ratelimit.Store
 	simServer    *http.Server
@@ -168,7 +172,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
+	stopping, stopRequests := context.WithCancel(context.Background())
+	s.stopRequests = stopRequests
 	s.App = handlers.New(handlers.Deps{
+		Stopping: stopping,
 		DB: d, Log: log, Keys: s.Keys, Limiter: limiter,
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
@@ -310,22 +317,40 @@ func simSecrets(dir string, n int) ([]string, error) {
 // Serve answers HTTP on ln until Shutdown. Connections whose request body is refused unread are closed
 // gracefully, so the client gets the refusal (lingerclose).
 func (s *Server) Serve(ln net.Listener) error {
-	return s.App.Listener(lingerclose.NewListener(ln))
+	l := lingerclose.NewListener(ln)
+	s.listener.Store(l)
+	return s.App.Listener(l)
 }
 
-// Shutdown stops gracefully: no new requests, in-flight requests finish, the call log and queued e-mails
-// are written out, the worker finishes the tasks it holds, then the database closes. ctx bounds the
-// whole; the HTTP drain gets half of it, so a client that keeps a connection busy cannot cost the call
-// log, the e-mails or the worker their turn.
+// Shutdown stops gracefully within ctx: no new requests; in-flight requests get half of the time to
+// finish; then requests still waiting for their body (a slow upload) or fetching an import are answered
+// 503 shutting_down with Retry-After, so their clients are told rather than cut off; then the call log
+// and the e-mail in hand are written out, the worker finishes the tasks it holds, and the database
+// closes. A client that keeps a connection busy past all that is cut when the process exits.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.App != nil {
-		httpCtx := ctx
+		budget := 20 * time.Second
 		if deadline, ok := ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			httpCtx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
-			defer cancel()
+			budget = time.Until(deadline)
 		}
-		if err := s.App.ShutdownWithContext(httpCtx); err != nil {
+		// The answers of interrupted requests get a tenth of the budget (at most 2 s) after the first half.
+		patience, grace := budget/2, min(budget/10, 2*time.Second)
+		httpCtx, cancel := context.WithTimeout(ctx, patience+grace)
+		defer cancel()
+		drained := make(chan error, 1)
+		go func() { drained <- s.App.ShutdownWithContext(httpCtx) }()
+		var err error
+		select {
+		case err = <-drained:
+		case <-time.After(patience):
+			s.Log.Warn("requests still running at half the shutdown budget; answering those still reading a body 503", "after", patience)
+			s.stopRequests()
+			if l := s.listener.Load(); l != nil {
+				l.InterruptReads()
+			}
+			err = <-drained
+		}
+		if err != nil {
 			// Those connections are cut when the process exits; where they were stuck is worth knowing.
 			var stacks bytes.Buffer
 			_ = rtpprof.Lookup("goroutine").WriteTo(&stacks, 1)
@@ -339,6 +364,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	var errs []error
 	s.closeOnce.Do(func() {
+		if s.stopRequests != nil {
+			s.stopRequests()
+		}
 		// The call log first: no request runs any more, and its rows must not wait behind the worker.
 		if s.CallLog != nil {
 			if err := s.CallLog.Close(ctx); err != nil {

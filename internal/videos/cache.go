@@ -15,7 +15,13 @@ import (
 // API advises (openai-poll-after-ms ≥ 1 s).
 type pollCache struct {
 	fresh time.Duration
-	lru   *expirable.LRU[string, cachedTask]
+	lru   *expirable.LRU[pollKey, cachedTask]
+}
+
+// pollKey is a task as one account asks for it.
+type pollKey struct {
+	account int64
+	id      string
 }
 
 type cachedTask struct {
@@ -24,11 +30,11 @@ type cachedTask struct {
 }
 
 func newPollCache(size int, fresh time.Duration) *pollCache {
-	return &pollCache{fresh: fresh, lru: expirable.NewLRU[string, cachedTask](size, nil, 10*time.Minute)}
+	return &pollCache{fresh: fresh, lru: expirable.NewLRU[pollKey, cachedTask](size, nil, 10*time.Minute)}
 }
 
-func (c *pollCache) get(id string, now time.Time) (*models.Task, bool) {
-	e, ok := c.lru.Get(id)
+func (c *pollCache) get(account int64, id string, now time.Time) (*models.Task, bool) {
+	e, ok := c.lru.Get(pollKey{account, id})
 	if !ok || (!e.task.Terminal() && now.Sub(e.fetched) >= c.fresh) {
 		return nil, false
 	}
@@ -43,7 +49,7 @@ func (c *pollCache) put(t *models.Task, now time.Time) {
 	if len(t.Prompt) > maxCachedPrompt {
 		return
 	}
-	c.lru.Add(t.ID, cachedTask{task: *t, fetched: now})
+	c.lru.Add(pollKey{t.AccountID, t.ID}, cachedTask{task: *t, fetched: now})
 }
 
-func (c *pollCache) forget(id string) { c.lru.Remove(id) }
+func (c *pollCache) forget(account int64, id string) { c.lru.Remove(pollKey{account, id}) }

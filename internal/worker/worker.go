@@ -49,15 +49,15 @@ type Worker struct {
 
 	// OnChange, when set, is called after every committed change a client can see (status, progress),
 	// so caches of this instance drop the task at once.
-	OnChange func(taskID string)
+	OnChange func(accountID int64, taskID string)
 	// Inputs, when set, gives a task's media as freshly signed URLs at submission (media.SignedInputs),
 	// so a task that waited in the queue never sends an expired URL; unset, the stored inputs are sent.
 	Inputs func(ctx context.Context, taskID string) (models.TaskInputs, error)
 }
 
-func (w *Worker) changed(taskID string) {
+func (w *Worker) changed(t *models.Task) {
 	if w.OnChange != nil {
-		w.OnChange(taskID)
+		w.OnChange(t.AccountID, t.ID)
 	}
 }
 
@@ -419,7 +419,7 @@ func (w *Worker) apply(ctx context.Context, t *models.Task, cred upstream.Creden
 				w.log.Error("mark in progress", "task", t.ID, "err", err)
 			}
 			t.Status = models.StatusInProgress
-			w.changed(t.ID)
+			w.changed(t)
 		}
 		w.reschedule(ctx, t, progress)
 	default:
@@ -438,7 +438,7 @@ func (w *Worker) reschedule(ctx context.Context, t *models.Task, progress int) {
 		w.log.Error("reschedule", "task", t.ID, "err", err)
 	}
 	if progress != t.Progress {
-		w.changed(t.ID)
+		w.changed(t)
 	}
 }
 
@@ -514,7 +514,7 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 		_ = w.blobs.Delete(ctx, key)
 		return
 	}
-	w.changed(t.ID)
+	w.changed(t)
 }
 
 // lateCompletion notes an upstream completion for a task that had already ended here (its deadline
@@ -535,7 +535,7 @@ func (w *Worker) fail(ctx context.Context, t *models.Task, code, message string)
 	if err := Fail(ctx, w.db, t, code, message, w.clock()); err != nil {
 		w.log.Error("fail task", "task", t.ID, "err", err)
 	}
-	w.changed(t.ID)
+	w.changed(t)
 }
 
 // Fail ends a task as failed with a refund, guarded so that only the first ending counts.
