@@ -95,4 +95,3 @@ func TestShutdownAnswersSlowUploads(t *testing.T) {
 		t.Fatalf("the cut upload left %d media rows", media)
 	}
 }
-

@@ -65,7 +65,7 @@ type Server struct {
 	Outbox *mail.Outbox
 
 	listener     atomic.Pointer[lingerclose.Listener] // set by Serve
-	stopRequests context.CancelFunc // ends handlers' patience: bodies still arriving get 503 shutting_down
+	stopRequests context.CancelFunc                   // ends handlers' patience: bodies still arriving get 503 shutting_down
 
 	limits       *ratelimit.Store
 	simServer    *http.Server
@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s.stopRequests = stopRequests
 	s.App = handlers.New(handlers.Deps{
 		Stopping: stopping,
-		DB: d, Log: log, Keys: s.Keys, Limiter: limiter,
+		DB:       d, Log: log, Keys: s.Keys, Limiter: limiter,
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL,
