@@ -175,13 +175,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	stopping, stopRequests := context.WithCancel(context.Background())
 	s.stopRequests = stopRequests
 	s.App = handlers.New(handlers.Deps{
-		Stopping: stopping,
-		DB:       d, Log: log, Keys: s.Keys, Limiter: limiter,
+		DB: d, Log: log, Keys: s.Keys, Limiter: limiter,
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups,
+		Stopping: stopping,
 	})
 	if cfg.PprofAddr != "" {
 		mux := http.NewServeMux()
