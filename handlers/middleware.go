@@ -119,6 +119,21 @@ func (h *handler) limitRate(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// limitTransfers bounds the uploads and imports one account, and this instance, run at once: each holds
+// a connection, disk writes or remote fetches for up to half an hour.
+func (h *handler) limitTransfers(c *fiber.Ctx) error {
+	if h.Transfers == nil {
+		return c.Next()
+	}
+	release, ok := h.Transfers.Acquire(principal(c).AccountID)
+	if !ok {
+		return &apierr.Error{Status: 429, Code: "rate_limited", RetryAfter: 5,
+			Message: "Too many uploads and imports are running at once for your account (or on this server). Wait for one to finish, then send this again."}
+	}
+	defer release()
+	return c.Next()
+}
+
 func principal(c *fiber.Ctx) apikeys.Principal {
 	p, _ := c.Locals(localPrincipal).(apikeys.Principal)
 	return p

@@ -20,6 +20,7 @@ import (
 	"videogen/internal/auth"
 	"videogen/internal/calllog"
 	"videogen/internal/db"
+	"videogen/internal/inflight"
 	"videogen/internal/media"
 	"videogen/internal/ratelimit"
 	"videogen/internal/videos"
@@ -43,6 +44,8 @@ type Deps struct {
 	// Stopping is done when the server stops waiting for requests to finish: one still reading its body
 	// or fetching an import is then answered 503 shutting_down (nil: never).
 	Stopping context.Context
+	// Transfers bounds the uploads and imports running at once, per account and in all (nil: unbounded).
+	Transfers *inflight.Limiter
 
 	// The console's needs.
 	Auth           *auth.Service
@@ -125,7 +128,7 @@ func New(d Deps) *fiber.App {
 
 	// Media entry points: same keys, call log and limits as /v1. The upload streams its body; the
 	// import, like every JSON route, holds it to MaxJSONBody.
-	uploads := app.Group("/uploads/v1", h.closeIfBodyUnread, h.recordCall, h.renderErrors, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate)
+	uploads := app.Group("/uploads/v1", h.closeIfBodyUnread, h.recordCall, h.renderErrors, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate, h.limitTransfers)
 	uploads.Post("/files", h.uploadFiles)
 	uploads.Post("/import", h.limitBody, h.importFiles)
 

@@ -109,7 +109,7 @@ func TestDownloadExpires(t *testing.T) {
 }
 
 func testDownloadExpires(t *testing.T, dbURL string) {
-	s := testkit.Start(t, dbURL, map[string]string{"OUTPUT_RETENTION": "1500ms"})
+	s := testkit.Start(t, dbURL, map[string]string{"OUTPUT_RETENTION": "1500ms", "MEDIA_SWEEP_INTERVAL": "100ms"})
 	acct := s.NewAccount(t, "10")
 	id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "short-lived"})["id"].(string)
 	done := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")

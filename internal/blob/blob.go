@@ -23,6 +23,17 @@ type Store interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, int64, error)
 	// Delete removes key; deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
+	// List calls fn for every object whose key starts with prefix (a folder such as "outputs/"),
+	// including what an interrupted Put left behind (Local's ".put-*" files), in no particular order. It
+	// stops at fn's first error and returns it.
+	List(ctx context.Context, prefix string, fn func(Object) error) error
+}
+
+// Object is one stored file as List sees it.
+type Object struct {
+	Key     string
+	Size    int64
+	ModTime time.Time // when it was last written
 }
 
 // Presigner is a store that can hand out a short-lived direct download link to one object.

@@ -174,6 +174,23 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// List lists the objects under prefix. Parts of multipart uploads that never completed are not objects
+// and are not listed: minio-go aborts them when a Put fails, and a bucket lifecycle rule
+// (AbortIncompleteMultipartUpload) covers a process that died mid-upload.
+func (s *S3) List(ctx context.Context, prefix string, fn func(Object) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops minio-go's listing goroutine when fn stops early
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return fmt.Errorf("s3 list %s: %w", prefix, obj.Err)
+		}
+		if err := fn(Object{Key: obj.Key, Size: obj.Size, ModTime: obj.LastModified}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 // PresignGet signs a GET of key valid for ttl (1 s to 7 days), answered with contentType when set.
 func (s *S3) PresignGet(ctx context.Context, key string, ttl time.Duration, contentType string) (string, error) {
 	if err := checkKey(key); err != nil {

@@ -7,6 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -272,6 +275,45 @@ func testStore(t *testing.T, s blob.Store) {
 		}
 	})
 
+	t.Run("list", func(t *testing.T) {
+		before := time.Now().Add(-time.Minute)
+		put(t, s, "listed/a/1.mp4", []byte("one"))
+		put(t, s, "listed/a/2.mp4", []byte("two!"))
+		put(t, s, "listed/b", nil)
+		put(t, s, "listedx/not-under-the-prefix", []byte("x"))
+		got := map[string]int64{}
+		err := s.List(ctx, "listed/", func(o blob.Object) error {
+			if o.ModTime.Before(before) || o.ModTime.After(time.Now().Add(time.Minute)) {
+				t.Errorf("%s: modified %v", o.Key, o.ModTime)
+			}
+			got[o.Key] = o.Size
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int64{"listed/a/1.mp4": 3, "listed/a/2.mp4": 4, "listed/b": 0}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("listed %v, want %v", got, want)
+		}
+		stop := errors.New("enough")
+		n := 0
+		if err := s.List(ctx, "listed/", func(blob.Object) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Errorf("a stopping fn: %v after %d objects", err, n)
+		}
+		if err := s.List(ctx, "nothing-here/", func(o blob.Object) error { t.Errorf("listed %s", o.Key); return nil }); err != nil {
+			t.Errorf("an empty prefix: %v", err)
+		}
+		for _, k := range []string{"listed/a/1.mp4", "listed/a/2.mp4", "listed/b", "listedx/not-under-the-prefix"} {
+			if err := s.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.List(ctx, "listed/", func(o blob.Object) error { t.Errorf("%s listed after its deletion", o.Key); return nil }); err != nil {
+			t.Error(err)
+		}
+	})
+
 	t.Run("invalid keys", func(t *testing.T) {
 		for _, key := range []string{"", "/abs", "a/../b", "..", "a//b", "a/", "./a"} {
 			if _, err := s.Put(ctx, key, strings.NewReader("x")); err == nil {
@@ -483,4 +525,35 @@ func incompleteUploads(t *testing.T, c *minio.Core, bucket string) []string {
 		keys = append(keys, u.Key)
 	}
 	return keys
+}
+
+// TestLocalLeavesNoEmptyFolders: deleting the last file of a folder removes the folder (and emptied
+// parents) but never the store's root, and a later Put makes it again.
+func TestLocalLeavesNoEmptyFolders(t *testing.T) {
+	root := t.TempDir()
+	s, err := blob.NewLocal(root + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "outputs/video_1/a.mp4", []byte("a"))
+	put(t, s, "outputs/video_2/b.mp4", []byte("b"))
+	if err := s.Delete(context.Background(), "outputs/video_1/a.mp4"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "outputs", "video_1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the emptied folder stays: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "outputs", "video_2", "b.mp4")); err != nil {
+		t.Errorf("a neighbour went too: %v", err)
+	}
+	if err := s.Delete(context.Background(), "outputs/video_2/b.mp4"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(root); err != nil {
+		t.Errorf("the root went: %v", err)
+	}
+	put(t, s, "outputs/video_1/c.mp4", []byte("c"))
+	if got := read(t, s, "outputs/video_1/c.mp4"); string(got) != "c" {
+		t.Errorf("read %q after the folder was made again", got)
+	}
 }

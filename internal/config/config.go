@@ -40,11 +40,13 @@ type Config struct {
 	MailFrom            string `env:"MAIL_FROM" envDefault:"videogen <no-reply@localhost>" help:"sender of e-mails"`
 	ResendAPIBase       string `env:"RESEND_API_BASE" help:"Resend API base URL override, for tests"`
 
-	RateLimitRPS   float64       `env:"RATE_LIMIT_RPS" envDefault:"10" help:"per-key request rate (token bucket refill per second)"`
-	RateLimitBurst int           `env:"RATE_LIMIT_BURST" envDefault:"40" help:"per-key burst (token bucket size)"`
-	MaxQueued      int           `env:"MAX_QUEUED_PER_ACCOUNT" envDefault:"50" help:"tasks an account may have waiting for an upstream slot before create answers 429 no_capacity"`
-	KeyCacheTTL    time.Duration `env:"API_KEY_CACHE_TTL" envDefault:"2s" help:"how long an API key lookup is cached; bounds how late another instance sees a revocation"`
-	PollCacheTTL   time.Duration `env:"POLL_CACHE_TTL" envDefault:"1s" help:"how long a poll may be answered from memory for an unfinished task (0 = always read the database)"`
+	RateLimitRPS         float64       `env:"RATE_LIMIT_RPS" envDefault:"10" help:"per-key request rate (token bucket refill per second)"`
+	RateLimitBurst       int           `env:"RATE_LIMIT_BURST" envDefault:"40" help:"per-key burst (token bucket size)"`
+	MaxQueued            int           `env:"MAX_QUEUED_PER_ACCOUNT" envDefault:"50" help:"tasks an account may have waiting for an upstream slot before create answers 429 no_capacity"`
+	MaxUploadsPerAccount int           `env:"MAX_UPLOADS_PER_ACCOUNT" envDefault:"4" help:"uploads and imports one account may run at once on an instance; more get 429 rate_limited"`
+	MaxUploads           int           `env:"MAX_UPLOADS" envDefault:"64" help:"uploads and imports an instance runs at once, all accounts together; more get 429 rate_limited"`
+	KeyCacheTTL          time.Duration `env:"API_KEY_CACHE_TTL" envDefault:"2s" help:"how long an API key lookup is cached; bounds how late another instance sees a revocation"`
+	PollCacheTTL         time.Duration `env:"POLL_CACHE_TTL" envDefault:"1s" help:"how long a poll may be answered from memory for an unfinished task (0 = always read the database)"`
 
 	UpstreamBaseURL     string        `env:"UPSTREAM_BASE_URL" help:"base URL of an OpenAI-style /v1/videos upstream; unset = the built-in simulator"`
 	UpstreamAPIKeys     string        `env:"UPSTREAM_API_KEYS" help:"comma-separated upstream credentials (kept out of the database)"`
@@ -66,15 +68,16 @@ type Config struct {
 	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s" help:"the whole shutdown budget: requests get half of it, then those still receiving a body are answered 503 shutting_down; the rest is for the call log, e-mail and the worker"`
 
-	MediaURLTTL     time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`
-	MediaRetention  time.Duration `env:"MEDIA_RETENTION" envDefault:"48h" help:"uploaded and imported files are deleted this long after they arrive (kept while an unfinished task uses them)"`
-	MediaSweepEvery time.Duration `env:"MEDIA_SWEEP_INTERVAL" envDefault:"1m" help:"how often the media janitor looks for files past their retention"`
-	S3Endpoint      string        `env:"S3_ENDPOINT" help:"S3-compatible endpoint URL (https://s3.eu-west-1.amazonaws.com, http://127.0.0.1:7070); unset = files on local disk under DATA_DIR"`
-	S3Bucket        string        `env:"S3_BUCKET" help:"bucket for media and outputs (it must exist)"`
-	S3AccessKeyID   string        `env:"S3_ACCESS_KEY_ID" help:"S3 access key id"`
-	S3SecretKey     string        `env:"S3_SECRET_ACCESS_KEY" help:"S3 secret access key (kept out of the database and logs)"`
-	S3Region        string        `env:"S3_REGION" envDefault:"us-east-1" help:"S3 region"`
-	S3PresignTTL    time.Duration `env:"S3_PRESIGN_TTL" envDefault:"5m" help:"lifetime of the presigned S3 link a /media URL redirects to"`
+	MediaURLTTL       time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`
+	MediaRetention    time.Duration `env:"MEDIA_RETENTION" envDefault:"48h" help:"uploaded and imported files are deleted this long after they arrive (kept while an unfinished task uses them)"`
+	MediaSweepEvery   time.Duration `env:"MEDIA_SWEEP_INTERVAL" envDefault:"1m" help:"how often the janitor (on every instance) deletes input media and videos past their retention"`
+	StorageSweepEvery time.Duration `env:"STORAGE_SWEEP_INTERVAL" envDefault:"1h" help:"how often one instance lists the storage and deletes files no row names (left by a crash mid-write) that are over an hour old"`
+	S3Endpoint        string        `env:"S3_ENDPOINT" help:"S3-compatible endpoint URL (https://s3.eu-west-1.amazonaws.com, http://127.0.0.1:7070); unset = files on local disk under DATA_DIR"`
+	S3Bucket          string        `env:"S3_BUCKET" help:"bucket for media and outputs (it must exist)"`
+	S3AccessKeyID     string        `env:"S3_ACCESS_KEY_ID" help:"S3 access key id"`
+	S3SecretKey       string        `env:"S3_SECRET_ACCESS_KEY" help:"S3 secret access key (kept out of the database and logs)"`
+	S3Region          string        `env:"S3_REGION" envDefault:"us-east-1" help:"S3 region"`
+	S3PresignTTL      time.Duration `env:"S3_PRESIGN_TTL" envDefault:"5m" help:"lifetime of the presigned S3 link a /media URL redirects to"`
 }
 
 // Load reads the configuration from environ (nil means the process environment).
@@ -149,8 +152,8 @@ func (c *Config) Validate() error {
 	if c.S3Endpoint != "" && (c.S3Bucket == "" || c.S3AccessKeyID == "" || c.S3SecretKey == "") {
 		errs = append(errs, errors.New("S3_ENDPOINT needs S3_BUCKET, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY"))
 	}
-	if c.MediaURLTTL < time.Second || c.MediaRetention < time.Minute || c.MediaSweepEvery <= 0 || c.S3PresignTTL < time.Second {
-		errs = append(errs, errors.New("MEDIA_URL_TTL and S3_PRESIGN_TTL must be at least 1s, MEDIA_RETENTION at least 1m and MEDIA_SWEEP_INTERVAL positive"))
+	if c.MediaURLTTL < time.Second || c.MediaRetention < time.Minute || c.MediaSweepEvery <= 0 || c.StorageSweepEvery <= 0 || c.S3PresignTTL < time.Second {
+		errs = append(errs, errors.New("MEDIA_URL_TTL and S3_PRESIGN_TTL must be at least 1s, MEDIA_RETENTION at least 1m, MEDIA_SWEEP_INTERVAL and STORAGE_SWEEP_INTERVAL positive"))
 	}
 	if c.RateLimitRPS <= 0 || c.RateLimitBurst < 1 {
 		errs = append(errs, errors.New("RATE_LIMIT_RPS must be > 0 and RATE_LIMIT_BURST >= 1"))
@@ -167,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseDuration > 0 && c.LeaseDuration < 300*time.Millisecond {
 		errs = append(errs, errors.New("LEASE_DURATION must be at least 300ms"))
+	}
+	if c.MaxUploadsPerAccount < 1 || c.MaxUploads < c.MaxUploadsPerAccount {
+		errs = append(errs, errors.New("MAX_UPLOADS_PER_ACCOUNT must be at least 1 and MAX_UPLOADS at least as large"))
 	}
 	if c.MaxQueued < 1 {
 		errs = append(errs, errors.New("MAX_QUEUED_PER_ACCOUNT must be at least 1"))

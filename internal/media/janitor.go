@@ -75,21 +75,3 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
 	}
 	return n, nil
 }
-
-// RunJanitor sweeps every interval until ctx ends.
-func (s *Service) RunJanitor(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if n, err := s.Sweep(ctx, s.now()); err != nil && ctx.Err() == nil {
-			s.Log.Error("media janitor", "err", err)
-		} else if n > 0 {
-			s.Log.Info("media janitor deleted files past their retention", "files", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}

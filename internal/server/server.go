@@ -32,6 +32,8 @@ import (
 	"videogen/internal/calllog"
 	"videogen/internal/config"
 	"videogen/internal/db"
+	"videogen/internal/inflight"
+	"videogen/internal/janitor"
 	"videogen/internal/lingerclose"
 	"videogen/internal/mail"
 	"videogen/internal/media"
@@ -181,7 +183,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups,
-		Stopping: stopping,
+		Stopping: stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 	})
 	if cfg.PprofAddr != "" {
 		mux := http.NewServeMux()
@@ -197,9 +199,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		defer s.chores.Done()
 		s.Outbox.Run(cctx)
 	}()
+	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
+		d, s.Media, blobs, log.With("part", "janitor"), nil)
 	go func() {
 		defer s.chores.Done()
-		s.Media.RunJanitor(cctx, cfg.MediaSweepEvery)
+		jan.Run(cctx)
 	}()
 	if cfg.Workers {
 		wctx, cancel := context.WithCancel(context.Background())

@@ -10,8 +10,8 @@ import (
 	"videogen/models"
 )
 
-// sweep ends tasks past their deadlines and deletes outputs past their retention. Several instances may
-// sweep at once: every ending is guarded, so each task still ends once.
+// sweep ends tasks past their deadlines. Several instances may sweep at once: every ending is guarded, so
+// each task still ends once. (Outputs past their retention are the janitor's, on every instance.)
 func (w *Worker) sweep(ctx context.Context) {
 	now := w.clock()
 	var waiting []models.Task
@@ -33,18 +33,6 @@ func (w *Worker) sweep(ctx context.Context) {
 	// Idempotency keys bind for 24 hours (videos.IdempotencyWindow); older rows only take space.
 	if err := w.db.W.WithContext(ctx).Exec("DELETE FROM idempotency_keys WHERE created_at < ?", now.Add(-videos.IdempotencyWindow)).Error; err != nil {
 		w.log.Error("delete old idempotency keys", "err", err)
-	}
-	var expired []models.Task
-	if err := w.db.R.WithContext(ctx).Select("id", "output_key").Where("output_key IS NOT NULL AND expires_at < ?", now).
-		Limit(100).Find(&expired).Error; err != nil {
-		w.log.Error("find expired outputs", "err", err)
-	}
-	for _, t := range expired {
-		if err := w.blobs.Delete(ctx, *t.OutputKey); err != nil {
-			w.log.Error("delete expired output", "task", t.ID, "err", err)
-			continue
-		}
-		_ = w.db.W.WithContext(ctx).Exec("UPDATE tasks SET output_key = NULL WHERE id = ? AND output_key = ?", t.ID, *t.OutputKey).Error
 	}
 }
 

@@ -1,0 +1,115 @@
+package handlers_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+// TestStorageSweep: what a crash leaves in storage — a half-written ".put-*" file, a complete video
+// copied beside the one its task names, a video of no task, an upload's temporary file, a file of no
+// media row — is deleted once older than the sweep's grace (an hour); every file a row names stays,
+// however old, and so do young files that may still be named a moment later.
+func TestStorageSweep(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"STORAGE_SWEEP_INTERVAL": "200ms"})
+		acct := s.NewAccount(t, "10")
+		id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "kept"})["id"].(string)
+		s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
+		upload := s.Upload(t, acct.Key, "", testkit.File("image_files", "a.png", testkit.PNG(t, 16, 16))).Answer(t)
+		task := testkit.Task(t, s.DB, id)
+		var file models.Media
+		if err := s.DB.R.Where("id = ?", upload.Files[0].ID).Take(&file).Error; err != nil {
+			t.Fatal(err)
+		}
+
+		blobs, data := filepath.Join(s.Cfg.DataDir, "blobs"), s.Cfg.DataDir
+		mediaDir := filepath.Join(data, "media", strconv.FormatInt(acct.ID, 10))
+		old := time.Now().Add(-2 * time.Hour)
+		write := func(path string, age time.Time) string {
+			t.Helper()
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte("left behind"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, age, age); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+		named := []string{filepath.Join(blobs, filepath.FromSlash(*task.OutputKey)), filepath.Join(data, filepath.FromSlash(file.StorageKey))}
+		for _, p := range named {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		orphans := []string{
+			write(filepath.Join(blobs, "outputs", id, ".put-1234567"), old),
+			write(filepath.Join(blobs, "outputs", id, "copied-but-never-committed.mp4"), old),
+			write(filepath.Join(blobs, "outputs", "video_ofNoTaskAtAllxxxxxxxxx", "x.mp4"), old),
+			write(filepath.Join(mediaDir, ".put-7654321"), old),
+			write(filepath.Join(mediaDir, "file_ofNoRowAtAllxxxxxxxxx"), old),
+		}
+		young := []string{
+			write(filepath.Join(blobs, "outputs", id, ".put-young"), time.Now()),
+			write(filepath.Join(mediaDir, ".put-young"), time.Now()),
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for _, p := range orphans {
+			for {
+				if _, err := os.Stat(p); os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s was not swept", p)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(blobs, "outputs", "video_ofNoTaskAtAllxxxxxxxxx")); !os.IsNotExist(err) {
+			t.Errorf("the emptied folder of a swept video stays: %v", err)
+		}
+		for _, p := range append(named, young...) {
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s went: %v", p, err)
+			}
+		}
+		if r := s.Do(t, "GET", "/v1/videos/"+id+"/content", acct.Key, nil); r.Status != 200 {
+			t.Fatalf("the named video after the sweep: %d", r.Status)
+		}
+	})
+}
+
+// TestRetentionWithoutWorkers: an instance that runs no task workers still deletes videos whose
+// retention has ended (here the instance with workers sweeps only hourly, so the other must do it).
+func TestRetentionWithoutWorkers(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		dir := t.TempDir()
+		a := testkit.Start(t, dbURL, map[string]string{"DATA_DIR": dir, "OUTPUT_RETENTION": "1s", "MEDIA_SWEEP_INTERVAL": "1h"})
+		b := testkit.Start(t, dbURL, map[string]string{"DATA_DIR": dir, "WORKERS": "false", "MEDIA_SWEEP_INTERVAL": "100ms"})
+		acct := a.NewAccount(t, "10")
+		id := a.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "short-lived"})["id"].(string)
+		a.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
+		stored := filepath.Join(dir, "blobs", filepath.FromSlash(*testkit.Task(t, a.DB, id).OutputKey))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(stored); os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the expired video is still stored: no instance without workers deleted it")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if task := testkit.Task(t, b.DB, id); task.OutputKey != nil {
+			t.Fatalf("the task still names its deleted video: %s", *task.OutputKey)
+		}
+	})
+}

@@ -1,0 +1,247 @@
+// Package janitor keeps the platform's storage to its promises, on every instance whether or not it runs
+// task workers: input media and generated videos are deleted when their retention ends, and files that
+// no row names — what a crash leaves mid-write — are swept.
+package janitor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"videogen/internal/blob"
+	"videogen/internal/db"
+	"videogen/internal/media"
+	"videogen/models"
+)
+
+// OrphanGrace is how old an unnamed file must be before it is swept. It is longer than anything that
+// writes a file before its row names it may take: an upload (at most 30 minutes, then it is cut off) and
+// the copy of an output (its download gives up after 30 minutes), each followed at once by the commit
+// that names the file.
+const OrphanGrace = time.Hour
+
+// Config tunes the janitor.
+type Config struct {
+	Owner string // this instance's name, noted on the orphan sweep it runs
+	// RetentionEvery is how often files past their retention are looked for (MEDIA_SWEEP_INTERVAL).
+	RetentionEvery time.Duration
+	// OrphanEvery is how often the whole storage is listed for unnamed files (STORAGE_SWEEP_INTERVAL);
+	// one instance does it per interval.
+	OrphanEvery time.Duration
+}
+
+// Janitor sweeps the two stores.
+type Janitor struct {
+	cfg     Config
+	db      *db.DB
+	media   *media.Service // input media: its retention sweep and its store
+	outputs blob.Store     // generated videos
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// New returns a janitor; now is the clock (nil: real time).
+func New(cfg Config, d *db.DB, m *media.Service, outputs blob.Store, log *slog.Logger, now func() time.Time) *Janitor {
+	if now == nil {
+		now = time.Now
+	}
+	return &Janitor{cfg: cfg, db: d, media: m, outputs: outputs, log: log, now: now}
+}
+
+func (j *Janitor) clock() time.Time { return j.now().UTC().Truncate(time.Microsecond) }
+
+// Run sweeps until ctx ends: retention every RetentionEvery, orphans every OrphanEvery.
+func (j *Janitor) Run(ctx context.Context) {
+	retention := time.NewTicker(j.cfg.RetentionEvery)
+	defer retention.Stop()
+	orphans := time.NewTicker(min(j.cfg.OrphanEvery, time.Minute)) // it asks; the database says whose turn it is
+	defer orphans.Stop()
+	j.sweepRetention(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retention.C:
+			j.sweepRetention(ctx)
+		case <-orphans.C:
+			if n, err := j.SweepOrphansIfDue(ctx); err != nil && ctx.Err() == nil {
+				j.log.Error("storage sweep", "err", err)
+			} else if n > 0 {
+				j.log.Info("storage sweep deleted files no row names", "files", n)
+			}
+		}
+	}
+}
+
+func (j *Janitor) sweepRetention(ctx context.Context) {
+	now := j.clock()
+	if n, err := j.media.Sweep(ctx, now); err != nil && ctx.Err() == nil {
+		j.log.Error("media retention", "err", err)
+	} else if n > 0 {
+		j.log.Info("deleted input media past their retention", "files", n)
+	}
+	if n, err := j.ExpireOutputs(ctx, now); err != nil && ctx.Err() == nil {
+		j.log.Error("output retention", "err", err)
+	} else if n > 0 {
+		j.log.Info("deleted videos past their retention", "files", n)
+	}
+}
+
+// ExpireOutputs deletes generated videos whose expires_at has passed and forgets their key. Several
+// instances may do it at once: deleting twice is harmless and the row update is guarded.
+func (j *Janitor) ExpireOutputs(ctx context.Context, now time.Time) (int, error) {
+	var expired []models.Task
+	if err := j.db.R.WithContext(ctx).Select("id", "output_key").Where("output_key IS NOT NULL AND expires_at < ?", now).
+		Limit(100).Find(&expired).Error; err != nil {
+		return 0, fmt.Errorf("find expired outputs: %w", err)
+	}
+	n := 0
+	for _, t := range expired {
+		if err := j.outputs.Delete(ctx, *t.OutputKey); err != nil {
+			j.log.Warn("delete expired output; retrying next sweep", "task", t.ID, "err", err)
+			continue
+		}
+		if err := j.db.W.WithContext(ctx).Exec("UPDATE tasks SET output_key = NULL WHERE id = ? AND output_key = ?", t.ID, *t.OutputKey).Error; err != nil {
+			return n, fmt.Errorf("forget expired output of %s: %w", t.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// SweepOrphansIfDue runs SweepOrphans when no instance has in the last OrphanEvery, and returns how many
+// files it deleted.
+func (j *Janitor) SweepOrphansIfDue(ctx context.Context) (int, error) {
+	now := j.clock()
+	const name = "orphans"
+	if err := j.db.W.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&janitorRun{Name: name, StartedAt: time.Unix(0, 0).UTC()}).Error; err != nil {
+		return 0, fmt.Errorf("prepare the storage sweep: %w", err)
+	}
+	res := j.db.W.WithContext(ctx).Exec("UPDATE janitor_runs SET started_at = ?, owner = ? WHERE name = ? AND started_at <= ?",
+		now, j.cfg.Owner, name, now.Add(-j.cfg.OrphanEvery))
+	if res.Error != nil {
+		return 0, fmt.Errorf("claim the storage sweep: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return 0, nil // another instance swept recently
+	}
+	return j.SweepOrphans(ctx, now)
+}
+
+type janitorRun struct {
+	Name      string `gorm:"primaryKey"`
+	StartedAt time.Time
+	Owner     string
+}
+
+func (janitorRun) TableName() string { return "janitor_runs" }
+
+// SweepOrphans lists both stores and deletes every file older than OrphanGrace that no row names: a
+// half-written ".put-*" file, a video copied whose completion never committed, an upload whose row is
+// gone. Only the platform's own prefixes are listed.
+func (j *Janitor) SweepOrphans(ctx context.Context, now time.Time) (int, error) {
+	outputs, err := j.sweepStore(ctx, j.outputs, "outputs/", now, j.namedOutputs)
+	if err != nil {
+		return outputs, err
+	}
+	inputs, err := j.sweepStore(ctx, j.media.Store, "media/", now, j.namedMedia)
+	return outputs + inputs, err
+}
+
+// namer returns which of keys a row names.
+type namer func(ctx context.Context, keys []string) (map[string]bool, error)
+
+const listBatch = 500
+
+func (j *Janitor) sweepStore(ctx context.Context, store blob.Store, prefix string, now time.Time, named namer) (int, error) {
+	deleted := 0
+	var batch []string
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		names, err := named(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for _, key := range batch {
+			if names[key] {
+				continue
+			}
+			if err := store.Delete(ctx, key); err != nil {
+				j.log.Warn("delete an unnamed file; retrying next sweep", "key", key, "err", err)
+				continue
+			}
+			j.log.Info("deleted a file no row names", "key", key)
+			deleted++
+		}
+		batch = batch[:0]
+		return nil
+	}
+	// Listing and deleting are apart: deleting while a folder is walked would disturb the walk.
+	var old []string
+	err := store.List(ctx, prefix, func(o blob.Object) error {
+		if now.Sub(o.ModTime) >= OrphanGrace {
+			old = append(old, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, key := range old {
+		batch = append(batch, key)
+		if len(batch) == listBatch {
+			if err := flush(); err != nil {
+				return deleted, err
+			}
+		}
+	}
+	return deleted, flush()
+}
+
+// namedOutputs: outputs/<task>/<copy>.mp4 is named when it is its task's output_key.
+func (j *Janitor) namedOutputs(ctx context.Context, keys []string) (map[string]bool, error) {
+	var taskIDs []string
+	for _, k := range keys {
+		if parts := strings.Split(k, "/"); len(parts) >= 3 {
+			taskIDs = append(taskIDs, parts[1])
+		}
+	}
+	out := map[string]bool{}
+	if len(taskIDs) == 0 {
+		return out, nil
+	}
+	var named []string
+	if err := j.db.R.WithContext(ctx).Model(&models.Task{}).Where("id IN ? AND output_key IS NOT NULL", taskIDs).
+		Pluck("output_key", &named).Error; err != nil {
+		return nil, fmt.Errorf("read output keys: %w", err)
+	}
+	for _, k := range named {
+		out[k] = true
+	}
+	return out, nil
+}
+
+// namedMedia: media/<account>/<file id> is named when a media row (in any state) has it as storage_key.
+func (j *Janitor) namedMedia(ctx context.Context, keys []string) (map[string]bool, error) {
+	var mediaIDs []string
+	for _, k := range keys {
+		mediaIDs = append(mediaIDs, path.Base(k))
+	}
+	var named []string
+	if err := j.db.R.WithContext(ctx).Model(&models.Media{}).Where("id IN ?", mediaIDs).Pluck("storage_key", &named).Error; err != nil {
+		return nil, fmt.Errorf("read media keys: %w", err)
+	}
+	out := map[string]bool{}
+	for _, k := range named {
+		out[k] = true
+	}
+	return out, nil
+}
