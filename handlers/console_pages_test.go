@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestKeysPage(t *testing.T) {
 		list.contains(t, "production server", secret[:11]+"…", "active")
 		list.lacks(t, secret) // never shown again
 		deadline := time.Now().Add(5 * time.Second)
-		for strings.Contains(b.get("/console/keys").Body, "<td>—</td>") { // last used fills in
+		for strings.Contains(b.get("/console/keys").Body, `<td class="when">—</td>`) { // last used fills in
 			if time.Now().After(deadline) {
 				t.Fatal("last-used time never shown")
 			}
@@ -355,6 +356,15 @@ func TestEveryPageIsWellFormed(t *testing.T) {
 	}
 }
 
+func attrOf(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
 func checkPage(t *testing.T, path string, p *page) {
 	t.Helper()
 	csp := p.Header.Get("Content-Security-Policy")
@@ -397,6 +407,11 @@ func checkPage(t *testing.T, path string, p *page) {
 				}
 			case "a":
 				links[attr("href")] = true
+			case "table":
+				// Wide tables scroll inside their own box, never the page (on a phone most of them are wider).
+				if p := n.Parent; p == nil || p.Data != "div" || !slices.Contains(strings.Fields(attrOf(p, "class")), "table-wrap") {
+					t.Errorf("%s: a table outside a .table-wrap box", path)
+				}
 			case "script":
 				if attr("src") == "" {
 					t.Errorf("%s: an inline script", path)
