@@ -167,7 +167,11 @@ func TestTasksPages(t *testing.T) {
 		if p := b.do(req); p.Status != 416 {
 			t.Fatalf("range past the end: %d", p.Status)
 		}
-		b.get("/console/tasks/"+bad).contains(t, "Failed:", "Refunded (video failed)")
+		failed := b.get("/console/tasks/" + bad)
+		failed.contains(t, "Failed:", "Refunded (video failed)", "error code generation_failed")
+		if n := strings.Count(failed.Body, "Your reservation was released."); n != 1 {
+			t.Errorf("the failed task's page says %d times that the reservation was released, want once", n)
+		}
 
 		// Another account sees none of it.
 		stranger := signUpVerified(t, s, "stranger@example.com")
@@ -583,5 +587,30 @@ func TestCallLogExportAndPagesAreComplete(t *testing.T) {
 		if len(pageSeen) != 2500 {
 			t.Fatalf("the pages listed %d of 2500 rows", len(pageSeen))
 		}
+	})
+}
+
+// TestUnreadableInputsFailSayingWhatHappenedToTheMoney: every failure the worker stores says what became
+// of the reservation, so the console shows it once — here the one for a task whose stored inputs cannot
+// be read.
+func TestUnreadableInputsFailSayingWhatHappenedToTheMoney(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		front := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+		b := signUpVerified(t, front, "inputs@example.com")
+		addFunds(t, b, "5")
+		key := createKey(t, b, "inputs")
+		id := front.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "unreadable"})["id"].(string)
+		if err := front.DB.W.Exec("UPDATE tasks SET inputs = 'not json' WHERE id = ?", id).Error; err != nil {
+			t.Fatal(err)
+		}
+		testkit.Start(t, dbURL, nil) // an instance with a worker takes the task
+		front.WaitStatus(t, key, id, 20*time.Second, "failed")
+
+		p := b.get("/console/tasks/" + id)
+		p.contains(t, "The task's stored inputs could not be read.", "error code internal_error", "Refunded (video failed)")
+		if n := strings.Count(p.Body, "Your reservation was released."); n != 1 {
+			t.Errorf("the page says %d times that the reservation was released, want once", n)
+		}
+		testkit.CheckLedger(t, front.DB)
 	})
 }

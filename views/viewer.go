@@ -133,6 +133,11 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 		return e.Detail
 	}
 	switch {
+	case e.ToStatus == models.StatusFailed && e.FromStatus != models.StatusFailed:
+		// The failure's message, with what happened to the money, heads the page; the log names the code
+		// rather than say it all twice.
+		code, _, _ := strings.Cut(e.Detail, ": ")
+		return "error code " + code
 	case strings.HasPrefix(e.Detail, "submission attempt "):
 		n, _, _ := strings.Cut(strings.TrimPrefix(e.Detail, "submission attempt "), " ")
 		return "sent to the generation service (attempt " + n + ")"
