@@ -51,6 +51,7 @@ func TestDashboardGuidesANewAccount(t *testing.T) {
 		p = b.get("/console")
 		p.lacks(t, "Get started")                          // every step is done
 		p.contains(t, "$19.70", "$0.30", v["id"].(string)) // available after a $0.30 charge; spent in 30 days; the task
+		p.contains(t, `<td class="prompt">dashboard</td>`)  // and what it shows
 		if !regexp.MustCompile(`<rect class="bar" [^>]*height="[1-9][0-9.]*"><title>[A-Z][a-z]{2} [0-9]+: \$0\.30</title>`).MatchString(p.Body) {
 			t.Fatalf("the spend chart has no bar for today's $0.30:\n%s", trimPage(p.Body))
 		}
@@ -123,13 +124,21 @@ func TestTasksPages(t *testing.T) {
 		b := signUpVerified(t, s, "tom@example.com")
 		addFunds(t, b, "100")
 		key := createKey(t, b, "tasks")
-		ok := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a calm sea", "aspect_ratio": "1:1"})["id"].(string)
+		// A prompt longer than the task list shows, with a two-byte character where it is cut.
+		long := "a calm sea at dawn, gulls wheel over the fishing boats of Ålesund while the fog lifts"
+		ok := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": long, "aspect_ratio": "1:1"})["id"].(string)
 		bad := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-fast-480p", "prompt": "a storm [sim:fail]"})["id"].(string)
 		s.WaitStatus(t, key, ok, 20*time.Second, "completed")
 		s.WaitStatus(t, key, bad, 20*time.Second, "failed")
 
 		all := b.get("/console/tasks")
 		all.contains(t, ok, bad, "640x640", "settled", "released", "$0.20", "$0.40")
+		// Tasks are told apart by their prompts: a long one is cut to 60 characters, whole on hover.
+		preview := string([]rune(long)[:59]) + "…"
+		if !strings.HasSuffix(preview, "Å…") {
+			t.Fatalf("the test's prompt is not cut where meant: %q", preview)
+		}
+		all.contains(t, `<td class="prompt" title="`+long+`">`+preview+`</td>`, `<td class="prompt">a storm [sim:fail]</td>`)
 		completed := b.get("/console/tasks?status=completed")
 		completed.contains(t, ok)
 		completed.lacks(t, bad)
@@ -141,7 +150,7 @@ func TestTasksPages(t *testing.T) {
 		// The task's page: parameters, the task log, its ledger entries and the playable video.
 		p := b.get("/console/tasks/" + ok)
 		// queued → in_progress → completed, or queued → completed when one poll saw the end (a slow run).
-		p.contains(t, "a calm sea", "640x640 (1:1)", " → completed", "created; $0.20 reserved",
+		p.contains(t, long, "640x640 (1:1)", " → completed", "created; $0.20 reserved",
 			"sent to the generation service (attempt 1)", "accepted by the generation service",
 			"Reserved for a video", "Charged for a video", `<video controls`, "/console/tasks/"+ok+"/video", "Download MP4")
 		p.lacks(t, "idempotency key", "simtask_", "worker ") // the upstream's details are for support staff
