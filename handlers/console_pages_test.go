@@ -43,6 +43,13 @@ func TestDashboardGuidesANewAccount(t *testing.T) {
 		b := signUpVerified(t, s, "dee@example.com")
 		p := b.get("/console")
 		p.contains(t, "Get started", "Add funds", "Create an API key", "Make your first request", s.Cfg.PublicBaseURL+"/v1/videos", `data-copy="first-curl"`, "No videos yet")
+		// The steps link to the pages they name.
+		steps := regexp.MustCompile(`(?s)<ol class="steps">.*?</ol>`).FindString(p.Body)
+		for _, link := range []string{`<a href="/console/wallet">Wallet page</a>`, `<a href="/console/keys">API keys page</a>`} {
+			if !strings.Contains(steps, link) {
+				t.Errorf("the get-started steps lack %s:\n%s", link, steps)
+			}
+		}
 		addFunds(t, b, "20")
 		key := createKey(t, b, "dash")
 		v := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "dashboard", "seconds": 6})
