@@ -248,15 +248,39 @@ func TestBrowserJourney(t *testing.T) {
 	do("open the verification link", chromedp.Navigate(s.URL+link))
 	heading("Confirm your e-mail address")
 	look("confirm")
+	// Confirming from the browser that signed up signs the person in.
 	submit("confirm the address")
-	heading("Your e-mail address is confirmed")
-	look("verified")
-
-	do("open the sign-in page", chromedp.Navigate(s.URL+"/signin"),
-		chromedp.SendKeys(chromedp.ID("email"), email), chromedp.SendKeys(chromedp.ID("password"), password))
-	submit("sign in")
 	heading("Dashboard")
-	look("dashboard-new")
+	if notice := text("read the notice", ".notice.ok"); notice != "Your e-mail address is confirmed. Welcome!" {
+		t.Fatalf("after confirming: %q", notice)
+	}
+	// The curl line wraps on screen at both widths, and its Copy button copies the one-line command.
+	command := fmt.Sprintf(`curl %s/v1/videos -H "Authorization: Bearer $VIDEOGEN_KEY" -H "Content-Type: application/json" -d '{"model": "videogen-2.0-mini-480p", "prompt": "a paper boat on a rainy street"}'`, s.Cfg.PublicBaseURL)
+	look("dashboard-new", func(width int) {
+		var curl struct{ ScrollWidth, ClientWidth, Height, LineHeight float64 }
+		eval("measure the curl line", `(() => { const p = document.getElementById("first-curl"), s = getComputedStyle(p);
+			return {scrollWidth: p.scrollWidth, clientWidth: p.clientWidth, height: p.getBoundingClientRect().height, lineHeight: parseFloat(s.lineHeight) || parseFloat(s.fontSize) * 1.2}; })()`, &curl)
+		if curl.ScrollWidth > curl.ClientWidth || curl.Height < 2*curl.LineHeight {
+			t.Errorf("at %d px the curl line is cut off instead of wrapped: %+v", width, curl)
+		}
+	})
+	ctx, cancel := ctxFor()
+	err := chromedp.FromContext(ctx).Browser.Call(ctx, "Browser.setPermission", map[string]any{
+		"permission": map[string]string{"name": "clipboard-read"}, "setting": "granted", "origin": s.URL}, nil)
+	cancel()
+	if err != nil {
+		t.Fatalf("allow the test to read the clipboard: %v", err)
+	}
+	do("copy the curl line", chromedp.Click(chromedp.CSS(`button[data-copy="first-curl"]`)))
+	var copied string
+	eval("read the clipboard", `new Promise(ok => { // app.js says "Copied" once the clipboard holds the text
+		const b = document.querySelector('button[data-copy="first-curl"]');
+		const check = () => b.textContent === "Copied" ? ok() : requestAnimationFrame(check);
+		check();
+	}).then(() => navigator.clipboard.readText())`, &copied)
+	if copied != command {
+		t.Fatalf("the Copy button copied %q, want the one-line command %q", copied, command)
+	}
 
 	do("open the wallet", chromedp.Navigate(s.URL+"/console/wallet"), chromedp.SendKeys(chromedp.ID("amount"), "25"))
 	submit("add test funds")
@@ -291,7 +315,7 @@ func TestBrowserJourney(t *testing.T) {
 	look("tasks")
 
 	do("open the task", chromedp.Navigate(s.URL+"/console/tasks/"+id))
-	ctx, cancel := ctxFor()
+	ctx, cancel = ctxFor()
 	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise((ok, fail) => {
 		const v = document.querySelector("video");
 		if (!v) return fail("no video element");
