@@ -282,7 +282,14 @@ func TestBrowserJourney(t *testing.T) {
 		t.Fatalf("the Copy button copied %q, want the one-line command %q", copied, command)
 	}
 
-	do("open the wallet", chromedp.Navigate(s.URL+"/console/wallet"), chromedp.SendKeys(chromedp.ID("amount"), "25"))
+	// A refused amount is shown again at the wallet's own address, beside its field, as typed.
+	do("open the wallet", chromedp.Navigate(s.URL+"/console/wallet"), chromedp.SendKeys(chromedp.ID("amount"), "ten"))
+	submit("add a refused amount")
+	if p, e := path(), text("read the error", "#amount-error"); p != "/console/wallet" || !strings.Contains(e, "Enter an amount") {
+		t.Fatalf("a refused amount left the browser at %s with %q", p, e)
+	}
+	look("wallet-refused")
+	do("correct the amount", chromedp.SetValue(chromedp.ID("amount"), "25"))
 	submit("add test funds")
 	if notice := text("read the notice", ".notice.ok"); !strings.Contains(notice, "Test funds were added") {
 		t.Fatalf("after adding funds: %q", notice)
@@ -347,7 +354,16 @@ func TestBrowserJourney(t *testing.T) {
 	do("open the revoke page", chromedp.Navigate(s.URL+"/console/keys"), chromedp.Click(chromedp.CSS(`a[href$="/revoke"]`)))
 	heading("Revoke journey laptop?")
 	look("revoke")
-	do("open the account page", chromedp.Navigate(s.URL+"/console/account"))
+	do("open the account page", chromedp.Navigate(s.URL+"/console/account"),
+		chromedp.SendKeys(chromedp.ID("current"), "not-my-password"), chromedp.SendKeys(chromedp.ID("password"), "new-kites-fly-high-7"))
+	ctx, cancel = ctxFor()
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`main form:last-of-type button[type="submit"]`))); err != nil {
+		t.Fatalf("change the password: %v", err)
+	}
+	cancel()
+	if p, e := path(), text("read the error", "#current-error"); p != "/console/account" || !strings.Contains(e, "not your current password") {
+		t.Fatalf("a refused password change left the browser at %s with %q", p, e)
+	}
 	look("account")
 	do("open the pricing page", chromedp.Navigate(s.URL+"/pricing"))
 	look("pricing-signed-in")

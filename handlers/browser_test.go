@@ -34,6 +34,7 @@ type page struct {
 	Status int
 	Header http.Header
 	Body   string
+	Posted string // where submit sent the form
 }
 
 func (b *browser) do(req *http.Request) *page {
@@ -67,6 +68,68 @@ func (b *browser) post(from, path string, form url.Values) *page {
 	}
 	form.Set("_csrf", html.UnescapeString(m[1]))
 	return b.postRaw(path, form)
+}
+
+// submit fills in and sends a form of the page at from, as a person does: the form in <main> that has a
+// field named field (the only form in <main> when field is ""), posted to its own action with its hidden
+// fields (the CSRF token among them). The answer's Posted says where it went: the address bar's URL.
+func (b *browser) submit(from, field string, values url.Values) *page {
+	b.t.Helper()
+	doc, err := html.Parse(strings.NewReader(b.get(from).Body))
+	if err != nil {
+		b.t.Fatalf("%s: %v", from, err)
+	}
+	var forms []*html.Node
+	var walk func(n *html.Node, inMain bool)
+	walk = func(n *html.Node, inMain bool) {
+		if n.Type == html.ElementNode && n.Data == "main" {
+			inMain = true
+		}
+		if inMain && n.Type == html.ElementNode && n.Data == "form" && strings.EqualFold(attrOf(n, "method"), "post") {
+			forms = append(forms, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, inMain)
+		}
+	}
+	walk(doc, false)
+	has := func(form *html.Node, name string) (hidden url.Values, found bool) {
+		hidden = url.Values{}
+		var walk func(*html.Node)
+		walk = func(n *html.Node) {
+			if n.Type == html.ElementNode && (n.Data == "input" || n.Data == "select" || n.Data == "textarea") {
+				if attrOf(n, "name") == name {
+					found = true
+				}
+				if attrOf(n, "type") == "hidden" {
+					hidden.Set(attrOf(n, "name"), attrOf(n, "value"))
+				}
+			}
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				walk(c)
+			}
+		}
+		walk(form)
+		return hidden, found || name == ""
+	}
+	for _, f := range forms {
+		hidden, ok := has(f, field)
+		if !ok || (field == "" && len(forms) > 1) {
+			continue
+		}
+		for k, v := range values {
+			hidden[k] = v
+		}
+		action := attrOf(f, "action")
+		if action == "" {
+			action = from
+		}
+		p := b.postRaw(action, hidden)
+		p.Posted = action
+		return p
+	}
+	b.t.Fatalf("no form with a field %q on %s", field, from)
+	return nil
 }
 
 func (b *browser) postRaw(path string, form url.Values) *page {

@@ -80,7 +80,7 @@ func TestSignUpAndVerification(t *testing.T) {
 		if p := b.post("/console/keys", "/console/keys", url.Values{"name": {"x"}}); p.Status != 403 {
 			t.Fatalf("key created by an unverified user: %d", p.Status)
 		}
-		if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {"10"}}); p.Status != 403 {
+		if p := b.post("/console/wallet", "/console/wallet", url.Values{"amount": {"10"}}); p.Status != 403 {
 			t.Fatalf("funds added by an unverified user: %d", p.Status)
 		}
 		var keys int64
@@ -331,7 +331,7 @@ func TestSessions(t *testing.T) {
 
 		// Changing the password ends every other session; this browser stays signed in.
 		b := signUpVerifiedAgain(t, s, "sam@example.com")
-		p = a.post("/console/account", "/console/account/password", url.Values{"current": {"paper-boats-float-42"}, "password": {"new-kites-fly-high-7"}})
+		p = a.submit("/console/account", "current", url.Values{"current": {"paper-boats-float-42"}, "password": {"new-kites-fly-high-7"}})
 		if p.Status != 303 || !strings.Contains(p.location(), "password-changed") {
 			t.Fatalf("change password: %d %s", p.Status, p.location())
 		}
@@ -344,7 +344,7 @@ func TestSessions(t *testing.T) {
 		if p := newBrowser(t, s).post("/signin", "/signin", url.Values{"email": {"sam@example.com"}, "password": {"paper-boats-float-42"}}); p.Status != 401 {
 			t.Fatal("the old password still works")
 		}
-		if p := a.post("/console/account", "/console/account/password", url.Values{"current": {"not-my-password"}, "password": {"another-new-one-9"}}); p.Status != 422 {
+		if p := a.submit("/console/account", "current", url.Values{"current": {"not-my-password"}, "password": {"another-new-one-9"}}); p.Status != 422 {
 			t.Fatalf("wrong current password: %d", p.Status)
 		} else {
 			p.contains(t, "This is not your current password")
@@ -486,10 +486,9 @@ func TestEveryFormNeedsCSRF(t *testing.T) {
 	foreign := newBrowser(t, s)
 	m := csrfRE.FindStringSubmatch(foreign.get("/signin").Body)
 	for _, path := range []string{"/signup", "/signin", "/signout", "/verify", "/verify/resend", "/password/forgot", "/password/reset",
-		"/console/keys", "/console/keys/" + itoa(int(key.ID)) + "/revoke", "/console/wallet/test-funds",
-		"/console/account/timezone", "/console/account/password"} {
+		"/console/keys", "/console/keys/" + itoa(int(key.ID)) + "/revoke", "/console/wallet", "/console/account"} {
 		for _, token := range []string{"", m[1]} {
-			p := b.postRaw(path, url.Values{"_csrf": {token}, "email": {"x@example.com"}, "name": {"k2"}, "amount": {"10"}, "tz": {"Asia/Tokyo"}})
+			p := b.postRaw(path, url.Values{"_csrf": {token}, "email": {"x@example.com"}, "name": {"k2"}, "amount": {"10"}, "tz": {"Asia/Tokyo"}, "form": {"timezone"}})
 			if p.Status != 403 {
 				t.Errorf("POST %s with token %q: %d, want 403", path, token, p.Status)
 			}
@@ -498,8 +497,10 @@ func TestEveryFormNeedsCSRF(t *testing.T) {
 	var entries, keys int64
 	s.DB.R.Model(&models.LedgerEntry{}).Count(&entries)
 	s.DB.R.Model(&models.APIKey{}).Where("revoked_at IS NULL").Count(&keys)
-	if entries != 0 || keys != 1 {
-		t.Fatalf("refused forms changed data: %d entries, %d active keys", entries, keys)
+	var u models.User
+	s.DB.R.Where("email = ?", "csrf@example.com").Take(&u)
+	if entries != 0 || keys != 1 || u.TimeZone != "" {
+		t.Fatalf("refused forms changed data: %d entries, %d active keys, time zone %q", entries, keys, u.TimeZone)
 	}
 }
 

@@ -32,7 +32,7 @@ func createKey(t *testing.T, b *browser, name string) string {
 
 func addFunds(t *testing.T, b *browser, usd string) {
 	t.Helper()
-	if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {usd}}); p.Status != 303 {
+	if p := b.submit("/console/wallet", "amount", url.Values{"amount": {usd}}); p.Status != 303 {
 		t.Fatalf("add funds: %d", p.Status)
 	}
 }
@@ -303,7 +303,7 @@ func TestWalletPage(t *testing.T) {
 		b := signUpVerified(t, s, "wes@example.com")
 		b.get("/console/wallet").contains(t, "No entries yet", "Add test funds")
 		for _, bad := range []string{"0.50", "1001", "ten", "-5"} {
-			if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {bad}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+bad+`"`) ||
+			if p := b.submit("/console/wallet", "amount", url.Values{"amount": {bad}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+bad+`"`) ||
 				!strings.Contains(p.Body, `id="amount-error"`) {
 				t.Fatalf("amount %q: %d", bad, p.Status)
 			}
@@ -331,7 +331,7 @@ func TestNoTestFundsWithoutTestTopups(t *testing.T) {
 	p := b.get("/console/wallet")
 	p.lacks(t, "Add test funds")
 	p.contains(t, "Card payments are not available")
-	if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {"10"}}); p.Status != 404 {
+	if p := b.post("/console/wallet", "/console/wallet", url.Values{"amount": {"10"}}); p.Status != 404 {
 		t.Fatalf("test funds without TEST_TOPUPS: %d", p.Status)
 	}
 }
@@ -499,7 +499,7 @@ func TestBrowserTimeZoneCookie(t *testing.T) {
 		t.Fatalf("a console page may be cached: %q", p.Header.Get("Cache-Control"))
 	}
 	// A zone chosen on the account page wins over the browser's.
-	b.post("/console/account", "/console/account/timezone", url.Values{"tz": {"Europe/Paris"}})
+	b.submit("/console/account", "tz", url.Values{"tz": {"Europe/Paris"}})
 	b.get("/console/calls").contains(t, "Times are in Europe/Paris")
 }
 
@@ -628,5 +628,52 @@ func TestUnreadableInputsFailSayingWhatHappenedToTheMoney(t *testing.T) {
 			t.Errorf("the page says %d times that the reservation was released, want once", n)
 		}
 		testkit.CheckLedger(t, front.DB)
+	})
+}
+
+// TestConsoleFormsAnswerAtTheirPageURL: every console form posts to its own page's URL, so a refused one is
+// shown again (422, the error beside its field, what was typed kept) at the address it came from, and a
+// reload or a bookmark finds the page; an accepted one redirects back to it with a notice.
+func TestConsoleFormsAnswerAtTheirPageURL(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+		b := signUpVerified(t, s, "forms@example.com")
+		createKey(t, b, "to revoke")
+		var k models.APIKey
+		s.DB.R.Take(&k)
+		revoke := "/console/keys/" + itoa(int(k.ID)) + "/revoke"
+		for _, tc := range []struct {
+			name, page, field string
+			values            url.Values
+			status            int
+			want              []string // on the refused page, or in the redirect's Location
+		}{
+			{"test funds refused", "/console/wallet", "amount", url.Values{"amount": {"ten"}}, 422, []string{`id="amount-error"`, `value="ten"`}},
+			{"test funds added", "/console/wallet", "amount", url.Values{"amount": {"10"}}, 303, []string{"/console/wallet?notice=funds-added"}},
+			{"unknown time zone", "/console/account", "tz", url.Values{"tz": {"Mars/Olympus"}}, 422, []string{`id="tz-error"`, "Choose a time zone from the list"}},
+			{"time zone saved", "/console/account", "tz", url.Values{"tz": {"Asia/Tokyo"}}, 303, []string{"/console/account?notice=timezone-saved"}},
+			{"wrong current password", "/console/account", "current", url.Values{"current": {"not-my-password"}, "password": {"new-kites-fly-high-7"}}, 422, []string{`id="current-error"`}},
+			{"weak new password", "/console/account", "current", url.Values{"current": {"paper-boats-float-42"}, "password": {"short"}}, 422, []string{`id="password-error"`, "at least 10 characters"}},
+			{"key name too long", "/console/keys", "name", url.Values{"name": {strings.Repeat("n", 61)}}, 422, []string{`id="name-error"`, `value="` + strings.Repeat("n", 61) + `"`}},
+			{"key revoked", revoke, "", url.Values{}, 303, []string{"/console/keys?notice=key-revoked"}},
+		} {
+			p := b.submit(tc.page, tc.field, tc.values)
+			if p.Posted != tc.page || p.Status != tc.status {
+				t.Errorf("%s: the form on %s posted to %s and got %d, want %d at the page's own URL", tc.name, tc.page, p.Posted, p.Status, tc.status)
+				continue
+			}
+			for _, w := range tc.want {
+				if tc.status == 303 && p.location() != w {
+					t.Errorf("%s: redirected to %q, want %q", tc.name, p.location(), w)
+				} else if tc.status != 303 && !strings.Contains(p.Body, w) {
+					t.Errorf("%s: the page lacks %s:\n%s", tc.name, w, trimPage(p.Body))
+				}
+			}
+		}
+		var u models.User
+		s.DB.R.Where("email = ?", "forms@example.com").Take(&u)
+		if u.TimeZone != "Asia/Tokyo" {
+			t.Errorf("time zone %q after an unknown one was refused and Asia/Tokyo saved", u.TimeZone)
+		}
 	})
 }
