@@ -2,10 +2,12 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,13 +38,74 @@ func chromium(t *testing.T) context.Context {
 	return ctx
 }
 
+// pageLayout is what the browser test measures on a page at one width.
+type pageLayout struct {
+	ScrollWidth, ClientWidth, InnerWidth int
+	HeaderHeight                         float64
+	Header                               []string // the header's visible links and buttons, in order
+	RowSpread                            float64  // how far apart their vertical centres are
+	Overflowing                          []string // elements sticking out to the right (for the failure message)
+	Tables, WrappedTables                int
+}
+
+// measureLayout reads a pageLayout; elements inside a .table-wrap may be wider than the page, since that
+// box scrolls on its own.
+const measureLayout = `(() => {
+	const shown = el => { const r = el.getBoundingClientRect(); return el.checkVisibility({visibilityProperty: true}) && r.width > 0 && r.height > 0; };
+	const doc = document.documentElement, header = document.querySelector("header.top");
+	const items = [...header.querySelectorAll("a, button, summary")].filter(shown);
+	const mids = items.map(el => { const r = el.getBoundingClientRect(); return r.top + r.height / 2; });
+	const out = [];
+	for (const el of document.body.querySelectorAll("*")) {
+		if (el.getBoundingClientRect().right > doc.clientWidth + 0.5 && !el.closest(".table-wrap")) {
+			out.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + " " + (el.textContent || "").trim().slice(0, 50));
+		}
+	}
+	return {scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, innerWidth: innerWidth,
+		headerHeight: header.getBoundingClientRect().height, header: items.map(el => el.textContent.trim()),
+		rowSpread: Math.max(...mids) - Math.min(...mids), overflowing: out.slice(0, 8),
+		tables: document.querySelectorAll("main table").length, wrappedTables: document.querySelectorAll("main .table-wrap > table").length};
+})()`
+
+// menuLinks lists the links and buttons shown in the opened narrow-screen menu, and any that stick out
+// of the screen.
+const menuLinks = `(() => {
+	const doc = document.documentElement;
+	const els = [...document.querySelectorAll("header .nav-panel a, header .nav-panel button")]
+		.filter(el => { const r = el.getBoundingClientRect(); return el.checkVisibility({visibilityProperty: true}) && r.width > 0 && r.height > 0; });
+	return {shown: els.map(el => el.textContent.trim()),
+		outside: els.filter(el => { const r = el.getBoundingClientRect(); return r.left < 0 || r.right > doc.clientWidth + 0.5; }).map(el => el.textContent.trim()),
+		scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth};
+})()`
+
+type menuState struct {
+	Shown, Outside           []string
+	ScrollWidth, ClientWidth int
+}
+
+// The widths every page is checked and photographed at: a laptop and a phone (iPhone 12 to 15).
+const (
+	desktopWidth, desktopHeight = 1280, 900
+	phoneWidth, phoneHeight     = 390, 844
+)
+
 // TestBrowserJourney walks a new customer through the console in a real browser: sign up, verify from the
 // e-mail, add test funds, create a key, use it over HTTP, watch the video complete, play and download it,
-// find the call in the call log. A screenshot of each page goes to tmp/screenshots/TestBrowserJourney.
+// find the call in the call log, then visit every other page and sign out through the phone menu.
+//
+// Every page is checked at a laptop's width and a phone's: the header is one row (at the phone's width,
+// the logo and a menu that opens and shows every link), no page scrolls sideways, every table sits in a
+// box that scrolls on its own. A screenshot of each page at each width goes to
+// tmp/screenshots/TestBrowserJourney.
 func TestBrowserJourney(t *testing.T) {
+	// A long address: the header must cut it short, not wrap.
+	const email, password = "journey.with.a.rather.long.address@example-videos.com", "paper-boats-float-42"
 	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"TEST_TOPUPS": "1", "SIM_DURATION": "1s"})
 	browser := chromium(t)
 	shots, _ := filepath.Abs(filepath.Join("..", "tmp", "screenshots", t.Name()))
+	if err := os.RemoveAll(shots); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +130,18 @@ func TestBrowserJourney(t *testing.T) {
 		}
 		return v
 	}
+	eval := func(what, js string, into any) {
+		t.Helper()
+		ctx, cancel := ctxFor()
+		defer cancel()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](js, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err := json.Unmarshal(v, into); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 	submit := func(what string) {
 		t.Helper()
 		ctx, cancel := ctxFor()
@@ -75,18 +150,75 @@ func TestBrowserJourney(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	shot := func(name string) {
+	photo := func(name string, full bool) {
 		t.Helper()
 		ctx, cancel := ctxFor()
 		defer cancel()
-		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		shot := chromedp.FullScreenshot(100)
+		if !full { // an open menu overlays the top of the page: the viewport shows it
+			shot = chromedp.CaptureScreenshot()
+		}
+		buf, err := chromedp.Run(ctx, shot)
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
-		n++
 		if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%02d-%s.png", n, name)), buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// look checks the page on screen at both widths and photographs it; extra runs more checks at each
+	// width. It leaves the browser at the laptop's width.
+	look := func(name string, extra ...func(width int)) {
+		t.Helper()
+		n++
+		signedIn := false
+		for _, w := range []struct{ width, height int }{{desktopWidth, desktopHeight}, {phoneWidth, phoneHeight}} {
+			do("resize to "+itoa(w.width), chromedp.EmulateViewport(int64(w.width), int64(w.height)))
+			var l pageLayout
+			eval("measure "+name, measureLayout, &l)
+			where := fmt.Sprintf("%s at %d px", name, w.width)
+			if l.ScrollWidth > l.ClientWidth || l.ClientWidth > w.width {
+				t.Errorf("%s scrolls sideways: %d px of content in %d px; sticking out: %q", where, l.ScrollWidth, l.ClientWidth, l.Overflowing)
+			}
+			if l.Tables != l.WrappedTables {
+				t.Errorf("%s: %d of %d tables are not in a .table-wrap box", where, l.Tables-l.WrappedTables, l.Tables)
+			}
+			if l.RowSpread > 2 || l.HeaderHeight > 72 {
+				t.Errorf("%s: the header is not one row (%.0f px high, centres %.0f px apart): %q", where, l.HeaderHeight, l.RowSpread, l.Header)
+			}
+			if w.width == desktopWidth {
+				signedIn = slices.Contains(l.Header, "Sign out")
+				want := []string{"videogen", "Pricing", "Sign in", "Create account"}
+				if signedIn {
+					want = []string{"videogen", "Dashboard", "Tasks", "Call log", "API keys", "Wallet", "Pricing", email, "Sign out"}
+				}
+				if !slices.Equal(l.Header, want) {
+					t.Errorf("%s: the header shows %q, want %q", where, l.Header, want)
+				}
+			} else if !slices.Equal(l.Header, []string{"videogen", "Menu"}) {
+				t.Errorf("%s: the header shows %q, want the logo and the menu only", where, l.Header)
+			}
+			for _, f := range extra {
+				f(w.width)
+			}
+			photo(fmt.Sprintf("%s-%d", name, w.width), true)
+			if w.width == phoneWidth {
+				// The menu opens without JavaScript's help (a <details>), and shows every link on screen.
+				do("open the menu on "+name, chromedp.Click(chromedp.CSS("header summary")))
+				var m menuState
+				eval("read the menu on "+name, menuLinks, &m)
+				want := []string{"Pricing", "Sign in", "Create account"}
+				if signedIn {
+					want = []string{"Dashboard", "Tasks", "Call log", "API keys", "Wallet", "Pricing", email, "Sign out"}
+				}
+				if !slices.Equal(m.Shown, want) || len(m.Outside) > 0 || m.ScrollWidth > m.ClientWidth {
+					t.Errorf("%s: the open menu shows %q (want %q); off screen: %q; %d px of content in %d", where, m.Shown, want, m.Outside, m.ScrollWidth, m.ClientWidth)
+				}
+				photo(fmt.Sprintf("%s-%d-menu", name, w.width), false)
+				do("close the menu on "+name, chromedp.Click(chromedp.CSS("header summary")))
+			}
+		}
+		do("resize back", chromedp.EmulateViewport(desktopWidth, desktopHeight))
 	}
 	heading := func(want string) {
 		t.Helper()
@@ -94,39 +226,75 @@ func TestBrowserJourney(t *testing.T) {
 			t.Fatalf("heading %q, want %q", h1, want)
 		}
 	}
-	const email, password = "journey@example.com", "paper-boats-float-42"
-
+	path := func() string {
+		t.Helper()
+		var p string
+		eval("read the address bar", `location.pathname + location.search`, &p)
+		return p
+	}
 	do("open the home page", chromedp.Navigate(s.URL+"/"))
 	heading("Generate videos")
-	shot("home")
+	look("home")
 
 	do("open the sign-up page", chromedp.Navigate(s.URL+"/signup"))
-	shot("signup")
+	look("signup")
 	do("fill in the sign-up form", chromedp.SendKeys(chromedp.ID("email"), email), chromedp.SendKeys(chromedp.ID("password"), password),
 		chromedp.Click(chromedp.ID("terms")))
 	submit("sign up")
 	heading("Check your inbox")
-	shot("check-inbox")
+	look("check-inbox")
 
 	link := mailedLink(t, s, email)
 	do("open the verification link", chromedp.Navigate(s.URL+link))
 	heading("Confirm your e-mail address")
+	look("confirm")
+	// Confirming from the browser that signed up signs the person in.
 	submit("confirm the address")
-	heading("Your e-mail address is confirmed")
-	shot("verified")
-
-	do("open the sign-in page", chromedp.Navigate(s.URL+"/signin"),
-		chromedp.SendKeys(chromedp.ID("email"), email), chromedp.SendKeys(chromedp.ID("password"), password))
-	submit("sign in")
 	heading("Dashboard")
-	shot("dashboard-new")
+	if notice := text("read the notice", ".notice.ok"); notice != "Your e-mail address is confirmed. Welcome!" {
+		t.Fatalf("after confirming: %q", notice)
+	}
+	// The curl line wraps on screen at both widths, and its Copy button copies the one-line command.
+	command := fmt.Sprintf(`curl %s/v1/videos -H "Authorization: Bearer $VIDEOGEN_KEY" -H "Content-Type: application/json" -d '{"model": "videogen-2.0-mini-480p", "prompt": "a paper boat on a rainy street"}'`, s.Cfg.PublicBaseURL)
+	look("dashboard-new", func(width int) {
+		var curl struct{ ScrollWidth, ClientWidth, Height, LineHeight float64 }
+		eval("measure the curl line", `(() => { const p = document.getElementById("first-curl"), s = getComputedStyle(p);
+			return {scrollWidth: p.scrollWidth, clientWidth: p.clientWidth, height: p.getBoundingClientRect().height, lineHeight: parseFloat(s.lineHeight) || parseFloat(s.fontSize) * 1.2}; })()`, &curl)
+		if curl.ScrollWidth > curl.ClientWidth || curl.Height < 2*curl.LineHeight {
+			t.Errorf("at %d px the curl line is cut off instead of wrapped: %+v", width, curl)
+		}
+	})
+	ctx, cancel := ctxFor()
+	err := chromedp.FromContext(ctx).Browser.Call(ctx, "Browser.setPermission", map[string]any{
+		"permission": map[string]string{"name": "clipboard-read"}, "setting": "granted", "origin": s.URL}, nil)
+	cancel()
+	if err != nil {
+		t.Fatalf("allow the test to read the clipboard: %v", err)
+	}
+	do("copy the curl line", chromedp.Click(chromedp.CSS(`button[data-copy="first-curl"]`)))
+	var copied string
+	eval("read the clipboard", `new Promise(ok => { // app.js says "Copied" once the clipboard holds the text
+		const b = document.querySelector('button[data-copy="first-curl"]');
+		const check = () => b.textContent === "Copied" ? ok() : requestAnimationFrame(check);
+		check();
+	}).then(() => navigator.clipboard.readText())`, &copied)
+	if copied != command {
+		t.Fatalf("the Copy button copied %q, want the one-line command %q", copied, command)
+	}
 
-	do("open the wallet", chromedp.Navigate(s.URL+"/console/wallet"), chromedp.SendKeys(chromedp.ID("amount"), "25"))
+	// A refused amount is shown again at the wallet's own address, beside its field, as typed.
+	do("open the wallet", chromedp.Navigate(s.URL+"/console/wallet"), chromedp.SendKeys(chromedp.ID("amount"), "ten"))
+	submit("add a refused amount")
+	if p, e := path(), text("read the error", "#amount-error"); p != "/console/wallet" || !strings.Contains(e, "Enter an amount") {
+		t.Fatalf("a refused amount left the browser at %s with %q", p, e)
+	}
+	look("wallet-refused")
+	do("correct the amount", chromedp.SetValue(chromedp.ID("amount"), "25"))
 	submit("add test funds")
 	if notice := text("read the notice", ".notice.ok"); !strings.Contains(notice, "Test funds were added") {
 		t.Fatalf("after adding funds: %q", notice)
 	}
-	shot("wallet")
+	look("wallet")
 
 	do("open the keys page", chromedp.Navigate(s.URL+"/console/keys"), chromedp.SendKeys(chromedp.ID("name"), "journey laptop"))
 	submit("create a key")
@@ -134,10 +302,12 @@ func TestBrowserJourney(t *testing.T) {
 	if !strings.HasPrefix(secret, "vg_") {
 		t.Fatalf("secret %q", secret)
 	}
-	shot("key-created")
+	look("key-created")
 
-	// The key works over HTTP, from outside the browser.
-	id := s.CreateVideo(t, secret, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a paper boat on a rainy street"})["id"].(string)
+	// The key works over HTTP, from outside the browser. The prompt has a long unbroken word: it must
+	// wrap on the task's page, not push it sideways.
+	prompt := "a paper boat on a rainy street, seen from https://example.com/a-very-long-address-with-no-place-to-break-it-at-all"
+	id := s.CreateVideo(t, secret, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": prompt})["id"].(string)
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -149,10 +319,10 @@ func TestBrowserJourney(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	shot("tasks")
+	look("tasks")
 
 	do("open the task", chromedp.Navigate(s.URL+"/console/tasks/"+id))
-	ctx, cancel := ctxFor()
+	ctx, cancel = ctxFor()
 	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise((ok, fail) => {
 		const v = document.querySelector("video");
 		if (!v) return fail("no video element");
@@ -165,7 +335,7 @@ func TestBrowserJourney(t *testing.T) {
 	if err != nil || width != 864 {
 		t.Fatalf("the browser played a video %d pixels wide (%v), want 864", width, err)
 	}
-	shot("task")
+	look("task")
 	ctx, cancel = ctxFor()
 	download, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.querySelector("a[download]").href)
 		.then(async r => r.status + "|" + r.headers.get("content-type") + "|" + (await r.arrayBuffer()).byteLength)`, chromedp.EvalAwaitPromise))
@@ -178,7 +348,44 @@ func TestBrowserJourney(t *testing.T) {
 	if calls := text("read the call log", "tbody"); !strings.Contains(calls, "POST /v1/videos") || !strings.Contains(calls, id) {
 		t.Fatalf("the call log does not show the create call: %q", calls)
 	}
-	shot("calls")
+	look("calls")
+
+	// The pages the journey has not shown yet, signed in.
+	do("open the revoke page", chromedp.Navigate(s.URL+"/console/keys"), chromedp.Click(chromedp.CSS(`a[href$="/revoke"]`)))
+	heading("Revoke journey laptop?")
+	look("revoke")
+	do("open the account page", chromedp.Navigate(s.URL+"/console/account"),
+		chromedp.SendKeys(chromedp.ID("current"), "not-my-password"), chromedp.SendKeys(chromedp.ID("password"), "new-kites-fly-high-7"))
+	ctx, cancel = ctxFor()
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`main form:last-of-type button[type="submit"]`))); err != nil {
+		t.Fatalf("change the password: %v", err)
+	}
+	cancel()
+	if p, e := path(), text("read the error", "#current-error"); p != "/console/account" || !strings.Contains(e, "not your current password") {
+		t.Fatalf("a refused password change left the browser at %s with %q", p, e)
+	}
+	look("account")
+	do("open the pricing page", chromedp.Navigate(s.URL+"/pricing"))
+	look("pricing-signed-in")
 	do("open the dashboard", chromedp.Navigate(s.URL+"/console"))
-	shot("dashboard")
+	look("dashboard")
+
+	// Signing out from a phone goes through the menu.
+	do("sign out through the phone menu", chromedp.EmulateViewport(phoneWidth, phoneHeight), chromedp.Click(chromedp.CSS("header summary")))
+	ctx, cancel = ctxFor()
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`header .nav-panel button[type="submit"]`))); err != nil {
+		t.Fatalf("sign out: %v", err)
+	}
+	cancel()
+	do("resize back", chromedp.EmulateViewport(desktopWidth, desktopHeight))
+	if p := path(); p != "/signin?notice=signed-out" {
+		t.Fatalf("after signing out: %s", p)
+	}
+	look("signed-out")
+
+	// The public pages, signed out.
+	for _, p := range []string{"/pricing", "/terms", "/privacy", "/password/forgot", "/no-such-page"} {
+		do("open "+p, chromedp.Navigate(s.URL+p))
+		look(strings.ReplaceAll(strings.Trim(p, "/"), "/", "-"))
+	}
 }

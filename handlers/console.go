@@ -25,6 +25,7 @@ const (
 	sessionCookie = "vg_session"
 	csrfCookie    = "vg_csrf"
 	tzCookie      = "vg_tz"
+	signupCookie  = "vg_signup" // which address this browser signed up with (console_signup.go)
 )
 
 const (
@@ -44,6 +45,7 @@ var notices = map[string]string{
 	"timezone-saved":    "Your time zone was saved.",
 	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
 	"already-verified":  "Your e-mail address is already confirmed.",
+	"email-confirmed":   "Your e-mail address is confirmed. Welcome!",
 }
 
 // web prepares every console and public page: it reads the session cookie, makes sure the browser has a

@@ -24,11 +24,25 @@ func (h *handler) accountPage(c *fiber.Ctx, errs map[string]string) error {
 // showAccount answers GET /console/account.
 func (h *handler) showAccount(c *fiber.Ctx) error { return h.accountPage(c, nil) }
 
+// updateAccount answers the account page's forms, which post to the page's own URL so that a refused
+// one is shown again where it came from; a hidden field says which form it is.
+func (h *handler) updateAccount(c *fiber.Ctx) error {
+	switch c.FormValue("form") {
+	case "timezone":
+		return h.saveTimeZone(c)
+	case "password":
+		return h.changePassword(c)
+	}
+	return fiber.NewError(fiber.StatusBadRequest, "This form is not one of the account page's")
+}
+
 // saveTimeZone stores the zone the console shows times in ("" = the browser's).
 func (h *handler) saveTimeZone(c *fiber.Ctx) error {
 	tz := c.FormValue("tz")
-	if _, err := time.LoadLocation(tz); err != nil || len(tz) > 64 {
-		tz = ""
+	// "" is the browser's zone; "Local" would be the server's, which means nothing to the viewer.
+	if _, err := time.LoadLocation(tz); err != nil || len(tz) > 64 || tz == "Local" {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return h.accountPage(c, map[string]string{"tz": "Choose a time zone from the list."})
 	}
 	u := currentUser(c)
 	if err := h.DB.W.WithContext(c.UserContext()).Model(&models.User{}).Where("id = ?", u.ID).Update("time_zone", tz).Error; err != nil {

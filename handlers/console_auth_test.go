@@ -1,9 +1,13 @@
 package handlers_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,7 +80,7 @@ func TestSignUpAndVerification(t *testing.T) {
 		if p := b.post("/console/keys", "/console/keys", url.Values{"name": {"x"}}); p.Status != 403 {
 			t.Fatalf("key created by an unverified user: %d", p.Status)
 		}
-		if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {"10"}}); p.Status != 403 {
+		if p := b.post("/console/wallet", "/console/wallet", url.Values{"amount": {"10"}}); p.Status != 403 {
 			t.Fatalf("funds added by an unverified user: %d", p.Status)
 		}
 		var keys int64
@@ -126,6 +130,152 @@ func TestSignUpAndVerification(t *testing.T) {
 		s.DB.R.Model(&models.EmailToken{}).Where("token_hash = ?", token).Count(&found)
 		if found != 0 {
 			t.Fatal("an e-mail token is stored in clear")
+		}
+	})
+}
+
+// setCookie returns the cookie an answer sets under a name, or nil.
+func setCookie(p *page, name string) *http.Cookie {
+	for _, c := range (&http.Response{Header: p.Header}).Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// signupCookieFor makes a sign-up cookie's value as the server does (expiry, then an HMAC of the address
+// and the expiry), to try forged, expired and rotated ones.
+func signupCookieFor(email string, expires time.Time, secret string) string {
+	exp := strconv.FormatInt(expires.Unix(), 10)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("signup\x00" + email + "\x00" + exp))
+	return exp + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// TestConfirmingFromTheSignUpBrowserSignsIn: the browser that signed up and then confirms the address is
+// signed in and sent to the dashboard. Any other browser — the link opened on a phone, a sign-up cookie
+// for another address, an expired or forged one — sees that the address is confirmed, and stays signed
+// out: the link alone never signs anyone in.
+func TestConfirmingFromTheSignUpBrowserSignsIn(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "APP_SECRET": "the-current-signing-secret,a-retired-secret-that-still-verifies"})
+		secrets := s.Cfg.Secrets()
+		form := func(email string) url.Values {
+			return url.Values{"email": {email}, "password": {"paper-boats-float-42"}, "terms": {"yes"}}
+		}
+		signedOut := func(who string, b *browser) {
+			t.Helper()
+			if p := b.get("/console"); p.Status != 303 || !strings.HasPrefix(p.location(), "/signin") {
+				t.Fatalf("%s is signed in: %d %s", who, p.Status, p.location())
+			}
+		}
+
+		// The same browser signs up, confirms and lands on its dashboard, signed in and verified.
+		b := newBrowser(t, s)
+		p := b.post("/signup", "/signup", form("Uma@Example.com"))
+		c := setCookie(p, "vg_signup")
+		if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/verify" || c.MaxAge != 24*60*60 || strings.Contains(strings.ToLower(c.Value), "uma") {
+			t.Fatalf("sign-up cookie %+v: want HttpOnly, SameSite=Lax, for /verify only, for the link's 24 hours, without the address", c)
+		}
+		link := mailedLink(t, s, "uma@example.com")
+		b.get(link).contains(t, "Confirm my e-mail address")
+		p = b.post(link, "/verify", url.Values{"token": {link[strings.Index(link, "token=")+6:]}})
+		if p.Status != 303 || p.location() != "/console?notice=email-confirmed" {
+			t.Fatalf("confirming from the sign-up's browser: %d %q", p.Status, p.location())
+		}
+		if c := setCookie(p, "vg_signup"); c == nil || c.Value != "" || c.Path != "/verify" || (c.MaxAge >= 0 && !c.Expires.Before(time.Now())) {
+			t.Fatalf("the sign-up cookie is not cleared: %+v", c)
+		}
+		if c := setCookie(p, "vg_session"); c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge != 30*24*60*60 {
+			t.Fatalf("session cookie %+v: want the sign-in's settings", c)
+		}
+		b.get(p.location()).contains(t, "Your e-mail address is confirmed. Welcome!", `title="uma@example.com"`, "Sign out", "Add funds")
+		createKey(t, b, "verified") // only a verified user may
+
+		// The link opened on a phone: confirmed, and asked to sign in. The laptop that signed up did not
+		// confirm, so it is not signed in either.
+		laptop, phone := newBrowser(t, s), newBrowser(t, s)
+		laptop.post("/signup", "/signup", form("vic@example.com"))
+		p = confirmEmail(t, phone, mailedLink(t, s, "vic@example.com"))
+		p.contains(t, `<a class="button" href="/signin">Sign in</a>`)
+		p.lacks(t, "Sign out")
+		signedOut("the phone", phone)
+		signedOut("the laptop", laptop)
+		var u models.User
+		s.DB.R.Where("email = ?", "vic@example.com").Take(&u)
+		if !u.Verified() {
+			t.Fatal("the address confirmed from another browser is not verified")
+		}
+
+		// A browser that signed up with another address is not signed in to this one.
+		wes := newBrowser(t, s)
+		wes.post("/signup", "/signup", form("wes@example.com"))
+		newBrowser(t, s).post("/signup", "/signup", form("xan@example.com"))
+		confirmEmail(t, wes, mailedLink(t, s, "xan@example.com")).lacks(t, "Sign out")
+		signedOut("a browser that signed up with another address", wes)
+
+		// Cookies the server did not make, or made too long ago, sign nobody in; one made with a
+		// retired secret (APP_SECRET's second value) still does.
+		base, _ := url.Parse(s.URL + "/verify")
+		now := time.Now()
+		for i, tc := range []struct {
+			name, value string
+			signsIn     bool
+		}{
+			{"expired", signupCookieFor("c0@example.com", now.Add(-time.Second), secrets[0]), false},
+			{"made with another secret", signupCookieFor("c1@example.com", now.Add(time.Hour), "not-our-secret"), false},
+			{"lengthened", strconv.FormatInt(now.Add(48*time.Hour).Unix(), 10) + signupCookieFor("c2@example.com", now.Add(time.Hour), secrets[0])[10:], false},
+			{"made with the retired secret", signupCookieFor("c3@example.com", now.Add(time.Hour), secrets[1]), true},
+		} {
+			email := "c" + itoa(i) + "@example.com"
+			newBrowser(t, s).post("/signup", "/signup", form(email))
+			holder := newBrowser(t, s)
+			holder.c.Jar.SetCookies(base, []*http.Cookie{{Name: "vg_signup", Value: tc.value, Path: "/verify"}})
+			p := confirmEmail(t, holder, mailedLink(t, s, email))
+			if got := strings.Contains(p.Body, "Sign out"); got != tc.signsIn {
+				t.Errorf("a sign-up cookie %s: signed in %v, want %v", tc.name, got, tc.signsIn)
+			}
+		}
+	})
+}
+
+// TestSignUpAnswersAlikeForARegisteredAddress: the sign-up cookie is set whether or not the address had an
+// account, so status, headers (all but the cookie's value, the date and the request id) and page are the
+// same, and the form still tells nobody who has an account.
+func TestSignUpAnswersAlikeForARegisteredAddress(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		form := url.Values{"email": {"zoe@example.com"}, "password": {"paper-boats-float-42"}, "terms": {"yes"}}
+		fresh := newBrowser(t, s).post("/signup", "/signup", form)
+		nextMail(t, s, "zoe@example.com", 0) // the verification link: the address has an account now
+		again := newBrowser(t, s).post("/signup", "/signup", form)
+		if m := nextMail(t, s, "zoe@example.com", 1); !strings.Contains(m.Subject, "tried to create") {
+			t.Fatalf("the second sign-up was not for a registered address: %q", m.Subject)
+		}
+		shape := func(p *page) []string {
+			var out []string
+			for k, vs := range p.Header {
+				if k == "Date" || k == "X-Request-Id" {
+					continue
+				}
+				for _, v := range vs {
+					if k == "Set-Cookie" {
+						name, rest, _ := strings.Cut(v, "=")
+						_, attrs, _ := strings.Cut(rest, ";")
+						v = name + "=…;" + attrs
+					}
+					out = append(out, k+": "+v)
+				}
+			}
+			slices.Sort(out)
+			return out
+		}
+		if fresh.Status != again.Status || fresh.Body != again.Body || !slices.Equal(shape(fresh), shape(again)) {
+			t.Fatalf("a registered address gets another answer:\n%d %q\n%d %q", fresh.Status, shape(fresh), again.Status, shape(again))
+		}
+		if setCookie(fresh, "vg_signup") == nil || setCookie(again, "vg_signup") == nil {
+			t.Fatal("the sign-up cookie is not set on both answers")
 		}
 	})
 }
@@ -181,7 +331,7 @@ func TestSessions(t *testing.T) {
 
 		// Changing the password ends every other session; this browser stays signed in.
 		b := signUpVerifiedAgain(t, s, "sam@example.com")
-		p = a.post("/console/account", "/console/account/password", url.Values{"current": {"paper-boats-float-42"}, "password": {"new-kites-fly-high-7"}})
+		p = a.submit("/console/account", "current", url.Values{"current": {"paper-boats-float-42"}, "password": {"new-kites-fly-high-7"}})
 		if p.Status != 303 || !strings.Contains(p.location(), "password-changed") {
 			t.Fatalf("change password: %d %s", p.Status, p.location())
 		}
@@ -194,7 +344,7 @@ func TestSessions(t *testing.T) {
 		if p := newBrowser(t, s).post("/signin", "/signin", url.Values{"email": {"sam@example.com"}, "password": {"paper-boats-float-42"}}); p.Status != 401 {
 			t.Fatal("the old password still works")
 		}
-		if p := a.post("/console/account", "/console/account/password", url.Values{"current": {"not-my-password"}, "password": {"another-new-one-9"}}); p.Status != 422 {
+		if p := a.submit("/console/account", "current", url.Values{"current": {"not-my-password"}, "password": {"another-new-one-9"}}); p.Status != 422 {
 			t.Fatalf("wrong current password: %d", p.Status)
 		} else {
 			p.contains(t, "This is not your current password")
@@ -273,7 +423,7 @@ func TestSignInThrottled(t *testing.T) {
 	// Per address: ten tries in 15 minutes, then even the right password waits.
 	b := newBrowser(t, s)
 	b.ip = "198.51.100.1"
-	for i := 0; i < 9; i++ { // the sign-up helper used one
+	for i := 0; i < 10; i++ {
 		if p := b.post("/signin", "/signin", url.Values{"email": {"tia@example.com"}, "password": {"guess-guess-" + string(rune('a'+i))}}); p.Status != 401 {
 			t.Fatalf("try %d: %d", i+1, p.Status)
 		}
@@ -336,10 +486,9 @@ func TestEveryFormNeedsCSRF(t *testing.T) {
 	foreign := newBrowser(t, s)
 	m := csrfRE.FindStringSubmatch(foreign.get("/signin").Body)
 	for _, path := range []string{"/signup", "/signin", "/signout", "/verify", "/verify/resend", "/password/forgot", "/password/reset",
-		"/console/keys", "/console/keys/" + itoa(int(key.ID)) + "/revoke", "/console/wallet/test-funds",
-		"/console/account/timezone", "/console/account/password"} {
+		"/console/keys", "/console/keys/" + itoa(int(key.ID)) + "/revoke", "/console/wallet", "/console/account"} {
 		for _, token := range []string{"", m[1]} {
-			p := b.postRaw(path, url.Values{"_csrf": {token}, "email": {"x@example.com"}, "name": {"k2"}, "amount": {"10"}, "tz": {"Asia/Tokyo"}})
+			p := b.postRaw(path, url.Values{"_csrf": {token}, "email": {"x@example.com"}, "name": {"k2"}, "amount": {"10"}, "tz": {"Asia/Tokyo"}, "form": {"timezone"}})
 			if p.Status != 403 {
 				t.Errorf("POST %s with token %q: %d, want 403", path, token, p.Status)
 			}
@@ -348,8 +497,10 @@ func TestEveryFormNeedsCSRF(t *testing.T) {
 	var entries, keys int64
 	s.DB.R.Model(&models.LedgerEntry{}).Count(&entries)
 	s.DB.R.Model(&models.APIKey{}).Where("revoked_at IS NULL").Count(&keys)
-	if entries != 0 || keys != 1 {
-		t.Fatalf("refused forms changed data: %d entries, %d active keys", entries, keys)
+	var u models.User
+	s.DB.R.Where("email = ?", "csrf@example.com").Take(&u)
+	if entries != 0 || keys != 1 || u.TimeZone != "" {
+		t.Fatalf("refused forms changed data: %d entries, %d active keys, time zone %q", entries, keys, u.TimeZone)
 	}
 }
 

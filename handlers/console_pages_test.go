@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func createKey(t *testing.T, b *browser, name string) string {
 
 func addFunds(t *testing.T, b *browser, usd string) {
 	t.Helper()
-	if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {usd}}); p.Status != 303 {
+	if p := b.submit("/console/wallet", "amount", url.Values{"amount": {usd}}); p.Status != 303 {
 		t.Fatalf("add funds: %d", p.Status)
 	}
 }
@@ -42,6 +43,13 @@ func TestDashboardGuidesANewAccount(t *testing.T) {
 		b := signUpVerified(t, s, "dee@example.com")
 		p := b.get("/console")
 		p.contains(t, "Get started", "Add funds", "Create an API key", "Make your first request", s.Cfg.PublicBaseURL+"/v1/videos", `data-copy="first-curl"`, "No videos yet")
+		// The steps link to the pages they name.
+		steps := regexp.MustCompile(`(?s)<ol class="steps">.*?</ol>`).FindString(p.Body)
+		for _, link := range []string{`<a href="/console/wallet">Wallet page</a>`, `<a href="/console/keys">API keys page</a>`} {
+			if !strings.Contains(steps, link) {
+				t.Errorf("the get-started steps lack %s:\n%s", link, steps)
+			}
+		}
 		addFunds(t, b, "20")
 		key := createKey(t, b, "dash")
 		v := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "dashboard", "seconds": 6})
@@ -50,6 +58,7 @@ func TestDashboardGuidesANewAccount(t *testing.T) {
 		p = b.get("/console")
 		p.lacks(t, "Get started")                          // every step is done
 		p.contains(t, "$19.70", "$0.30", v["id"].(string)) // available after a $0.30 charge; spent in 30 days; the task
+		p.contains(t, `<td class="prompt">dashboard</td>`) // and what it shows
 		if !regexp.MustCompile(`<rect class="bar" [^>]*height="[1-9][0-9.]*"><title>[A-Z][a-z]{2} [0-9]+: \$0\.30</title>`).MatchString(p.Body) {
 			t.Fatalf("the spend chart has no bar for today's $0.30:\n%s", trimPage(p.Body))
 		}
@@ -76,7 +85,7 @@ func TestKeysPage(t *testing.T) {
 		list.contains(t, "production server", secret[:11]+"…", "active")
 		list.lacks(t, secret) // never shown again
 		deadline := time.Now().Add(5 * time.Second)
-		for strings.Contains(b.get("/console/keys").Body, "<td>—</td>") { // last used fills in
+		for strings.Contains(b.get("/console/keys").Body, `<td class="when">—</td>`) { // last used fills in
 			if time.Now().After(deadline) {
 				t.Fatal("last-used time never shown")
 			}
@@ -122,13 +131,21 @@ func TestTasksPages(t *testing.T) {
 		b := signUpVerified(t, s, "tom@example.com")
 		addFunds(t, b, "100")
 		key := createKey(t, b, "tasks")
-		ok := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a calm sea", "aspect_ratio": "1:1"})["id"].(string)
+		// A prompt longer than the task list shows, with a two-byte character where it is cut.
+		long := "a calm sea at dawn, gulls wheel over the fishing boats of Ålesund while the fog lifts"
+		ok := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": long, "aspect_ratio": "1:1"})["id"].(string)
 		bad := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-fast-480p", "prompt": "a storm [sim:fail]"})["id"].(string)
 		s.WaitStatus(t, key, ok, 20*time.Second, "completed")
 		s.WaitStatus(t, key, bad, 20*time.Second, "failed")
 
 		all := b.get("/console/tasks")
 		all.contains(t, ok, bad, "640x640", "settled", "released", "$0.20", "$0.40")
+		// Tasks are told apart by their prompts: a long one is cut to 60 characters, whole on hover.
+		preview := string([]rune(long)[:59]) + "…"
+		if !strings.HasSuffix(preview, "Å…") {
+			t.Fatalf("the test's prompt is not cut where meant: %q", preview)
+		}
+		all.contains(t, `<td class="prompt" title="`+long+`">`+preview+`</td>`, `<td class="prompt">a storm [sim:fail]</td>`)
 		completed := b.get("/console/tasks?status=completed")
 		completed.contains(t, ok)
 		completed.lacks(t, bad)
@@ -140,7 +157,7 @@ func TestTasksPages(t *testing.T) {
 		// The task's page: parameters, the task log, its ledger entries and the playable video.
 		p := b.get("/console/tasks/" + ok)
 		// queued → in_progress → completed, or queued → completed when one poll saw the end (a slow run).
-		p.contains(t, "a calm sea", "640x640 (1:1)", " → completed", "created; $0.20 reserved",
+		p.contains(t, long, "640x640 (1:1)", " → completed", "created; $0.20 reserved",
 			"sent to the generation service (attempt 1)", "accepted by the generation service",
 			"Reserved for a video", "Charged for a video", `<video controls`, "/console/tasks/"+ok+"/video", "Download MP4")
 		p.lacks(t, "idempotency key", "simtask_", "worker ") // the upstream's details are for support staff
@@ -166,7 +183,11 @@ func TestTasksPages(t *testing.T) {
 		if p := b.do(req); p.Status != 416 {
 			t.Fatalf("range past the end: %d", p.Status)
 		}
-		b.get("/console/tasks/"+bad).contains(t, "Failed:", "Refunded (video failed)")
+		failed := b.get("/console/tasks/" + bad)
+		failed.contains(t, "Failed:", "Refunded (video failed)", "error code generation_failed")
+		if n := strings.Count(failed.Body, "Your reservation was released."); n != 1 {
+			t.Errorf("the failed task's page says %d times that the reservation was released, want once", n)
+		}
 
 		// Another account sees none of it.
 		stranger := signUpVerified(t, s, "stranger@example.com")
@@ -282,7 +303,7 @@ func TestWalletPage(t *testing.T) {
 		b := signUpVerified(t, s, "wes@example.com")
 		b.get("/console/wallet").contains(t, "No entries yet", "Add test funds")
 		for _, bad := range []string{"0.50", "1001", "ten", "-5"} {
-			if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {bad}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+bad+`"`) ||
+			if p := b.submit("/console/wallet", "amount", url.Values{"amount": {bad}}); p.Status != 422 || !strings.Contains(p.Body, `value="`+bad+`"`) ||
 				!strings.Contains(p.Body, `id="amount-error"`) {
 				t.Fatalf("amount %q: %d", bad, p.Status)
 			}
@@ -310,7 +331,7 @@ func TestNoTestFundsWithoutTestTopups(t *testing.T) {
 	p := b.get("/console/wallet")
 	p.lacks(t, "Add test funds")
 	p.contains(t, "Card payments are not available")
-	if p := b.post("/console/wallet", "/console/wallet/test-funds", url.Values{"amount": {"10"}}); p.Status != 404 {
+	if p := b.post("/console/wallet", "/console/wallet", url.Values{"amount": {"10"}}); p.Status != 404 {
 		t.Fatalf("test funds without TEST_TOPUPS: %d", p.Status)
 	}
 }
@@ -355,6 +376,15 @@ func TestEveryPageIsWellFormed(t *testing.T) {
 	}
 }
 
+func attrOf(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
 func checkPage(t *testing.T, path string, p *page) {
 	t.Helper()
 	csp := p.Header.Get("Content-Security-Policy")
@@ -397,6 +427,11 @@ func checkPage(t *testing.T, path string, p *page) {
 				}
 			case "a":
 				links[attr("href")] = true
+			case "table":
+				// Wide tables scroll inside their own box, never the page (on a phone most of them are wider).
+				if p := n.Parent; p == nil || p.Data != "div" || !slices.Contains(strings.Fields(attrOf(p, "class")), "table-wrap") {
+					t.Errorf("%s: a table outside a .table-wrap box", path)
+				}
 			case "script":
 				if attr("src") == "" {
 					t.Errorf("%s: an inline script", path)
@@ -464,7 +499,7 @@ func TestBrowserTimeZoneCookie(t *testing.T) {
 		t.Fatalf("a console page may be cached: %q", p.Header.Get("Cache-Control"))
 	}
 	// A zone chosen on the account page wins over the browser's.
-	b.post("/console/account", "/console/account/timezone", url.Values{"tz": {"Europe/Paris"}})
+	b.submit("/console/account", "tz", url.Values{"tz": {"Europe/Paris"}})
 	b.get("/console/calls").contains(t, "Times are in Europe/Paris")
 }
 
@@ -567,6 +602,78 @@ func TestCallLogExportAndPagesAreComplete(t *testing.T) {
 		}
 		if len(pageSeen) != 2500 {
 			t.Fatalf("the pages listed %d of 2500 rows", len(pageSeen))
+		}
+	})
+}
+
+// TestUnreadableInputsFailSayingWhatHappenedToTheMoney: every failure the worker stores says what became
+// of the reservation, so the console shows it once — here the one for a task whose stored inputs cannot
+// be read.
+func TestUnreadableInputsFailSayingWhatHappenedToTheMoney(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		front := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+		b := signUpVerified(t, front, "inputs@example.com")
+		addFunds(t, b, "5")
+		key := createKey(t, b, "inputs")
+		id := front.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "unreadable"})["id"].(string)
+		if err := front.DB.W.Exec("UPDATE tasks SET inputs = 'not json' WHERE id = ?", id).Error; err != nil {
+			t.Fatal(err)
+		}
+		testkit.Start(t, dbURL, nil) // an instance with a worker takes the task
+		front.WaitStatus(t, key, id, 20*time.Second, "failed")
+
+		p := b.get("/console/tasks/" + id)
+		p.contains(t, "The task's stored inputs could not be read.", "error code internal_error", "Refunded (video failed)")
+		if n := strings.Count(p.Body, "Your reservation was released."); n != 1 {
+			t.Errorf("the page says %d times that the reservation was released, want once", n)
+		}
+		testkit.CheckLedger(t, front.DB)
+	})
+}
+
+// TestConsoleFormsAnswerAtTheirPageURL: every console form posts to its own page's URL, so a refused one is
+// shown again (422, the error beside its field, what was typed kept) at the address it came from, and a
+// reload or a bookmark finds the page; an accepted one redirects back to it with a notice.
+func TestConsoleFormsAnswerAtTheirPageURL(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+		b := signUpVerified(t, s, "forms@example.com")
+		createKey(t, b, "to revoke")
+		var k models.APIKey
+		s.DB.R.Take(&k)
+		revoke := "/console/keys/" + itoa(int(k.ID)) + "/revoke"
+		for _, tc := range []struct {
+			name, page, field string
+			values            url.Values
+			status            int
+			want              []string // on the refused page, or in the redirect's Location
+		}{
+			{"test funds refused", "/console/wallet", "amount", url.Values{"amount": {"ten"}}, 422, []string{`id="amount-error"`, `value="ten"`}},
+			{"test funds added", "/console/wallet", "amount", url.Values{"amount": {"10"}}, 303, []string{"/console/wallet?notice=funds-added"}},
+			{"unknown time zone", "/console/account", "tz", url.Values{"tz": {"Mars/Olympus"}}, 422, []string{`id="tz-error"`, "Choose a time zone from the list"}},
+			{"time zone saved", "/console/account", "tz", url.Values{"tz": {"Asia/Tokyo"}}, 303, []string{"/console/account?notice=timezone-saved"}},
+			{"wrong current password", "/console/account", "current", url.Values{"current": {"not-my-password"}, "password": {"new-kites-fly-high-7"}}, 422, []string{`id="current-error"`}},
+			{"weak new password", "/console/account", "current", url.Values{"current": {"paper-boats-float-42"}, "password": {"short"}}, 422, []string{`id="password-error"`, "at least 10 characters"}},
+			{"key name too long", "/console/keys", "name", url.Values{"name": {strings.Repeat("n", 61)}}, 422, []string{`id="name-error"`, `value="` + strings.Repeat("n", 61) + `"`}},
+			{"key revoked", revoke, "", url.Values{}, 303, []string{"/console/keys?notice=key-revoked"}},
+		} {
+			p := b.submit(tc.page, tc.field, tc.values)
+			if p.Posted != tc.page || p.Status != tc.status {
+				t.Errorf("%s: the form on %s posted to %s and got %d, want %d at the page's own URL", tc.name, tc.page, p.Posted, p.Status, tc.status)
+				continue
+			}
+			for _, w := range tc.want {
+				if tc.status == 303 && p.location() != w {
+					t.Errorf("%s: redirected to %q, want %q", tc.name, p.location(), w)
+				} else if tc.status != 303 && !strings.Contains(p.Body, w) {
+					t.Errorf("%s: the page lacks %s:\n%s", tc.name, w, trimPage(p.Body))
+				}
+			}
+		}
+		var u models.User
+		s.DB.R.Where("email = ?", "forms@example.com").Take(&u)
+		if u.TimeZone != "Asia/Tokyo" {
+			t.Errorf("time zone %q after an unknown one was refused and Asia/Tokyo saved", u.TimeZone)
 		}
 	})
 }

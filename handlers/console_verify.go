@@ -27,7 +27,8 @@ func (h *handler) showVerifyEmail(c *fiber.Ctx) error {
 	return h.render(c, views.VerifyConfirm(h.viewer(c, ""), token))
 }
 
-// verifyEmail spends the verification link and confirms the address.
+// verifyEmail spends the verification link and confirms the address; in the browser that signed up, it
+// also signs the person in.
 func (h *handler) verifyEmail(c *fiber.Ctx) error {
 	u, err := h.Auth.Verify(c.UserContext(), c.FormValue("token"))
 	if errors.Is(err, auth.ErrBadToken) {
@@ -36,6 +37,21 @@ func (h *handler) verifyEmail(c *fiber.Ctx) error {
 	}
 	if err != nil {
 		return err
+	}
+	// The browser that signed up with this address now also shows it reads the address's mail: sign the
+	// person in, as sign-in does. Any other browser (the link opened on a phone, or someone else's) only
+	// learns that the address is confirmed: a link alone never signs anyone in.
+	if h.signedUpHere(c, u.Email) {
+		if old := c.Cookies(sessionCookie); old != "" {
+			_ = h.Auth.EndSession(c.UserContext(), old) // a new sign-in never reuses a session
+		}
+		token, err := h.Auth.StartSession(c.UserContext(), u.ID, h.clientIP(c), string(c.Request().Header.UserAgent()))
+		if err != nil {
+			return err
+		}
+		h.setCookie(c, sessionCookie, token, auth.SessionTTL)
+		h.clearSignupCookie(c)
+		return redirect(c, "/console?notice=email-confirmed")
 	}
 	v := h.viewer(c, "")
 	if v.User != nil && v.User.ID == u.ID {

@@ -166,9 +166,9 @@ func New(d Deps) *fiber.App {
 	console.Get("/calls", h.showCalls)
 	console.Get("/calls.csv", h.exportCalls)
 	console.Get("/wallet", h.showWallet)
-	console.Post("/wallet/test-funds", h.addTestFunds)
+	// Forms post to their page's own URL, so a refused one is shown again (422) at the address it came from.
+	console.Post("/wallet", h.addTestFunds)
 	console.Get("/account", h.showAccount)
-	console.Post("/account/timezone", h.saveTimeZone)
-	console.Post("/account/password", h.changePassword)
+	console.Post("/account", h.updateAccount)
 	return app
 }

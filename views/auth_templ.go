@@ -180,7 +180,7 @@ func CheckInbox(v Viewer, email string) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, " can be used for a new account, we have sent it a link to confirm the address. The link works for 24 hours.</p><p>Already confirmed? <a href=\"/signin\">Sign in</a>. No e-mail after a few minutes? Check your spam folder, or <a href=\"/signup\">try again</a>.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, " can be used for a new account, we have sent it a link to confirm the address. The link works for 24 hours.</p><p>Open the link in this browser and you go straight to your dashboard. Already confirmed? <a href=\"/signin\">Sign in</a>. No e-mail after a few minutes? Check your spam folder, or <a href=\"/signup\">try again</a>.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

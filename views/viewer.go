@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"videogen/billing"
 	"videogen/models"
@@ -63,6 +64,22 @@ func SignedMoney(m int64) string {
 	}
 	return Money(0)
 }
+
+// promptPreviewRunes is how much of a prompt a table row shows: enough to tell tasks apart at a glance.
+const promptPreviewRunes = 60
+
+// PromptPreview is a prompt cut to at most 60 characters, ending in "…" when cut. It counts runes, so a
+// cut never splits a character.
+func PromptPreview(p string) string {
+	if !PromptCut(p) {
+		return p
+	}
+	r := []rune(p)
+	return strings.TrimRight(string(r[:promptPreviewRunes-1]), " ") + "…"
+}
+
+// PromptCut reports whether PromptPreview shortens a prompt.
+func PromptCut(p string) bool { return utf8.RuneCountInString(p) > promptPreviewRunes }
 
 // Itoa is strconv.Itoa for templates.
 func Itoa(n int) string { return fmt.Sprint(n) }
@@ -133,6 +150,11 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 		return e.Detail
 	}
 	switch {
+	case e.ToStatus == models.StatusFailed && e.FromStatus != models.StatusFailed:
+		// The failure's message, with what happened to the money, heads the page; the log names the code
+		// rather than say it all twice.
+		code, _, _ := strings.Cut(e.Detail, ": ")
+		return "error code " + code
 	case strings.HasPrefix(e.Detail, "submission attempt "):
 		n, _, _ := strings.Cut(strings.TrimPrefix(e.Detail, "submission attempt "), " ")
 		return "sent to the generation service (attempt " + n + ")"

@@ -334,7 +334,7 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 	log := w.log.With("task", t.ID, "credential", cred.ID)
 	req, err := submitRequest(t)
 	if err != nil {
-		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read.")
+		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read. Your reservation was released.")
 		return
 	}
 	if w.Inputs != nil && req.Inputs.Count() > 0 {
