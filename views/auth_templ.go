@@ -544,7 +544,7 @@ func ResetPassword(v Viewer, token string, errMsg string, badLink bool) templ.Co
 				return templ_7745c5c3_Err
 			}
 			if badLink {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<p class=\"notice bad\" role=\"alert\">This link does not work: it was already used, has expired (links last one hour) or was copied incompletely.</p><p><a href=\"/password/forgot\">Ask for a new link</a></p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<p class=\"notice bad\" role=\"alert\">This link does not work: it was already used, has expired (an e-mailed reset link lasts one hour, a link from an operator 24 hours) or was copied incompletely.</p><p><a href=\"/password/forgot\">Ask for a new link</a></p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
