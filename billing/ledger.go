@@ -65,37 +65,26 @@ func Reserve(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
 	}, true)
 }
 
-// Settle charges a completed task's reservation, inside tx. It resolves the reservation at most once:
-// the task's billing_state moves reserved → settled under a WHERE on the previous state, and only the
-// transaction that made that move writes the entry. It reports whether this call settled.
-func Settle(tx *gorm.DB, task *models.Task) (bool, error) {
-	return resolve(tx, task, models.BillingSettled, models.KindSettle, 0)
+// Billing states of a task's reservation: reserved at creation, then settled (charged) when the task
+// completes or released (refunded) when it fails — exactly once.
+const (
+	Reserved = "reserved"
+	Settled  = "settled"
+	Released = "released"
+)
+
+// Settle charges a task's reservation inside tx. The task store calls it in the transaction that moved
+// the task's billing state from reserved to settled under a WHERE on the old state, which is what makes
+// it happen once; the unique (task_id, kind) index refuses a second entry even if code went wrong.
+func Settle(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
+	return move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindSettle, TaskID: &taskID,
+		DeltaReserved: -int64(amount)}, false)
 }
 
-// Release refunds a failed task's reservation in full, at most once, inside tx.
-func Release(tx *gorm.DB, task *models.Task) (bool, error) {
-	return resolve(tx, task, models.BillingReleased, models.KindRelease, task.AmountMicros)
-}
-
-func resolve(tx *gorm.DB, task *models.Task, state, kind string, backToAvailable int64) (bool, error) {
-	res := tx.Exec("UPDATE tasks SET billing_state = ?, updated_at = ? WHERE id = ? AND billing_state = ?",
-		state, db.Now(), task.ID, models.BillingReserved)
-	if res.Error != nil {
-		return false, fmt.Errorf("%s task %s: %w", kind, task.ID, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return false, nil // already resolved by someone else: nothing to do
-	}
-	id := task.ID
-	err := move(tx, &models.LedgerEntry{
-		AccountID: task.AccountID, Kind: kind, TaskID: &id,
-		DeltaAvailable: backToAvailable, DeltaReserved: -task.AmountMicros,
-	}, false)
-	if err != nil {
-		return false, err
-	}
-	task.BillingState = state
-	return true, nil
+// Release refunds a task's reservation in full inside tx, under the same rule as Settle.
+func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
+	return move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindRelease, TaskID: &taskID,
+		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount)}, false)
 }
 
 // Credit is a change of available balance that is not about a task: a Stripe top-up, a test top-up or a

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"net/url"
 
@@ -9,6 +8,7 @@ import (
 
 	"videogen/internal/apierr"
 	"videogen/internal/catalog"
+	"videogen/internal/tasks"
 	"videogen/internal/videos"
 	"videogen/models"
 	"videogen/views"
@@ -21,7 +21,7 @@ func (h *handler) showTasks(c *fiber.Ctx) error {
 	u := currentUser(c)
 	f := views.TaskFilter{Status: c.Query("status"), Model: c.Query("model")}
 	switch f.Status {
-	case "", models.StatusQueued, models.StatusInProgress, models.StatusCompleted, models.StatusFailed:
+	case "", tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed:
 	default:
 		f.Status = ""
 	}
@@ -68,7 +68,7 @@ func (h *handler) showTask(c *fiber.Ctx) error {
 		return err
 	}
 	p := views.TaskPage{Task: *t}
-	_ = json.Unmarshal([]byte(t.Inputs), &p.Inputs)
+	p.Inputs, _ = t.StoredInputs() // unreadable inputs show as none; the page still helps
 	if p.Events, p.Entries, err = models.TaskHistory(c.UserContext(), h.DB.R, t.ID); err != nil {
 		return err
 	}

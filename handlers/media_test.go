@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -144,7 +145,7 @@ func TestMediaJanitor(t *testing.T) {
 		}
 
 		// Once the task is over, its file goes too (and its link row with it).
-		if err := a.DB.W.Model(&models.Task{}).Where("id = ?", task["id"]).Update("status", models.StatusFailed).Error; err != nil {
+		if err := a.DB.W.Model(&models.Task{}).Where("id = ?", task["id"]).Update("status", tasks.Failed).Error; err != nil {
 			t.Fatal(err)
 		}
 		if n, err := b.Media.Sweep(ctx, later); err != nil || n != 1 {

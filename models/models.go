@@ -1,7 +1,11 @@
 // Package models holds the GORM models of videogen's tables and the queries that belong to them.
 package models
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // Account is a tenant: it owns the wallet, the keys and the tasks. Balances are micro-dollars and change
 // only together with a ledger entry (billing.Ledger).
@@ -131,21 +135,6 @@ type UpstreamCredential struct {
 	UpdatedAt      time.Time
 }
 
-// Task statuses.
-const (
-	StatusQueued     = "queued"
-	StatusInProgress = "in_progress"
-	StatusCompleted  = "completed"
-	StatusFailed     = "failed"
-)
-
-// Billing states of a task's reservation.
-const (
-	BillingReserved = "reserved"
-	BillingSettled  = "settled"
-	BillingReleased = "released"
-)
-
 // Task is one video generation.
 type Task struct {
 	ID            string `gorm:"primaryKey"`
@@ -159,11 +148,11 @@ type Task struct {
 	GenerateAudio bool
 	Watermark     bool
 	Inputs        string // JSON of the media inputs (TaskInputs)
-	Status        string
+	Status        string // tasks.Queued, InProgress, Completed or Failed
 	Progress      int
 	PriceMicros   int64 // per second, frozen at creation
 	AmountMicros  int64 // price × seconds, frozen at creation
-	BillingState  string
+	BillingState  string // billing.Reserved, Settled or Released
 	ErrorCode     *string
 	ErrorMessage  *string
 
@@ -186,9 +175,6 @@ type Task struct {
 	CompletedAt *time.Time
 	ExpiresAt   *time.Time
 }
-
-// Terminal reports whether the task's status can never change again.
-func (t *Task) Terminal() bool { return t.Status == StatusCompleted || t.Status == StatusFailed }
 
 // TaskInputs are the media URLs a task was created with.
 type TaskInputs struct {
@@ -270,3 +256,15 @@ type MailOutbox struct {
 
 // TableName is fixed: an outbox is one thing.
 func (MailOutbox) TableName() string { return "mail_outbox" }
+
+// StoredInputs decodes the media inputs the task was created with (Inputs).
+func (t *Task) StoredInputs() (TaskInputs, error) {
+	var in TaskInputs
+	if t.Inputs == "" {
+		return in, nil
+	}
+	if err := json.Unmarshal([]byte(t.Inputs), &in); err != nil {
+		return in, fmt.Errorf("decode the inputs of %s: %w", t.ID, err)
+	}
+	return in, nil
+}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"videogen/billing"
+	"videogen/internal/tasks"
 	"videogen/models"
 )
 
@@ -150,7 +151,7 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 		return e.Detail
 	}
 	switch {
-	case e.ToStatus == models.StatusFailed && e.FromStatus != models.StatusFailed:
+	case e.ToStatus == tasks.Failed && e.FromStatus != tasks.Failed:
 		// The failure's message, with what happened to the money, heads the page; the log names the code
 		// rather than say it all twice.
 		code, _, _ := strings.Cut(e.Detail, ": ")

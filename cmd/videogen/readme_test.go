@@ -19,8 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"videogen/billing"
 	"videogen/internal/db"
 	"videogen/internal/server"
+	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -152,15 +154,15 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 	// Every task completed, and each downloaded MP4 is the video of one of them: H.264 of its size and
 	// duration.
-	var tasks []models.Task
-	d.R.Order("created_at").Find(&tasks)
+	var all []models.Task
+	d.R.Order("created_at").Find(&all)
 	mp4s, _ := filepath.Glob(filepath.Join(dir, "*.mp4"))
-	if len(tasks) < 2 || len(mp4s) != len(tasks) {
-		t.Fatalf("%d tasks and %d MP4 files (%v): want one download per task, at least two", len(tasks), len(mp4s), mp4s)
+	if len(all) < 2 || len(mp4s) != len(all) {
+		t.Fatalf("%d tasks and %d MP4 files (%v): want one download per task, at least two", len(all), len(mp4s), mp4s)
 	}
 	left := map[string]models.Task{}
-	for _, task := range tasks {
-		if task.Status != models.StatusCompleted || task.BillingState != models.BillingSettled {
+	for _, task := range all {
+		if task.Status != tasks.Completed || task.BillingState != billing.Settled {
 			t.Errorf("task %s: %s, billing %s", task.ID, task.Status, task.BillingState)
 		}
 		left[task.ID] = task

@@ -1,6 +1,6 @@
 // Package janitor keeps the platform's storage to its promises, on every instance whether or not it runs
-// task workers: input media and generated videos are deleted when their retention ends, and files that
-// no row names — what a crash leaves mid-write — are swept.
+// task workers: input media and generated videos are deleted when their retention ends, files that no
+// row names — what a crash leaves mid-write — are swept, and idempotency keys past their window go.
 package janitor
 
 import (
@@ -16,6 +16,8 @@ import (
 	"videogen/internal/blob"
 	"videogen/internal/db"
 	"videogen/internal/media"
+	"videogen/internal/tasks"
+	"videogen/internal/videos"
 	"videogen/models"
 )
 
@@ -35,25 +37,31 @@ type Config struct {
 	OrphanEvery time.Duration
 }
 
+// Deps are what the janitor sweeps and with what.
+type Deps struct {
+	DB      *db.DB
+	Tasks   *tasks.Store   // forgets a deleted video's key
+	Media   *media.Service // input media: its retention sweep and its store
+	Outputs blob.Store     // generated videos
+	Log     *slog.Logger
+	Now     func() time.Time // the clock (nil: real time)
+}
+
 // Janitor sweeps the two stores.
 type Janitor struct {
-	cfg     Config
-	db      *db.DB
-	media   *media.Service // input media: its retention sweep and its store
-	outputs blob.Store     // generated videos
-	log     *slog.Logger
-	now     func() time.Time
+	Deps
+	cfg Config
 }
 
-// New returns a janitor; now is the clock (nil: real time).
-func New(cfg Config, d *db.DB, m *media.Service, outputs blob.Store, log *slog.Logger, now func() time.Time) *Janitor {
-	if now == nil {
-		now = time.Now
+// New returns a janitor.
+func New(cfg Config, d Deps) *Janitor {
+	if d.Now == nil {
+		d.Now = time.Now
 	}
-	return &Janitor{cfg: cfg, db: d, media: m, outputs: outputs, log: log, now: now}
+	return &Janitor{Deps: d, cfg: cfg}
 }
 
-func (j *Janitor) clock() time.Time { return j.now().UTC().Truncate(time.Microsecond) }
+func (j *Janitor) clock() time.Time { return j.Now().UTC().Truncate(time.Microsecond) }
 
 // Run sweeps until ctx ends: retention every RetentionEvery, orphans every OrphanEvery.
 func (j *Janitor) Run(ctx context.Context) {
@@ -70,9 +78,9 @@ func (j *Janitor) Run(ctx context.Context) {
 			j.sweepRetention(ctx)
 		case <-orphans.C:
 			if n, err := j.SweepOrphansIfDue(ctx); err != nil && ctx.Err() == nil {
-				j.log.Error("storage sweep", "err", err)
+				j.Log.Error("storage sweep", "err", err)
 			} else if n > 0 {
-				j.log.Info("storage sweep deleted files no row names", "files", n)
+				j.Log.Info("storage sweep deleted files no row names", "files", n)
 			}
 		}
 	}
@@ -80,15 +88,18 @@ func (j *Janitor) Run(ctx context.Context) {
 
 func (j *Janitor) sweepRetention(ctx context.Context) {
 	now := j.clock()
-	if n, err := j.media.Sweep(ctx, now); err != nil && ctx.Err() == nil {
-		j.log.Error("media retention", "err", err)
+	if n, err := j.Media.Sweep(ctx, now); err != nil && ctx.Err() == nil {
+		j.Log.Error("media retention", "err", err)
 	} else if n > 0 {
-		j.log.Info("deleted input media past their retention", "files", n)
+		j.Log.Info("deleted input media past their retention", "files", n)
+	}
+	if err := videos.PruneIdempotencyKeys(ctx, j.DB, now); err != nil && ctx.Err() == nil {
+		j.Log.Error("idempotency keys", "err", err)
 	}
 	if n, err := j.ExpireOutputs(ctx, now); err != nil && ctx.Err() == nil {
-		j.log.Error("output retention", "err", err)
+		j.Log.Error("output retention", "err", err)
 	} else if n > 0 {
-		j.log.Info("deleted videos past their retention", "files", n)
+		j.Log.Info("deleted videos past their retention", "files", n)
 	}
 }
 
@@ -96,18 +107,18 @@ func (j *Janitor) sweepRetention(ctx context.Context) {
 // instances may do it at once: deleting twice is harmless and the row update is guarded.
 func (j *Janitor) ExpireOutputs(ctx context.Context, now time.Time) (int, error) {
 	var expired []models.Task
-	if err := j.db.R.WithContext(ctx).Select("id", "output_key").Where("output_key IS NOT NULL AND expires_at < ?", now).
+	if err := j.DB.R.WithContext(ctx).Select("id", "output_key").Where("output_key IS NOT NULL AND expires_at < ?", now).
 		Limit(100).Find(&expired).Error; err != nil {
 		return 0, fmt.Errorf("find expired outputs: %w", err)
 	}
 	n := 0
 	for _, t := range expired {
-		if err := j.outputs.Delete(ctx, *t.OutputKey); err != nil {
-			j.log.Warn("delete expired output; retrying next sweep", "task", t.ID, "err", err)
+		if err := j.Outputs.Delete(ctx, *t.OutputKey); err != nil {
+			j.Log.Warn("delete expired output; retrying next sweep", "task", t.ID, "err", err)
 			continue
 		}
-		if err := j.db.W.WithContext(ctx).Exec("UPDATE tasks SET output_key = NULL WHERE id = ? AND output_key = ?", t.ID, *t.OutputKey).Error; err != nil {
-			return n, fmt.Errorf("forget expired output of %s: %w", t.ID, err)
+		if err := j.Tasks.ForgetOutput(ctx, t.ID, *t.OutputKey); err != nil {
+			return n, err
 		}
 		n++
 	}
@@ -119,11 +130,11 @@ func (j *Janitor) ExpireOutputs(ctx context.Context, now time.Time) (int, error)
 func (j *Janitor) SweepOrphansIfDue(ctx context.Context) (int, error) {
 	now := j.clock()
 	const name = "orphans"
-	if err := j.db.W.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
+	if err := j.DB.W.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
 		Create(&janitorRun{Name: name, StartedAt: time.Unix(0, 0).UTC()}).Error; err != nil {
 		return 0, fmt.Errorf("prepare the storage sweep: %w", err)
 	}
-	res := j.db.W.WithContext(ctx).Exec("UPDATE janitor_runs SET started_at = ?, owner = ? WHERE name = ? AND started_at <= ?",
+	res := j.DB.W.WithContext(ctx).Exec("UPDATE janitor_runs SET started_at = ?, owner = ? WHERE name = ? AND started_at <= ?",
 		now, j.cfg.Owner, name, now.Add(-j.cfg.OrphanEvery))
 	if res.Error != nil {
 		return 0, fmt.Errorf("claim the storage sweep: %w", res.Error)
@@ -146,11 +157,11 @@ func (janitorRun) TableName() string { return "janitor_runs" }
 // half-written ".put-*" file, a video copied whose completion never committed, an upload whose row is
 // gone. Only the platform's own prefixes are listed.
 func (j *Janitor) SweepOrphans(ctx context.Context, now time.Time) (int, error) {
-	outputs, err := j.sweepStore(ctx, j.outputs, "outputs/", now, j.namedOutputs)
+	outputs, err := j.sweepStore(ctx, j.Outputs, "outputs/", now, j.namedOutputs)
 	if err != nil {
 		return outputs, err
 	}
-	inputs, err := j.sweepStore(ctx, j.media.Store, "media/", now, j.namedMedia)
+	inputs, err := j.sweepStore(ctx, j.Media.Store, "media/", now, j.namedMedia)
 	return outputs + inputs, err
 }
 
@@ -175,10 +186,10 @@ func (j *Janitor) sweepStore(ctx context.Context, store blob.Store, prefix strin
 				continue
 			}
 			if err := store.Delete(ctx, key); err != nil {
-				j.log.Warn("delete an unnamed file; retrying next sweep", "key", key, "err", err)
+				j.Log.Warn("delete an unnamed file; retrying next sweep", "key", key, "err", err)
 				continue
 			}
-			j.log.Info("deleted a file no row names", "key", key)
+			j.Log.Info("deleted a file no row names", "key", key)
 			deleted++
 		}
 		batch = batch[:0]
@@ -219,7 +230,7 @@ func (j *Janitor) namedOutputs(ctx context.Context, keys []string) (map[string]b
 		return out, nil
 	}
 	var named []string
-	if err := j.db.R.WithContext(ctx).Model(&models.Task{}).Where("id IN ? AND output_key IS NOT NULL", taskIDs).
+	if err := j.DB.R.WithContext(ctx).Model(&models.Task{}).Where("id IN ? AND output_key IS NOT NULL", taskIDs).
 		Pluck("output_key", &named).Error; err != nil {
 		return nil, fmt.Errorf("read output keys: %w", err)
 	}
@@ -236,7 +247,7 @@ func (j *Janitor) namedMedia(ctx context.Context, keys []string) (map[string]boo
 		mediaIDs = append(mediaIDs, path.Base(k))
 	}
 	var named []string
-	if err := j.db.R.WithContext(ctx).Model(&models.Media{}).Where("id IN ?", mediaIDs).Pluck("storage_key", &named).Error; err != nil {
+	if err := j.DB.R.WithContext(ctx).Model(&models.Media{}).Where("id IN ?", mediaIDs).Pluck("storage_key", &named).Error; err != nil {
 		return nil, fmt.Errorf("read media keys: %w", err)
 	}
 	out := map[string]bool{}

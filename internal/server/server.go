@@ -40,6 +40,7 @@ import (
 	"videogen/internal/mediafetch"
 	"videogen/internal/notify"
 	"videogen/internal/ratelimit"
+	"videogen/internal/tasks"
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/httpapi"
 	"videogen/internal/upstream/sim"
@@ -56,6 +57,7 @@ type Server struct {
 	Worker  *worker.Worker
 	Sim     *sim.Sim // nil when a real upstream is configured
 	Videos  *videos.Service
+	Tasks   *tasks.Store
 	Media   *media.Service
 	Keys    *apikeys.Authenticator
 	CallLog *calllog.Writer
@@ -80,8 +82,6 @@ type Server struct {
 	closeOnce  sync.Once
 }
 
-// New builds the service from cfg: it opens and migrates the database and starts the background parts
-// (simulator, worker, call-log writer). Serve the App with Serve.
 // Options replace parts a test needs to observe.
 type Options struct {
 	Mail mail.Sender // where e-mails go (default: Resend or the log, from the configuration)
@@ -90,6 +90,12 @@ type Options struct {
 	ImportPolicy *mediafetch.Policy
 }
 
+// New builds the service from cfg and starts its background parts; Serve then answers HTTP. It opens and
+// migrates the database, then builds each part in dependency order, each given everything it needs when
+// it is made: storage and the upstream pool, the task store, media, the poll cache, the worker (which
+// tells the poll cache of its changes), the videos service (which wakes the worker), mail, accounts,
+// the HTTP app. Then the background parts start: e-mail delivery and the janitor on every instance,
+// the worker where WORKERS is on. One clock (time.Now) stamps what every part stores.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -97,20 +103,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err := cfg.EnsureSecret(); err != nil {
 		return nil, err
 	}
+	var opt Options
+	for _, o := range opts {
+		if o.Mail != nil {
+			opt.Mail = o.Mail
+		}
+		if o.ImportPolicy != nil {
+			opt.ImportPolicy = o.ImportPolicy
+		}
+	}
 	d, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{Cfg: cfg, Log: log, DB: d}
-	importPolicy := mediafetch.Policy{}
-	for _, o := range opts {
-		if o.Mail != nil {
-			s.Mail = o.Mail
-		}
-		if o.ImportPolicy != nil {
-			importPolicy = *o.ImportPolicy
-		}
-	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -125,6 +131,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err := billing.SeedPrices(ctx, d); err != nil {
 		return nil, err
 	}
+	clock := time.Now
 
 	pool, err := s.upstreamPool()
 	if err != nil {
@@ -137,54 +144,63 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	s.Media = &media.Service{DB: d, Store: mediaStore, Signer: media.NewSigner(cfg.PublicBaseURL, cfg.Secrets()),
-		Log: log.With("part", "media"), URLTTL: cfg.MediaURLTTL, Retention: cfg.MediaRetention}
-
 	if s.limits, err = ratelimit.Connect(cfg.RedisURL); err != nil {
 		return nil, err
 	}
-	limiter := s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst))
-
-	s.Worker = worker.New(worker.Config{
-		ID: cfg.WorkerID, PollMin: cfg.PollMin, PollMax: cfg.PollMax, Lease: cfg.LeaseDuration,
-		RunTimeout: cfg.RunTimeout, OutputRetention: cfg.OutputRetention,
-	}, d, pool, blobs, log.With("part", "worker"), nil)
-	prices := billing.NewPrices(d)
-	s.Videos = &videos.Service{DB: d, Prices: prices, Blobs: blobs, MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, PollFresh: cfg.PollCacheTTL}
-	s.Worker.OnChange = s.Videos.Forget
-	s.Worker.Inputs = s.Media.SignedInputs
-	s.Videos.Media = s.Media
-	if cfg.Workers {
-		s.Videos.Notify = s.Worker.Notify
-	}
-	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
-	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL)
-	if s.Mail == nil {
-		if s.Mail, err = mailSender(cfg, log); err != nil {
+	mailer := opt.Mail
+	if mailer == nil {
+		if mailer, err = mailSender(cfg, log); err != nil {
 			return nil, err
 		}
 	}
-	throttles := auth.NewThrottles(s.limits)
-	s.Outbox, err = mail.NewOutbox(d, s.Mail, log.With("part", "mail"), mail.OutboxConfig{Owner: cfg.WorkerID, Lease: cfg.LeaseDuration, Secrets: cfg.Secrets()})
-	if err != nil {
+	s.Mail = mailer
+	if s.Outbox, err = mail.NewOutbox(d, mailer, log.With("part", "mail"), mail.OutboxConfig{
+		Owner: cfg.WorkerID, Lease: cfg.LeaseDuration, Secrets: cfg.Secrets(), Now: clock}); err != nil {
 		return nil, err
 	}
-	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Outbox: s.Outbox}, BaseURL: cfg.PublicBaseURL, Throttle: throttles}
+
+	s.Tasks = tasks.NewStore(d, clock)
+	s.Media = &media.Service{DB: d, Store: mediaStore, Signer: media.NewSigner(cfg.PublicBaseURL, cfg.Secrets()),
+		Log: log.With("part", "media"), URLTTL: cfg.MediaURLTTL, Retention: cfg.MediaRetention, Now: clock}
+	polls := videos.NewPollCache(cfg.PollCacheTTL)
+	s.Worker = worker.New(worker.Config{
+		ID: cfg.WorkerID, PollMin: cfg.PollMin, PollMax: cfg.PollMax, Lease: cfg.LeaseDuration,
+		RunTimeout: cfg.RunTimeout, OutputRetention: cfg.OutputRetention,
+	}, worker.Deps{Tasks: s.Tasks, Pool: pool, Blobs: blobs, Log: log.With("part", "worker"),
+		OnChange: polls.Forget, Inputs: s.Media.SignedInputs})
+	var wakeWorker func()
+	if cfg.Workers {
+		wakeWorker = s.Worker.Notify
+	}
+	prices := billing.NewPrices(d)
+	s.Videos = &videos.Service{DB: d, Tasks: s.Tasks, Prices: prices, Blobs: blobs, Media: s.Media, Polls: polls,
+		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Notify: wakeWorker, Now: clock}
+	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
+	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL)
+	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Outbox: s.Outbox}, BaseURL: cfg.PublicBaseURL,
+		Throttle: auth.NewThrottles(s.limits), Now: clock}
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
 	}
 	stopping, stopRequests := context.WithCancel(context.Background())
 	s.stopRequests = stopRequests
+	importPolicy := mediafetch.Policy{}
+	if opt.ImportPolicy != nil {
+		importPolicy = *opt.ImportPolicy
+	}
 	s.App = handlers.New(handlers.Deps{
-		DB: d, Log: log, Keys: s.Keys, Limiter: limiter,
+		DB: d, Log: log, Keys: s.Keys, Limiter: s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst)),
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
-		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL,
+		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL, Now: clock,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups,
 		Stopping: stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 	})
+	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
+		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
+
 	if cfg.PprofAddr != "" {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -199,8 +215,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		defer s.chores.Done()
 		s.Outbox.Run(cctx)
 	}()
-	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
-		d, s.Media, blobs, log.With("part", "janitor"), nil)
 	go func() {
 		defer s.chores.Done()
 		jan.Run(cctx)

@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -24,7 +23,6 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for creating test schemas
-	"gorm.io/gorm"
 
 	"videogen/billing"
 	"videogen/internal/accounts"
@@ -33,6 +31,7 @@ import (
 	"videogen/internal/db"
 	"videogen/internal/mail"
 	"videogen/internal/server"
+	"videogen/internal/tasks"
 	"videogen/models"
 )
 
@@ -361,10 +360,9 @@ func Kinds(es []models.LedgerEntry) []string {
 	return out
 }
 
-// CheckLedger fails the test unless the invariant of DESIGN §4 holds for every account (available and
-// reserved equal the sums of their deltas, reserved >= 0), every task's entries match its billing state
-// exactly once, and the two counters the worker keeps are exact: each credential's in_flight equals its
-// unfinished tasks, each account's waiting_tasks its tasks waiting for a slot.
+// CheckLedger fails the test unless every invariant tasks.Audit checks holds: each account's balances
+// equal the sums of its entries (reserved >= 0), every task's entries match its billing state exactly
+// once, and the counters the task store keeps (credentials' in_flight, accounts' waiting_tasks) are exact.
 func CheckLedger(t testing.TB, d *db.DB) {
 	t.Helper()
 	for _, msg := range LedgerProblems(d) {
@@ -372,87 +370,16 @@ func CheckLedger(t testing.TB, d *db.DB) {
 	}
 }
 
-// LedgerProblems returns each violation of the invariants CheckLedger checks. It reads one consistent
-// snapshot (a read transaction), so it may run while tasks are moving.
+// LedgerProblems returns each violation tasks.Audit finds, as text. It reads one consistent snapshot, so
+// it may run while tasks are moving.
 func LedgerProblems(d *db.DB) []string {
+	problems, err := tasks.Audit(context.Background(), d)
 	var out []string
-	var opts []*sql.TxOptions
-	if d.Postgres {
-		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	for _, p := range problems {
+		out = append(out, p.String())
 	}
-	err := d.R.Transaction(func(tx *gorm.DB) error {
-		out = ledgerProblems(tx)
-		return nil
-	}, opts...)
 	if err != nil {
 		out = append(out, err.Error())
-	}
-	return out
-}
-
-func ledgerProblems(tx *gorm.DB) []string {
-	d := struct{ R *gorm.DB }{R: tx}
-	var out []string
-	var accts []models.Account
-	if err := d.R.Find(&accts).Error; err != nil {
-		return []string{err.Error()}
-	}
-	for _, a := range accts {
-		var sum struct{ A, R int64 }
-		d.R.Raw("SELECT COALESCE(SUM(delta_available), 0) AS a, COALESCE(SUM(delta_reserved), 0) AS r FROM ledger_entries WHERE account_id = ?", a.ID).Scan(&sum)
-		if sum.A != a.AvailableMicros || sum.R != a.ReservedMicros {
-			out = append(out, fmt.Sprintf("account %d: balances %d/%d but entries sum to %d/%d", a.ID, a.AvailableMicros, a.ReservedMicros, sum.A, sum.R))
-		}
-		var waiting int64
-		d.R.Model(&models.Task{}).Where("account_id = ? AND status = 'queued' AND credential_id IS NULL", a.ID).Count(&waiting)
-		if int64(a.WaitingTasks) != waiting {
-			out = append(out, fmt.Sprintf("account %d: waiting_tasks %d, tasks waiting for a slot %d", a.ID, a.WaitingTasks, waiting))
-		}
-		if a.ReservedMicros < 0 {
-			out = append(out, fmt.Sprintf("account %d: reserved %d < 0", a.ID, a.ReservedMicros))
-		}
-		var last models.LedgerEntry
-		if err := d.R.Where("account_id = ?", a.ID).Order("id DESC").Limit(1).Find(&last).Error; err == nil && last.ID != 0 &&
-			(last.AvailableAfter != a.AvailableMicros || last.ReservedAfter != a.ReservedMicros) {
-			out = append(out, fmt.Sprintf("account %d: last entry says %d/%d after, account holds %d/%d", a.ID, last.AvailableAfter, last.ReservedAfter, a.AvailableMicros, a.ReservedMicros))
-		}
-	}
-	var tasks []models.Task
-	d.R.Find(&tasks)
-	want := map[string][]string{
-		models.BillingReserved: {models.KindReserve},
-		models.BillingSettled:  {models.KindReserve, models.KindSettle},
-		models.BillingReleased: {models.KindReserve, models.KindRelease},
-	}
-	inFlight := map[string]int{}
-	for _, task := range tasks {
-		var es []models.LedgerEntry
-		d.R.Where("task_id = ?", task.ID).Order("id").Find(&es)
-		got := Kinds(es)
-		if strings.Join(got, ",") != strings.Join(want[task.BillingState], ",") {
-			out = append(out, fmt.Sprintf("task %s (%s, billing %s): entries %v", task.ID, task.Status, task.BillingState, got))
-		}
-		for _, e := range es {
-			if e.DeltaReserved != task.AmountMicros && e.DeltaReserved != -task.AmountMicros {
-				out = append(out, fmt.Sprintf("task %s: %s entry moves %d, task amount is %d", task.ID, e.Kind, e.DeltaReserved, task.AmountMicros))
-			}
-		}
-		switch {
-		case task.Status == models.StatusCompleted && task.BillingState != models.BillingSettled,
-			task.Status == models.StatusFailed && task.BillingState != models.BillingReleased,
-			!task.Terminal() && task.BillingState != models.BillingReserved:
-			out = append(out, fmt.Sprintf("task %s: status %s with billing %s", task.ID, task.Status, task.BillingState))
-		}
-		if task.CredentialID != nil && !task.Terminal() {
-			inFlight[*task.CredentialID]++
-		}
-	}
-	var creds []models.UpstreamCredential
-	d.R.Find(&creds)
-	for _, c := range creds {
-		if c.InFlight != inFlight[c.ID] {
-			out = append(out, fmt.Sprintf("credential %s: in_flight %d, unfinished tasks %d", c.ID, c.InFlight, inFlight[c.ID]))
-		}
 	}
 	return out
 }

@@ -5,15 +5,16 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 
+	"videogen/internal/tasks"
 	"videogen/models"
 )
 
-// pollCache keeps recently read tasks for GET /v1/videos/{id}, the endpoint clients call most. A
+// PollCache keeps recently read tasks for GET /v1/videos/{id}, the endpoint clients call most. A
 // finished task never changes, so it is served from memory until evicted; an unfinished one for at most
 // fresh, and the worker of this instance drops a task's entry the moment it changes it (Forget), so only
 // another instance's change can be seen up to `fresh` late — less than the shortest poll interval the
 // API advises (openai-poll-after-ms ≥ 1 s).
-type pollCache struct {
+type PollCache struct {
 	fresh time.Duration
 	lru   *expirable.LRU[pollKey, cachedTask]
 }
@@ -29,13 +30,19 @@ type cachedTask struct {
 	fetched time.Time
 }
 
-func newPollCache(size int, fresh time.Duration) *pollCache {
-	return &pollCache{fresh: fresh, lru: expirable.NewLRU[pollKey, cachedTask](size, nil, 10*time.Minute)}
+// NewPollCache returns a cache of up to 20,000 tasks; fresh bounds how late a poll may see another
+// instance's change of an unfinished task (POLL_CACHE_TTL). fresh <= 0 means no cache: nil.
+func NewPollCache(fresh time.Duration) *PollCache {
+	if fresh <= 0 {
+		return nil
+	}
+	const size = 20_000
+	return &PollCache{fresh: fresh, lru: expirable.NewLRU[pollKey, cachedTask](size, nil, 10*time.Minute)}
 }
 
-func (c *pollCache) get(account int64, id string, now time.Time) (*models.Task, bool) {
+func (c *PollCache) get(account int64, id string, now time.Time) (*models.Task, bool) {
 	e, ok := c.lru.Get(pollKey{account, id})
-	if !ok || (!e.task.Terminal() && now.Sub(e.fetched) >= c.fresh) {
+	if !ok || (!tasks.Terminal(e.task.Status) && now.Sub(e.fetched) >= c.fresh) {
 		return nil, false
 	}
 	t := e.task
@@ -45,11 +52,16 @@ func (c *pollCache) get(account int64, id string, now time.Time) (*models.Task, 
 // maxCachedPrompt keeps the cache's memory bounded (20,000 entries of at most a few KB).
 const maxCachedPrompt = 2048
 
-func (c *pollCache) put(t *models.Task, now time.Time) {
+func (c *PollCache) put(t *models.Task, now time.Time) {
 	if len(t.Prompt) > maxCachedPrompt {
 		return
 	}
 	c.lru.Add(pollKey{t.AccountID, t.ID}, cachedTask{task: *t, fetched: now})
 }
 
-func (c *pollCache) forget(account int64, id string) { c.lru.Remove(pollKey{account, id}) }
+// Forget drops a task; the worker calls it after every change it makes. A nil cache forgets nothing.
+func (c *PollCache) Forget(account int64, id string) {
+	if c != nil {
+		c.lru.Remove(pollKey{account, id})
+	}
+}

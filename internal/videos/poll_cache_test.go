@@ -12,6 +12,7 @@ import (
 	"videogen/billing"
 	"videogen/internal/apierr"
 	"videogen/internal/db"
+	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/internal/videos"
 )
@@ -34,7 +35,7 @@ func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 		owner, other := testkit.NewAccount(t, d, "10"), testkit.NewAccount(t, d, "10")
-		svc := &videos.Service{DB: d, Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, PollFresh: time.Minute}
+		svc := &videos.Service{DB: d, Tasks: tasks.NewStore(d, nil), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(time.Minute)}
 		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "cached"}`), videos.MediaPolicy{})
 		if aerr != nil {
 			t.Fatal(aerr)

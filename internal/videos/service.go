@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -17,16 +16,20 @@ import (
 	"videogen/internal/db"
 	"videogen/internal/ids"
 	"videogen/internal/media"
+	"videogen/internal/tasks"
 	"videogen/models"
 )
 
 // Service creates and reads tasks.
 type Service struct {
 	DB     *db.DB
+	Tasks  *tasks.Store // every write to a task
 	Prices *billing.Prices
 	Blobs  blob.Store
 	// Media checks and links the files a create request refers to.
 	Media *media.Service
+	// Polls answers polls of recently read tasks from memory (nil: always the database).
+	Polls *PollCache
 	// MaxQueued is how many tasks an account may have waiting for an upstream slot.
 	MaxQueued int
 	// QueueTimeout is how long a task may wait for an upstream slot.
@@ -35,21 +38,7 @@ type Service struct {
 	Notify func()
 	// Now is the clock; tests move it.
 	Now func() time.Time
-	// PollFresh bounds how late a poll may see another instance's change of an unfinished task; 0 turns
-	// the poll cache off.
-	PollFresh time.Duration
-
-	cacheOnce sync.Once
-	cache     *pollCache
 }
-
-func (s *Service) polls() *pollCache {
-	s.cacheOnce.Do(func() { s.cache = newPollCache(20_000, s.PollFresh) })
-	return s.cache
-}
-
-// Forget drops a task from the poll cache; the worker calls it after every change it makes.
-func (s *Service) Forget(accountID int64, taskID string) { s.polls().forget(accountID, taskID) }
 
 func (s *Service) now() time.Time {
 	if s.Now != nil {
@@ -73,6 +62,14 @@ type Created struct {
 
 // IdempotencyWindow is how long an Idempotency-Key stays bound to its task.
 const IdempotencyWindow = 24 * time.Hour
+
+// PruneIdempotencyKeys deletes keys older than the window: they bind nothing any more, only take space.
+func PruneIdempotencyKeys(ctx context.Context, d *db.DB, now time.Time) error {
+	if err := d.W.WithContext(ctx).Exec("DELETE FROM idempotency_keys WHERE created_at < ?", now.Add(-IdempotencyWindow)).Error; err != nil {
+		return fmt.Errorf("delete old idempotency keys: %w", err)
+	}
+	return nil
+}
 
 // MaxIdempotencyKeyLen bounds the header's length.
 const MaxIdempotencyKeyLen = 255
@@ -115,8 +112,8 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		ID: ids.NewVideoID(), AccountID: who.AccountID, APIKeyID: &keyID,
 		Model: req.Model, Prompt: req.Prompt, Seconds: req.Seconds, Size: req.Size, AspectRatio: req.AspectRatio,
 		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Inputs: string(inputs),
-		Status: models.StatusQueued, PriceMicros: int64(price), AmountMicros: int64(amount),
-		BillingState: models.BillingReserved, NextCheckAt: now, QueueDeadline: now.Add(s.QueueTimeout),
+		PriceMicros: int64(price), AmountMicros: int64(amount),
+		NextCheckAt: now, QueueDeadline: now.Add(s.QueueTimeout),
 		CreatedAt: now, UpdatedAt: now,
 	}
 	var out *Created
@@ -143,8 +140,8 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 				return fmt.Errorf("look up idempotency key: %w", err)
 			}
 		}
-		if err := tx.Create(task).Error; err != nil {
-			return fmt.Errorf("insert task: %w", err)
+		if err := s.Tasks.Enqueue(tx, task, fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())); err != nil {
+			return err
 		}
 		if len(req.Media) > 0 {
 			if s.Media == nil {
@@ -153,11 +150,6 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 			if err := s.Media.Attach(tx, who.AccountID, task.ID, req.Media); err != nil {
 				return err
 			}
-		}
-		ev := &models.TaskEvent{TaskID: task.ID, At: now, ToStatus: models.StatusQueued,
-			Detail: fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())}
-		if err := tx.Create(ev).Error; err != nil {
-			return fmt.Errorf("insert task event: %w", err)
 		}
 		if idemKey != "" {
 			row := &models.IdempotencyKey{AccountID: who.AccountID, Key: idemKey, RequestHash: hash, TaskID: task.ID, CreatedAt: now}
@@ -168,12 +160,10 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		// The account row is touched last, so it stays locked only for the backlog count, the reservation,
 		// its entry and the commit: creates of one account queue on that lock. A refusal rolls back
 		// everything above, so a 429 or 402 writes nothing.
-		res := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = ? AND waiting_tasks < ?", who.AccountID, s.MaxQueued)
-		if res.Error != nil {
-			return fmt.Errorf("count task in backlog: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
+		if err := s.Tasks.EnterBacklog(tx, who.AccountID, s.MaxQueued); errors.Is(err, tasks.ErrBacklogFull) {
 			return apierr.NoCapacity(10, s.MaxQueued)
+		} else if err != nil {
+			return err
 		}
 		if err := billing.Reserve(tx, who.AccountID, task.ID, amount); err != nil {
 			if errors.Is(err, billing.ErrInsufficientBalance) {
@@ -199,18 +189,18 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 
 // Poll returns a task of the account for GET /v1/videos/{id}, from the poll cache when it may.
 func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models.Task, error) {
-	if s.PollFresh <= 0 {
+	if s.Polls == nil {
 		return s.Get(ctx, accountID, id)
 	}
 	now := time.Now()
 	// Keyed by account and id: another account's task is never in this account's part of the cache, so
 	// refusing it costs the same database read as an unknown id, and timing tells nothing.
-	if t, ok := s.polls().get(accountID, id, now); ok {
+	if t, ok := s.Polls.get(accountID, id, now); ok {
 		return t, nil
 	}
 	t, err := s.Get(ctx, accountID, id)
 	if err == nil {
-		s.polls().put(t, now)
+		s.Polls.put(t, now)
 	}
 	return t, err
 }
@@ -302,8 +292,8 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id string) (
 		return nil, err
 	}
 	switch t.Status {
-	case models.StatusCompleted:
-	case models.StatusFailed:
+	case tasks.Completed:
+	case tasks.Failed:
 		return nil, apierr.VideoFailed
 	default:
 		return nil, apierr.VideoNotReady

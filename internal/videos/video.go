@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"videogen/billing"
+	"videogen/internal/tasks"
 	"videogen/models"
 )
 
@@ -59,7 +60,7 @@ func ToVideo(t *models.Task) Video {
 	if t.ExpiresAt != nil {
 		v.ExpiresAt = unix(*t.ExpiresAt)
 	}
-	if t.Status == models.StatusFailed {
+	if t.Status == tasks.Failed {
 		v.Error = &VideoError{Code: deref(t.ErrorCode), Message: deref(t.ErrorMessage)}
 	}
 	return v

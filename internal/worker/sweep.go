@@ -2,37 +2,40 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"time"
 
+	"videogen/internal/tasks"
 	"videogen/internal/upstream"
-	"videogen/internal/videos"
-	"videogen/models"
 )
+
+// sweepLoop runs the deadline sweep on its own timer, so it is never delayed by tasks.
+func (w *Worker) sweepLoop(ctx, work context.Context) {
+	every := min(max(w.cfg.PollMin*2, 20*time.Millisecond), 2*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.sweep(work)
+		}
+	}
+}
 
 // sweep ends tasks past their deadlines. Several instances may sweep at once: every ending is guarded, so
 // each task still ends once. (Outputs past their retention are the janitor's, on every instance.)
 func (w *Worker) sweep(ctx context.Context) {
-	now := w.clock()
-	var waiting []models.Task
-	if err := w.db.R.WithContext(ctx).Where("status = ? AND credential_id IS NULL AND queue_deadline < ?", models.StatusQueued, now).
-		Limit(100).Find(&waiting).Error; err != nil {
-		w.log.Error("find tasks past queue deadline", "err", err)
+	waiting, running, err := w.Tasks.PastDeadline(ctx, 100)
+	if err != nil {
+		w.Log.Error("find tasks past their deadlines", "err", err)
 	}
 	for i := range waiting {
 		w.fail(ctx, &waiting[i], "queue_timeout", "No generation capacity became free in time. Your reservation was released; create the task again.")
 	}
-	var running []models.Task
-	if err := w.db.R.WithContext(ctx).Where("status IN ? AND credential_id IS NOT NULL AND run_deadline < ?", []string{models.StatusQueued, models.StatusInProgress}, now).
-		Limit(100).Find(&running).Error; err != nil {
-		w.log.Error("find tasks past run deadline", "err", err)
-	}
 	for i := range running {
 		w.fail(ctx, &running[i], "run_timeout", fmt.Sprintf("The generation did not finish within %s. Your reservation was released.", w.cfg.RunTimeout))
-	}
-	// Idempotency keys bind for 24 hours (videos.IdempotencyWindow); older rows only take space.
-	if err := w.db.W.WithContext(ctx).Exec("DELETE FROM idempotency_keys WHERE created_at < ?", now.Add(-videos.IdempotencyWindow)).Error; err != nil {
-		w.log.Error("delete old idempotency keys", "err", err)
 	}
 }
 
@@ -40,37 +43,27 @@ func (w *Worker) sweep(ctx context.Context) {
 // the provider's invoice says a video did finish. A completion found this way is logged in the task log
 // and ignored: the task keeps its ending and its refund. It returns the upstream state.
 func (w *Worker) Recheck(ctx context.Context, taskID string) (string, error) {
-	var t models.Task
-	if err := w.db.R.WithContext(ctx).Where("id = ?", taskID).Take(&t).Error; err != nil {
-		return "", fmt.Errorf("read task %s: %w", taskID, err)
+	t, err := w.Tasks.Get(ctx, taskID)
+	if err != nil {
+		return "", err
 	}
 	if t.CredentialID == nil || t.UpstreamTaskID == nil {
 		return "", fmt.Errorf("task %s was never accepted upstream", taskID)
 	}
-	cred, ok := w.pool.Credential(*t.CredentialID)
+	cred, ok := w.Pool.Credential(*t.CredentialID)
 	if !ok {
 		return "", fmt.Errorf("credential %s is not configured", *t.CredentialID)
 	}
-	st, err := w.pool.Provider.Poll(ctx, cred, *t.UpstreamTaskID)
+	st, err := w.Pool.Provider.Poll(ctx, cred, *t.UpstreamTaskID)
 	if err != nil {
 		return "", fmt.Errorf("poll %s: %w", taskID, err)
 	}
-	if !t.Terminal() {
+	if !tasks.Terminal(t.Status) {
 		return st.State, nil // the worker handles live tasks on its own schedule
 	}
-	if st.State == upstream.StateCompleted && t.Status != models.StatusCompleted {
-		w.lateCompletion(ctx, &t)
+	if st.State == upstream.StateCompleted && t.Status != tasks.Completed {
+		w.lateCompletion(ctx, t.ID)
 	}
 	return st.State, nil
 }
 
-func submitRequest(t *models.Task) (upstream.SubmitRequest, error) {
-	var in models.TaskInputs
-	if err := json.Unmarshal([]byte(t.Inputs), &in); err != nil {
-		return upstream.SubmitRequest{}, fmt.Errorf("decode inputs of %s: %w", t.ID, err)
-	}
-	return upstream.SubmitRequest{
-		Model: t.Model, Prompt: t.Prompt, Seconds: t.Seconds, Size: t.Size, AspectRatio: t.AspectRatio,
-		GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Inputs: in, IdempotencyKey: *t.UpstreamKey,
-	}, nil
-}

@@ -16,7 +16,6 @@ import (
 	_ "github.com/glebarez/go-sqlite"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"videogen/internal/db"
 	"videogen/internal/testkit"
 	"videogen/internal/upstream/sim"
 	"videogen/internal/worker"
@@ -56,7 +55,8 @@ func simTask(t *testing.T, s *testkit.Server, prompt string) sim.Task {
 
 func TestTaskOutcomes(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "300ms"})
+		// Long enough that a poll sees the task running even on a loaded machine (the log must show in_progress).
+		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "1s"})
 		acct := s.NewAccount(t, "100")
 		create := func(prompt string, extra ...any) string {
 			body := map[string]any{"model": "videogen-2.0-480p", "prompt": prompt}
@@ -397,7 +397,7 @@ func TestFailWhileSlotAssignedElsewhere(t *testing.T) {
 			}
 		}
 		done := make(chan error, 1)
-		go func() { done <- worker.Fail(ctx, s.DB, &stale, "queue_timeout", "late", db.Now()) }()
+		go func() { done <- s.Tasks.Fail(ctx, &stale, "queue_timeout", "late") }()
 		time.Sleep(300 * time.Millisecond)
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
@@ -563,9 +563,9 @@ func TestSettlesOnlyAfterWholeCopy(t *testing.T) {
 	})
 }
 
-// TestOldIdempotencyKeysAreDeleted: keys past their 24-hour window are removed by the sweep.
+// TestOldIdempotencyKeysAreDeleted: keys past their 24-hour window are removed by the janitor's sweep.
 func TestOldIdempotencyKeysAreDeleted(t *testing.T) {
-	s := testkit.Start(t, testkit.SQLiteURL(t), nil)
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"MEDIA_SWEEP_INTERVAL": "100ms"})
 	acct := s.NewAccount(t, "10")
 	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "old"}, "Idempotency-Key", "old-key")
 	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "new"}, "Idempotency-Key", "new-key")

@@ -1,0 +1,292 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"videogen/billing"
+	"videogen/internal/ids"
+	"videogen/internal/storetext"
+	"videogen/models"
+)
+
+// Enqueue records a new task as queued, with its first log line, inside the create transaction (which
+// also enters it into the backlog and reserves its price).
+func (s *Store) Enqueue(tx *gorm.DB, t *models.Task, detail string) error {
+	t.Status, t.BillingState = Queued, billing.Reserved
+	if err := tx.Create(t).Error; err != nil {
+		return fmt.Errorf("insert task: %w", err)
+	}
+	return logEvent(tx, t.ID, t.CreatedAt, "", Queued, detail)
+}
+
+// EnterBacklog counts a new task among its account's tasks waiting for an upstream slot, refusing with
+// ErrBacklogFull past max. It is checked and counted in one guarded UPDATE, so it is exact under
+// concurrency.
+func (s *Store) EnterBacklog(tx *gorm.DB, accountID int64, max int) error {
+	res := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = ? AND waiting_tasks < ?", accountID, max)
+	if res.Error != nil {
+		return fmt.Errorf("count task in backlog: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrBacklogFull
+	}
+	return nil
+}
+
+// leaveBacklog uncounts a task that stops waiting for an upstream slot (it got one, or it ended).
+func leaveBacklog(tx *gorm.DB, accountID int64) error {
+	if err := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks - 1 WHERE id = ? AND waiting_tasks > 0", accountID).Error; err != nil {
+		return fmt.Errorf("leave backlog: %w", err)
+	}
+	return nil
+}
+
+// AssignSlot takes the least-loaded credential among credIDs with room, counts the task against it and
+// records the first submission attempt with a fresh upstream idempotency key — one transaction, before
+// any upstream call. ok is false when no credential has room or the task no longer waits (a deadline
+// failed it meanwhile).
+func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string, runTimeout time.Duration, owner string) (credID string, ok bool, err error) {
+	now := s.Now()
+	key := ids.NewUpstreamIdempotencyKey()
+	var cred models.UpstreamCredential
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		q := tx.Where("enabled = ? AND in_flight < max_concurrency AND id IN ?", true, credIDs).Order("in_flight ASC, id ASC")
+		if s.db.Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		if err := q.Take(&cred).Error; err != nil {
+			return err
+		}
+		res := tx.Exec("UPDATE upstream_credentials SET in_flight = in_flight + 1, updated_at = ? WHERE id = ? AND in_flight < max_concurrency", now, cred.ID)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return errors.Join(res.Error, gorm.ErrRecordNotFound)
+		}
+		res = tx.Exec(`UPDATE tasks SET credential_id = ?, upstream_key = ?, submit_attempts = 1, submitted_at = ?,
+			run_deadline = ?, updated_at = ? WHERE id = ? AND status = 'queued' AND credential_id IS NULL`,
+			cred.ID, key, now, now.Add(runTimeout), now, t.ID)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return gorm.ErrRecordNotFound // failed by its deadline meanwhile: roll the slot back
+		}
+		if err := leaveBacklog(tx, t.AccountID); err != nil {
+			return err
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s, idempotency key %s (worker %s)", cred.ID, key, owner))
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("assign a slot to %s: %w", t.ID, err)
+	}
+	t.CredentialID, t.UpstreamKey, t.SubmitAttempts, t.SubmittedAt = &cred.ID, &key, 1, &now
+	return cred.ID, true, nil
+}
+
+// RecordAttempt notes a repeated submission (same credential, same key) before it is made.
+func (s *Store) RecordAttempt(ctx context.Context, t *models.Task, owner string) error {
+	now := s.Now()
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE tasks SET submit_attempts = submit_attempts + 1, updated_at = ? WHERE id = ? AND status IN ? AND upstream_task_id IS NULL",
+			now, t.ID, Unfinished)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errors.New("task is no longer waiting for submission")
+		}
+		t.SubmitAttempts++
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt %d on upstream credential %s, same idempotency key %s (worker %s)",
+			t.SubmitAttempts, *t.CredentialID, *t.UpstreamKey, owner))
+	})
+}
+
+// MarkSubmitted stores the upstream's id of an accepted task and when to poll it. With keepClaim the
+// worker keeps its lease because the answer already says more (in progress, done, failed) and it acts
+// on it now: let go earlier, and another worker could poll at the same time and log its steps twice.
+func (s *Store) MarkSubmitted(ctx context.Context, t *models.Task, upstreamID string, nextCheck time.Time, keepClaim bool) error {
+	now := s.Now()
+	release := !keepClaim
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE tasks SET upstream_task_id = ?, poll_count = 0, next_check_at = ?,
+			lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_until = CASE WHEN ? THEN NULL ELSE lease_until END,
+			updated_at = ? WHERE id = ? AND status IN ?`, upstreamID, nextCheck, release, release, now, t.ID, Unfinished)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, "accepted upstream as "+upstreamID)
+	})
+	if err != nil {
+		return fmt.Errorf("record upstream id of %s: %w", t.ID, err)
+	}
+	t.UpstreamTaskID = &upstreamID
+	return nil
+}
+
+// DeferSubmission releases the claim after a submission without a clear answer (timeout, 5xx, a busy
+// credential), to be retried at next with the same credential and key.
+func (s *Store) DeferSubmission(ctx context.Context, t *models.Task, owner string, next time.Time, reason string) error {
+	now := s.Now()
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec("UPDATE tasks SET next_check_at = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?",
+			next, now, t.ID, owner).Error; err != nil {
+			return err
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt %d: no clear answer (%s); will retry with the same key", t.SubmitAttempts, reason))
+	})
+}
+
+// MarkInProgress moves a queued task to in_progress when the upstream reports it started.
+func (s *Store) MarkInProgress(ctx context.Context, t *models.Task, progress int) error {
+	now := s.Now()
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE tasks SET status = ?, progress = ?, updated_at = ? WHERE id = ? AND status = ?", InProgress, progress, now, t.ID, Queued)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return logEvent(tx, t.ID, now, Queued, InProgress, "generation started upstream")
+	})
+	if err != nil {
+		return fmt.Errorf("mark %s in progress: %w", t.ID, err)
+	}
+	t.Status = InProgress
+	return nil
+}
+
+// Reschedule releases the claim after a poll and sets the next one; progress is the upstream's.
+func (s *Store) Reschedule(ctx context.Context, t *models.Task, owner string, next time.Time, progress int) error {
+	err := s.db.W.WithContext(ctx).Exec(`UPDATE tasks SET next_check_at = ?, poll_count = poll_count + 1, progress = ?,
+		lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND lease_owner = ?`,
+		next, progress, s.Now(), t.ID, Unfinished, owner).Error
+	if err != nil {
+		return fmt.Errorf("reschedule %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// Complete marks the task completed with its stored output and, in the same transaction, charges its
+// reservation and frees its credential slot. won is false when the task had already ended (a deadline):
+// then nothing changes and the caller deletes its copy.
+func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, size int64, expires time.Time) (won bool, err error) {
+	now := s.Now()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
+			output_bytes = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND billing_state = ?`,
+			Completed, billing.Settled, now, expires, outputKey, size, now, t.ID, Unfinished, billing.Reserved)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		won = true
+		// Lock order everywhere: task, credential, account (AssignSlot takes the credential only with a
+		// waiting task, which no ending holds) — so two transactions never wait on each other.
+		if err := freeSlot(tx, t.CredentialID, now); err != nil {
+			return err
+		}
+		if err := billing.Settle(tx, t.AccountID, t.ID, billing.Micros(t.AmountMicros)); err != nil {
+			return err
+		}
+		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged", size, billing.Micros(t.AmountMicros).USD()))
+	})
+	if err != nil {
+		return false, fmt.Errorf("complete %s: %w", t.ID, err)
+	}
+	if won {
+		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &outputKey
+	}
+	return won, nil
+}
+
+// Fail ends the task as failed, refunds its reservation in full, frees its slot or its place in the
+// backlog — at most once: only the first ending of a task counts.
+func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) error {
+	now := s.Now()
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// Read under a row lock: another instance may be assigning the task a credential right now, and the
+		// slot it takes must be freed with the row we fail (SQLite's single writer serialises this anyway).
+		q := tx
+		if s.db.Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		var cur models.Task
+		if err := q.Where("id = ?", t.ID).Take(&cur).Error; err != nil {
+			return err
+		}
+		if Terminal(cur.Status) {
+			return nil
+		}
+		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, error_code = ?, error_message = ?, lease_owner = NULL, lease_until = NULL,
+			updated_at = ? WHERE id = ? AND status = ? AND billing_state = ?`, Failed, billing.Released, code, message, now, t.ID, cur.Status, billing.Reserved)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
+			return err
+		}
+		if err := billing.Release(tx, cur.AccountID, cur.ID, billing.Micros(cur.AmountMicros)); err != nil {
+			return err
+		}
+		if cur.Status == Queued && cur.CredentialID == nil {
+			if err := leaveBacklog(tx, cur.AccountID); err != nil {
+				return err
+			}
+		}
+		return logEvent(tx, t.ID, now, cur.Status, Failed, code+": "+message)
+	})
+	if err != nil {
+		return fmt.Errorf("fail %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// NoteLateCompletion logs an upstream completion for a task that had already ended here (its deadline
+// passed): the result is ignored and the customer keeps the refund.
+func (s *Store) NoteLateCompletion(ctx context.Context, taskID string) error {
+	var cur models.Task
+	if err := s.db.R.WithContext(ctx).Select("status").Where("id = ?", taskID).Take(&cur).Error; err != nil {
+		return fmt.Errorf("read %s: %w", taskID, err)
+	}
+	return logEvent(s.db.W.WithContext(ctx), taskID, s.Now(), cur.Status, cur.Status, "upstream reported completion after the task had ended; ignored")
+}
+
+// ForgetOutput records that a task's stored video was deleted (its retention ended), if the task still
+// names that copy.
+func (s *Store) ForgetOutput(ctx context.Context, taskID, key string) error {
+	if err := s.db.W.WithContext(ctx).Exec("UPDATE tasks SET output_key = NULL WHERE id = ? AND output_key = ?", taskID, key).Error; err != nil {
+		return fmt.Errorf("forget the output of %s: %w", taskID, err)
+	}
+	return nil
+}
+
+func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {
+	if credID == nil {
+		return nil
+	}
+	if err := tx.Exec("UPDATE upstream_credentials SET in_flight = in_flight - 1, updated_at = ? WHERE id = ? AND in_flight > 0", now, *credID).Error; err != nil {
+		return fmt.Errorf("free the slot on %s: %w", *credID, err)
+	}
+	return nil
+}
+
+// logEvent writes one line of a task's log. Details come partly from upstreams, so they are made safe to
+// store.
+func logEvent(tx *gorm.DB, taskID string, at time.Time, from, to, detail string) error {
+	detail, _ = storetext.Clip(detail, 2000)
+	if err := tx.Create(&models.TaskEvent{TaskID: taskID, At: at, FromStatus: from, ToStatus: to, Detail: detail}).Error; err != nil {
+		return fmt.Errorf("task event: %w", err)
+	}
+	return nil
+}

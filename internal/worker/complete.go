@@ -1,0 +1,86 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"videogen/internal/ids"
+	"videogen/internal/upstream"
+	"videogen/models"
+)
+
+// A copy of an output from the upstream is abandoned after downloadIdle without a byte, or after
+// downloadTimeout in all, so a stalled transfer cannot hold a handler; the next poll starts a fresh copy.
+const (
+	downloadIdle    = time.Minute
+	downloadTimeout = 30 * time.Minute
+)
+
+// complete copies the output into the platform's storage and only then has the task store mark the task
+// completed, charge it and free its slot, in one transaction. A copy that fails is retried on the next
+// poll.
+func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Credential) {
+	log := w.Log.With("task", t.ID)
+	dctx, cancel := context.WithTimeout(ctx, downloadTimeout)
+	defer cancel()
+	idle := time.AfterFunc(downloadIdle, cancel)
+	defer idle.Stop()
+	body, size, err := w.Pool.Provider.Download(dctx, cred, *t.UpstreamTaskID)
+	if err != nil {
+		log.Warn("download output", "err", err)
+		w.reschedule(ctx, t, t.Progress)
+		return
+	}
+	body = idleReader{body, idle}
+	// A key of its own per copy: if two instances ever copy the same task, neither deletes the other's.
+	key := fmt.Sprintf("outputs/%s/%s.mp4", t.ID, ids.NewToken(12))
+	n, err := w.Blobs.Put(dctx, key, body)
+	_ = body.Close()
+	if err == nil && (n == 0 || (size >= 0 && n != size)) {
+		err = fmt.Errorf("copied %d of %d bytes", n, size)
+	}
+	if err != nil {
+		log.Warn("copy output", "err", err)
+		_ = w.Blobs.Delete(ctx, key)
+		w.reschedule(ctx, t, t.Progress)
+		return
+	}
+	won, err := w.Tasks.Complete(ctx, t, key, n, w.Tasks.Now().Add(w.cfg.OutputRetention))
+	if err != nil {
+		log.Error("complete task", "err", err)
+		_ = w.Blobs.Delete(ctx, key)
+		w.reschedule(ctx, t, t.Progress)
+		return
+	}
+	if !won {
+		w.lateCompletion(ctx, t.ID)
+		_ = w.Blobs.Delete(ctx, key)
+		return
+	}
+	w.changed(t)
+}
+
+// lateCompletion notes an upstream completion for a task that had already ended here (its deadline
+// passed): the result is ignored, the customer keeps the refund, and the task log says so.
+func (w *Worker) lateCompletion(ctx context.Context, taskID string) {
+	w.Log.Warn("upstream completed a task that had already ended; ignored", "task", taskID)
+	if err := w.Tasks.NoteLateCompletion(ctx, taskID); err != nil {
+		w.Log.Error("log late completion", "task", taskID, "err", err)
+	}
+}
+
+// idleReader pushes the idle deadline of a download back with every byte that arrives.
+type idleReader struct {
+	io.ReadCloser
+	idle *time.Timer
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.idle.Reset(downloadIdle)
+	}
+	return n, err
+}

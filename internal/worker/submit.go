@@ -1,0 +1,121 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"videogen/internal/storetext"
+	"videogen/internal/upstream"
+	"videogen/models"
+)
+
+// assignAndSubmit gives a waiting task the least-loaded credential with room and submits it; without a
+// free slot the task waits for the next round.
+func (w *Worker) assignAndSubmit(ctx context.Context, t *models.Task) {
+	credID, ok, err := w.Tasks.AssignSlot(ctx, t, w.Pool.IDs(), w.cfg.RunTimeout, w.cfg.ID)
+	if err != nil {
+		w.Log.Error("assign credential", "task", t.ID, "err", err)
+	}
+	if !ok {
+		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
+		return
+	}
+	cred, ok := w.Pool.Credential(credID)
+	if !ok { // cannot happen: the slot was taken among the pool's credentials
+		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
+		return
+	}
+	w.submit(ctx, t, cred)
+}
+
+// resubmit repeats a submission that had no clear answer, with the same credential and key, after
+// recording the attempt.
+func (w *Worker) resubmit(ctx context.Context, t *models.Task, cred upstream.Credential) {
+	if err := w.Tasks.RecordAttempt(ctx, t, w.cfg.ID); err != nil {
+		w.Log.Error("record submission attempt", "task", t.ID, "err", err)
+		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
+		return
+	}
+	w.submit(ctx, t, cred)
+}
+
+func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Credential) {
+	log := w.Log.With("task", t.ID, "credential", cred.ID)
+	req, err := w.submitRequest(ctx, t)
+	if errors.Is(err, errInputsUnreadable) {
+		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read. Your reservation was released.")
+		return
+	}
+	if err != nil {
+		// The database hiccupped; the claim comes round again at the task's next check.
+		log.Error("prepare submission", "err", err)
+		return
+	}
+	st, err := w.Pool.Provider.Submit(ctx, cred, req)
+	switch {
+	case err == nil:
+		// The claim is kept only when the answer already says more (in progress, done, failed): apply acts
+		// on it now, under this claim.
+		keep := st.State != upstream.StateQueued
+		if err := w.Tasks.MarkSubmitted(ctx, t, st.ID, w.Tasks.Now().Add(w.cfg.PollMin), keep); err != nil {
+			log.Error("record upstream id", "err", err)
+			return
+		}
+		if keep {
+			w.apply(ctx, t, cred, st)
+		}
+	case errors.Is(err, upstream.ErrRejected):
+		log.Info("upstream rejected task", "err", err)
+		w.fail(ctx, t, "upstream_rejected", "The generation service refused this request: "+rejectReason(err)+". Your reservation was released.")
+	default:
+		// Timeout, 5xx or a busy credential: the outcome is unknown or deferred. Retry later on the same
+		// credential with the same key, so the upstream finds the first submission if it took it.
+		log.Warn("submit upstream", "attempt", t.SubmitAttempts, "err", err)
+		next := w.Tasks.Now().Add(backoff(w.cfg.PollMin, w.cfg.PollMax, t.SubmitAttempts, 2))
+		if err := w.Tasks.DeferSubmission(ctx, t, w.cfg.ID, next, clip(err.Error(), 200)); err != nil {
+			log.Error("defer submission", "err", err)
+		}
+	}
+}
+
+var errInputsUnreadable = errors.New("stored inputs unreadable")
+
+// submitRequest is the task as sent upstream, its media signed now when the media service can.
+func (w *Worker) submitRequest(ctx context.Context, t *models.Task) (upstream.SubmitRequest, error) {
+	in, err := t.StoredInputs()
+	if err != nil {
+		return upstream.SubmitRequest{}, fmt.Errorf("%w: %w", errInputsUnreadable, err)
+	}
+	if w.Inputs != nil && in.Count() > 0 {
+		signed, err := w.Inputs(ctx, t.ID)
+		if err != nil {
+			return upstream.SubmitRequest{}, fmt.Errorf("sign the task's media: %w", err)
+		}
+		// A task created before media were linked to tasks keeps the URLs it was created with.
+		if signed.Count() > 0 {
+			in = signed
+		}
+	}
+	return upstream.SubmitRequest{
+		Model: t.Model, Prompt: t.Prompt, Seconds: t.Seconds, Size: t.Size, AspectRatio: t.AspectRatio,
+		GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Inputs: in, IdempotencyKey: *t.UpstreamKey,
+	}, nil
+}
+
+func rejectReason(err error) string {
+	var re *upstream.RejectedError
+	if errors.As(err, &re) && re.Message != "" {
+		return clip(re.Message, 300)
+	}
+	return "request refused"
+}
+
+// clip shortens s to at most n bytes on a character boundary, valid UTF-8 (it may end up in PostgreSQL).
+func clip(s string, n int) string {
+	s, cut := storetext.Clip(s, n)
+	if cut {
+		s += "…"
+	}
+	return s
+}
