@@ -150,8 +150,8 @@ type Task struct {
 	Inputs        string // JSON of the media inputs (TaskInputs)
 	Status        string // tasks.Queued, InProgress, Completed or Failed
 	Progress      int
-	PriceMicros   int64 // per second, frozen at creation
-	AmountMicros  int64 // price × seconds, frozen at creation
+	PriceMicros   int64  // per second, frozen at creation
+	AmountMicros  int64  // price × seconds, frozen at creation
 	BillingState  string // billing.Reserved, Settled or Released
 	ErrorCode     *string
 	ErrorMessage  *string

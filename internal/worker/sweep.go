@@ -66,4 +66,3 @@ func (w *Worker) Recheck(ctx context.Context, taskID string) (string, error) {
 	}
 	return st.State, nil
 }
-
