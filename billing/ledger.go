@@ -65,6 +65,15 @@ func Reserve(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
 	}, true)
 }
 
+// Balance returns an account with its balances.
+func Balance(ctx context.Context, d *db.DB, accountID int64) (*models.Account, error) {
+	var a models.Account
+	if err := d.R.WithContext(ctx).Take(&a, accountID).Error; err != nil {
+		return nil, fmt.Errorf("read account %d: %w", accountID, err)
+	}
+	return &a, nil
+}
+
 // Billing states of a task's reservation: reserved at creation, then settled (charged) when the task
 // completes or released (refunded) when it fails — exactly once.
 const (

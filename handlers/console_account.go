@@ -2,12 +2,11 @@ package handlers
 
 import (
 	"errors"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"videogen/internal/accounts"
 	"videogen/internal/auth"
-	"videogen/models"
 	"videogen/views"
 )
 
@@ -38,14 +37,12 @@ func (h *handler) updateAccount(c *fiber.Ctx) error {
 
 // saveTimeZone stores the zone the console shows times in ("" = the browser's).
 func (h *handler) saveTimeZone(c *fiber.Ctx) error {
-	tz := c.FormValue("tz")
-	// "" is the browser's zone; "Local" would be the server's, which means nothing to the viewer.
-	if _, err := time.LoadLocation(tz); err != nil || len(tz) > 64 || tz == "Local" {
+	err := accounts.SetTimeZone(c.UserContext(), h.DB, currentUser(c).ID, c.FormValue("tz"))
+	if errors.Is(err, accounts.ErrBadTimeZone) {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.accountPage(c, map[string]string{"tz": "Choose a time zone from the list."})
 	}
-	u := currentUser(c)
-	if err := h.DB.W.WithContext(c.UserContext()).Model(&models.User{}).Where("id = ?", u.ID).Update("time_zone", tz).Error; err != nil {
+	if err != nil {
 		return err
 	}
 	return redirect(c, "/console/account?notice=timezone-saved")

@@ -5,7 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/accounts"
+	"videogen/billing"
 	"videogen/internal/videos"
 	"videogen/models"
 	"videogen/views"
@@ -16,7 +16,7 @@ func (h *handler) showDashboard(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	u := currentUser(c)
 	v := h.viewer(c, "dashboard")
-	acct, err := accounts.Balance(ctx, h.DB, u.AccountID)
+	acct, err := billing.Balance(ctx, h.DB, u.AccountID)
 	if err != nil {
 		return err
 	}

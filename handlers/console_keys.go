@@ -4,11 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm"
 
 	"videogen/internal/apikeys"
 	"videogen/models"
@@ -30,18 +27,16 @@ func (h *handler) showKeys(c *fiber.Ctx) error { return h.keysPage(c, views.Keys
 
 // createKey makes a key and shows its secret on this answer only (never stored, never cached).
 func (h *handler) createKey(c *fiber.Ctx) error {
-	u := currentUser(c)
-	name := strings.TrimSpace(c.FormValue("name"))
+	name := c.FormValue("name")
+	secret, k, err := apikeys.Issue(c.UserContext(), h.DB, currentUser(c), name)
 	switch {
-	case !u.Verified():
+	case errors.Is(err, apikeys.ErrUnverified):
 		c.Status(fiber.StatusForbidden)
 		return h.keysPage(c, views.KeysPage{})
-	case !utf8.ValidString(name) || utf8.RuneCountInString(name) > 60 || strings.ContainsFunc(name, unicode.IsControl):
+	case errors.Is(err, apikeys.ErrBadName):
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.keysPage(c, views.KeysPage{Name: name, Error: "Use at most 60 characters, without control characters."})
-	}
-	secret, k, err := apikeys.Create(c.UserContext(), h.DB, u.AccountID, name, &u.ID)
-	if err != nil {
+		return h.keysPage(c, views.KeysPage{Name: strings.TrimSpace(name), Error: "Use at most 60 characters, without control characters."})
+	case err != nil:
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -54,12 +49,11 @@ func (h *handler) accountKey(c *fiber.Ctx) (*models.APIKey, error) {
 	if err != nil {
 		return nil, fiber.ErrNotFound
 	}
-	var k models.APIKey
-	err = h.DB.R.WithContext(c.UserContext()).Where("id = ? AND account_id = ?", id, currentUser(c).AccountID).Take(&k).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	k, err := models.AccountKey(c.UserContext(), h.DB.R, currentUser(c).AccountID, id)
+	if errors.Is(err, models.ErrNotFound) {
 		return nil, fiber.ErrNotFound
 	}
-	return &k, err
+	return k, err
 }
 
 // confirmRevokeKey asks before revoking (without JavaScript too).

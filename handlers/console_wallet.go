@@ -7,14 +7,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/billing"
-	"videogen/internal/accounts"
 	"videogen/models"
 	"videogen/views"
 )
 
 func (h *handler) walletPage(c *fiber.Ctx, p views.WalletPage) error {
 	u := currentUser(c)
-	acct, err := accounts.Balance(c.UserContext(), h.DB, u.AccountID)
+	acct, err := billing.Balance(c.UserContext(), h.DB, u.AccountID)
 	if err != nil {
 		return err
 	}

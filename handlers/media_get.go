@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm"
 
 	"videogen/internal/apierr"
 	"videogen/internal/blob"
+	"videogen/internal/media"
 )
 
 // mediaNotFound is every refusal of /media: a tampered, expired or unknown link all look the same, so
@@ -30,7 +30,7 @@ func (h *handler) getMedia(c *fiber.Ctx) error {
 		return h.mediaError(c, mediaNotFound)
 	}
 	m, err := h.Media.Lookup(c.UserContext(), id)
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, media.ErrNoFile) {
 		return h.mediaError(c, mediaNotFound)
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -37,6 +38,22 @@ func TaskHistory(ctx context.Context, db *gorm.DB, taskID string) ([]TaskEvent, 
 		return nil, nil, fmt.Errorf("read ledger entries of %s: %w", taskID, err)
 	}
 	return events, entries, nil
+}
+
+// ErrNotFound is returned by the single-row lookups here when no row matches.
+var ErrNotFound = errors.New("not found")
+
+// AccountKey returns one of an account's keys by id, or ErrNotFound (another account's key too).
+func AccountKey(ctx context.Context, db *gorm.DB, accountID, id int64) (*APIKey, error) {
+	var k APIKey
+	err := db.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&k).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read key %d: %w", id, err)
+	}
+	return &k, nil
 }
 
 // AccountKeys returns an account's API keys, newest first.

@@ -206,12 +206,9 @@ func keysCmd() *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			if u.EmailVerifiedAt == nil {
-				return fmt.Errorf("%s has not verified their e-mail address; keys need a verified account", u.Email)
-			}
-			secret, k, err := apikeys.Create(cmd.Context(), d, u.AccountID, name, &u.ID)
+			secret, k, err := apikeys.Issue(cmd.Context(), d, u, name)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", u.Email, err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), secret)
 			fmt.Fprintf(cmd.ErrOrStderr(), "created key %s for %s; store the secret now, it is not shown again\n", k.Prefix, u.Email)
@@ -296,7 +293,7 @@ func walletCmd() *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			a, err := accounts.Balance(cmd.Context(), d, u.AccountID)
+			a, err := billing.Balance(cmd.Context(), d, u.AccountID)
 			if err != nil {
 				return err
 			}

@@ -126,11 +126,17 @@ func ByEmail(ctx context.Context, d *db.DB, email string) (*models.User, error) 
 	return &u, nil
 }
 
-// Balance returns an account's balances.
-func Balance(ctx context.Context, d *db.DB, accountID int64) (*models.Account, error) {
-	var a models.Account
-	if err := d.R.WithContext(ctx).Take(&a, accountID).Error; err != nil {
-		return nil, fmt.Errorf("read account %d: %w", accountID, err)
+// ErrBadTimeZone is returned by SetTimeZone for a name that is not an IANA time zone.
+var ErrBadTimeZone = errors.New("not a time zone")
+
+// SetTimeZone stores the zone a user's console shows times in; "" means the browser's.
+func SetTimeZone(ctx context.Context, d *db.DB, userID int64, zone string) error {
+	// "Local" would be the server's zone, which means nothing to the viewer.
+	if _, err := time.LoadLocation(zone); err != nil || len(zone) > 64 || zone == "Local" {
+		return ErrBadTimeZone
 	}
-	return &a, nil
+	if err := d.W.WithContext(ctx).Model(&models.User{}).Where("id = ?", userID).Updates(map[string]any{"time_zone": zone, "updated_at": db.Now()}).Error; err != nil {
+		return fmt.Errorf("save the time zone of user %d: %w", userID, err)
+	}
+	return nil
 }

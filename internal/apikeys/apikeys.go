@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
@@ -36,7 +38,42 @@ func Hash(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Create makes a key for an account and returns its secret, which is never retrievable again.
+// The rules a new key must meet, for the console and the CLI alike.
+var (
+	// ErrUnverified: keys are equivalent to account credentials, and the interface document gives them
+	// only to registered, e-mail-verified accounts.
+	ErrUnverified = errors.New("the e-mail address is not verified yet; keys need a verified account")
+	// ErrBadName: a key's name is at most MaxNameLen characters of printable text.
+	ErrBadName = fmt.Errorf("a key name has at most %d characters, without control characters", MaxNameLen)
+)
+
+// MaxNameLen is the longest key name, in characters.
+const MaxNameLen = 60
+
+// CheckName returns the name as stored (trimmed) or ErrBadName.
+func CheckName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxNameLen || strings.ContainsFunc(name, unicode.IsControl) {
+		return "", ErrBadName
+	}
+	return name, nil
+}
+
+// Issue makes a key for a user's account once the rules allow it (a verified address, a valid name) and
+// returns its secret, which is never retrievable again.
+func Issue(ctx context.Context, d *db.DB, u *models.User, name string) (string, *models.APIKey, error) {
+	if !u.Verified() {
+		return "", nil, ErrUnverified
+	}
+	name, err := CheckName(name)
+	if err != nil {
+		return "", nil, err
+	}
+	return Create(ctx, d, u.AccountID, name, &u.ID)
+}
+
+// Create makes a key for an account and returns its secret, which is never retrievable again. It applies
+// no rule: Issue is for people; Create is for the test rig and Issue itself.
 func Create(ctx context.Context, d *db.DB, accountID int64, name string, createdBy *int64) (string, *models.APIKey, error) {
 	secret := ids.NewAPIKey()
 	k := &models.APIKey{

@@ -2,6 +2,7 @@ package media
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -113,12 +114,18 @@ func (s *Service) SignedInputs(ctx context.Context, taskID string) (models.TaskI
 	return in, nil
 }
 
+// ErrNoFile is returned by Lookup for a file that is not (or no longer) stored.
+var ErrNoFile = errors.New("no such media file")
+
 // Lookup returns a live, ready file by id, for serving it.
 func (s *Service) Lookup(ctx context.Context, id string) (*models.Media, error) {
 	var m models.Media
 	err := s.DB.R.WithContext(ctx).Where("id = ? AND state = ? AND deleted_at IS NULL", id, models.MediaReady).Take(&m).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNoFile
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read media %s: %w", id, err)
 	}
 	return &m, nil
 }
