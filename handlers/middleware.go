@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"mime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -139,9 +140,43 @@ func principal(c *fiber.Ctx) apikeys.Principal {
 	return p
 }
 
+// uploadPath is the one route that reads its own body as it arrives (up to 300 MiB of files).
+const uploadPath = "/uploads/v1/files"
+
+// streamsBody reports whether the request is for the upload, whose body is not read before its handler.
+func streamsBody(c *fiber.Ctx) bool {
+	return c.Method() == fiber.MethodPost && strings.EqualFold(c.Path(), uploadPath)
+}
+
+// refuseEncodedBody refuses a compressed request body on every API route: a 1 MiB gzip body can expand
+// far past any limit after the limit was checked, and no route takes one.
+func (h *handler) refuseEncodedBody(c *fiber.Ctx) error {
+	enc := c.Get(fiber.HeaderContentEncoding)
+	if enc == "" || strings.EqualFold(enc, "identity") {
+		return c.Next()
+	}
+	// -1 is a chunked body; 0, or -2 (neither length nor chunks), is none: nothing encoded.
+	if n := c.Request().Header.ContentLength(); n == 0 || n == -2 {
+		return c.Next()
+	}
+	return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
+}
+
+// requireJSON refuses a body that is not declared as JSON (the JSON routes' rule).
+func (h *handler) requireJSON(c *fiber.Ctx) error {
+	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != fiber.MIMEApplicationJSON {
+		return apierr.NotJSON
+	}
+	return c.Next()
+}
+
 // limitBody holds a request body to MaxJSONBody while it is read. The server streams request bodies (so
-// uploads never sit whole in memory); without this, c.Body() would read whatever a client sends.
+// uploads never sit whole in memory); without this, c.Body() would read whatever a client sends. The
+// upload reads its own, bounded to its own limits.
 func (h *handler) limitBody(c *fiber.Ctx) error {
+	if streamsBody(c) {
+		return c.Next()
+	}
 	req := c.Request()
 	n := req.Header.ContentLength()
 	switch {

@@ -104,7 +104,8 @@ func New(d Deps) *fiber.App {
 	// whole, fasthttp refuses it before any route runs and forgets the path, and the call log must still
 	// record it.
 	app.Server().HeaderReceived = h.headerReceived
-	app.Use(h.requestID, h.accessLog, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), helmet.New(securityHeaders), h.limitPageBody)
+	recoverPanics := recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic})
+	app.Use(h.requestID, h.accessLog, recoverPanics, helmet.New(securityHeaders), h.limitPageBody)
 	if d.SecureCookies {
 		// The site is served over HTTPS (TLS ends at a proxy, so helmet cannot tell): browsers are told to
 		// come back only over HTTPS for a year. Not includeSubDomains: the operator's other hosts are not ours.
@@ -118,19 +119,22 @@ func New(d Deps) *fiber.App {
 	app.Get("/healthz", h.healthz)
 	app.Get("/readyz", h.readyz)
 
-	// The API.
-	v1 := app.Group("/v1", h.recordCall, h.renderErrors, h.limitBody, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate)
+	// The API: /v1 and the media entry points /uploads/v1 share one chain, in one order. Outermost, what
+	// must see every answer: the graceful end of a body left unread, the call log, error bodies, panics.
+	// Then what refuses a request before it costs anything: a compressed body, a body over 1 MiB (the
+	// upload streams its own), no key, too fast. Routes add what is theirs: JSON only, transfers bounded.
+	api := []fiber.Handler{h.closeIfBodyUnread, h.recordCall, h.renderErrors, recoverPanics,
+		h.refuseEncodedBody, h.limitBody, h.authenticate, h.limitRate}
+	v1 := app.Group("/v1", api...)
 	v1.Get("/models", h.listModels)
-	v1.Post("/videos", h.createVideo)
+	v1.Post("/videos", h.requireJSON, h.createVideo)
 	v1.Get("/videos", h.listVideos)
 	v1.Get("/videos/:id", h.getVideo)
 	v1.Get("/videos/:id/content", h.downloadVideo)
 
-	// Media entry points: same keys, call log and limits as /v1. The upload streams its body; the
-	// import, like every JSON route, holds it to MaxJSONBody.
-	uploads := app.Group("/uploads/v1", h.closeIfBodyUnread, h.recordCall, h.renderErrors, recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic}), h.authenticate, h.limitRate, h.limitTransfers)
-	uploads.Post("/files", h.uploadFiles)
-	uploads.Post("/import", h.limitBody, h.importFiles)
+	uploads := app.Group("/uploads/v1", api...)
+	uploads.Post("/files", h.limitTransfers, h.uploadFiles)
+	uploads.Post("/import", h.limitTransfers, h.requireJSON, h.importFiles)
 
 	// Signed media links (the signature is the authorization).
 	app.Get("/media/:id", h.getMedia)

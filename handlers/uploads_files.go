@@ -47,9 +47,6 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 	if err != nil || mt != fiber.MIMEMultipartForm || params["boundary"] == "" {
 		return apierr.New(415, "unsupported_content_type", "Send the files as multipart/form-data, in parts named input_reference, image_files, video_files or audio_files (for example curl -F image_files=@cat.png).")
 	}
-	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && enc != "identity" {
-		return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted.", enc)
-	}
 	if n := c.Request().Header.ContentLength(); n > media.MaxRequestBytes+multipartAllowance {
 		c.Locals(localBytesIn, int64(n))
 		return tooLargeUpload()

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"mime"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -13,10 +12,6 @@ import (
 // importFiles answers POST /uploads/v1/import: it fetches each https:// link through the address guard
 // and stores the files like an upload, all or none.
 func (h *handler) importFiles(c *fiber.Ctx) error {
-	mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
-	if err != nil || mt != fiber.MIMEApplicationJSON {
-		return apierr.NotJSON
-	}
 	req, aerr := media.ParseImport(c.Request().Body())
 	if aerr != nil {
 		return aerr

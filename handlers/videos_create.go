@@ -1,24 +1,13 @@
 package handlers
 
 import (
-	"mime"
-
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
 	"videogen/internal/videos"
 )
 
 // createVideo answers POST /v1/videos: validate, reserve, queue; never waits for the upstream.
 func (h *handler) createVideo(c *fiber.Ctx) error {
-	mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
-	if err != nil || mt != fiber.MIMEApplicationJSON {
-		return apierr.NotJSON
-	}
-	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && enc != "identity" {
-		// A compressed body could expand far past the 1 MiB limit after it was checked.
-		return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send plain JSON.", enc)
-	}
 	req, aerr := videos.ParseCreate(c.Request().Body(), h.MediaPolicy)
 	if aerr != nil {
 		return aerr
