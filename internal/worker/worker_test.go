@@ -306,11 +306,11 @@ func (s *slowContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(rec.Code)
 		body := rec.Body.Bytes()
-		for i := 0; i < 15; i++ { // ~1.5 s in fifteen slices
+		for i := 0; i < 15; i++ { // ~2.5 s in fifteen slices, well past the 1 s lease
 			lo, hi := i*len(body)/15, (i+1)*len(body)/15
 			_, _ = w.Write(body[lo:hi])
 			w.(http.Flusher).Flush()
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(170 * time.Millisecond)
 		}
 		return
 	}
@@ -329,7 +329,7 @@ func TestLeaseRenewedDuringSlowWork(t *testing.T) {
 	hs := httptest.NewServer(slow)
 	defer hs.Close()
 	dbURL := testkit.SQLiteURL(t)
-	env := map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": secrets[0], "LEASE_DURATION": "600ms", "POLL_INTERVAL_MIN": "20ms"}
+	env := map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": secrets[0], "LEASE_DURATION": "1s", "POLL_INTERVAL_MIN": "20ms"}
 	one := testkit.Start(t, dbURL, env)
 	two := testkit.Start(t, dbURL, env)
 	acct := one.NewAccount(t, "10")
