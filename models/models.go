@@ -176,6 +176,28 @@ type Task struct {
 	ExpiresAt   *time.Time
 }
 
+// VideoRequest is what a video is asked to be: a create request's fields with every default applied.
+// The one type flows from the API's parser (videos.ParseCreate) through the task's columns to the
+// upstream; its JSON is the upstream wire form of POST /v1/videos (seconds as a string, as OpenAI's API
+// takes it; media URLs omitted when empty).
+type VideoRequest struct {
+	Model         string `json:"model"`
+	Prompt        string `json:"prompt"`
+	Seconds       int    `json:"seconds,string"`
+	Size          string `json:"size"`
+	AspectRatio   string `json:"aspect_ratio"`
+	GenerateAudio bool   `json:"generate_audio"`
+	Watermark     bool   `json:"watermark"`
+	TaskInputs
+}
+
+// Request is the task's video request, its media as it was created with them.
+func (t *Task) Request() (VideoRequest, error) {
+	in, err := t.StoredInputs()
+	return VideoRequest{Model: t.Model, Prompt: t.Prompt, Seconds: t.Seconds, Size: t.Size, AspectRatio: t.AspectRatio,
+		GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, TaskInputs: in}, err
+}
+
 // TaskInputs are the media URLs a task was created with.
 type TaskInputs struct {
 	ImageURLs     []string `json:"image_urls,omitempty"`

@@ -27,17 +27,10 @@ type Credential struct {
 	MaxConcurrency int
 }
 
-// SubmitRequest is a task as sent upstream.
+// SubmitRequest is a task as sent upstream: its video request and the key that makes a repeated
+// submission find the first one instead of starting another.
 type SubmitRequest struct {
-	Model         string
-	Prompt        string
-	Seconds       int
-	Size          string
-	AspectRatio   string
-	GenerateAudio bool
-	Watermark     bool
-	Inputs        models.TaskInputs
-	// IdempotencyKey makes a repeated submission find the first one instead of starting another.
+	models.VideoRequest
 	IdempotencyKey string
 }
 

@@ -33,41 +33,35 @@ const (
 	maxURLBytes    = 8192
 )
 
-// CreateRequest is a validated POST /v1/videos body with every default applied.
+// CreateRequest is a validated POST /v1/videos body with every default applied: the video request that
+// the task stores and the upstream is sent, and the files its media URLs refer to.
 type CreateRequest struct {
-	Model         string   `json:"model"`
-	Prompt        string   `json:"prompt"`
-	Seconds       int      `json:"seconds"`
-	AspectRatio   string   `json:"aspect_ratio"`
-	Size          string   `json:"size"`
-	GenerateAudio bool     `json:"generate_audio"`
-	Watermark     bool     `json:"watermark"`
-	ImageURLs     []string `json:"image_urls"`
-	VideoURLs     []string `json:"video_urls"`
-	AudioURLs     []string `json:"audio_urls"`
-	StartImageURL string   `json:"start_image_url"`
-	EndImageURL   string   `json:"end_image_url"`
-
+	models.VideoRequest
 	// Media are the files the URLs refer to, in field order.
-	Media []media.FieldRef `json:"-"`
-}
-
-// Inputs returns the request's media as a task stores them.
-func (r *CreateRequest) Inputs() models.TaskInputs {
-	return models.TaskInputs{ImageURLs: r.ImageURLs, VideoURLs: r.VideoURLs, AudioURLs: r.AudioURLs,
-		StartImageURL: r.StartImageURL, EndImageURL: r.EndImageURL}
+	Media []media.FieldRef
 }
 
 // Hash identifies the normalised request (defaults applied), for Idempotency-Key comparison: two
-// bodies that mean the same task hash the same.
+// bodies that mean the same task hash the same. Files count by id, not by URL: the same file under a
+// URL signed later is the same request. The form hashed is frozen here — hashes are stored for 24 hours
+// and must not change across a release.
 func (r *CreateRequest) Hash() string {
-	// Files by id, not by URL: the same file under a URL signed later is the same request.
-	norm := *r
-	norm.ImageURLs, norm.VideoURLs, norm.AudioURLs, norm.StartImageURL, norm.EndImageURL = nil, nil, nil, "", ""
 	b, _ := json.Marshal(struct {
-		*CreateRequest
-		Files []media.FieldRef `json:"files"`
-	}{&norm, r.Media})
+		Model         string           `json:"model"`
+		Prompt        string           `json:"prompt"`
+		Seconds       int              `json:"seconds"`
+		AspectRatio   string           `json:"aspect_ratio"`
+		Size          string           `json:"size"`
+		GenerateAudio bool             `json:"generate_audio"`
+		Watermark     bool             `json:"watermark"`
+		ImageURLs     []string         `json:"image_urls"`
+		VideoURLs     []string         `json:"video_urls"`
+		AudioURLs     []string         `json:"audio_urls"`
+		StartImageURL string           `json:"start_image_url"`
+		EndImageURL   string           `json:"end_image_url"`
+		Files         []media.FieldRef `json:"files"`
+	}{Model: r.Model, Prompt: r.Prompt, Seconds: r.Seconds, AspectRatio: r.AspectRatio, Size: r.Size,
+		GenerateAudio: r.GenerateAudio, Watermark: r.Watermark, Files: r.Media})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -86,162 +80,210 @@ var knownFields = map[string]bool{
 
 var sizePattern = regexp.MustCompile(`^([1-9][0-9]{0,4})x([1-9][0-9]{0,4})$`)
 
-// ParseCreate decodes and validates a create body. Every rule of the interface and of DESIGN §5–7 is
-// checked here, so the handler only passes bytes in and an error or a request out.
+// parsing is a create body on its way to a CreateRequest.
+type parsing struct {
+	fields map[string]json.RawMessage
+	policy MediaPolicy
+	model  catalog.Model
+	r      CreateRequest
+}
+
+// A rule reads or checks one part of a create body. The rules run in order and the first refusal is the
+// answer, so the order below is the order in which a client learns what to fix.
+type rule func(p *parsing) *apierr.Error
+
+var createRules = []rule{
+	onlyKnownFields, readModel, readPrompt, readSeconds, readRatioAndSize, readFlags,
+	readMediaURLs, countMedia, acceptOnlyOurMedia,
+}
+
+// ParseCreate decodes and validates a create body: every rule of the interface and of docs/design.md
+// (sizes, tasks, errors, media), so the handler only passes bytes in and an error or a request out.
 func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error) {
 	fields, aerr := decodeObject(body)
 	if aerr != nil {
 		return nil, aerr
 	}
-	for _, name := range sortedKeys(fields) {
-		if !knownFields[name] {
-			return nil, apierr.Field(400, "unknown_field", name, "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", name)
+	p := &parsing{fields: fields, policy: policy}
+	for _, check := range createRules {
+		if aerr := check(p); aerr != nil {
+			return nil, aerr
 		}
 	}
-	r := &CreateRequest{}
+	return &p.r, nil
+}
 
-	// model
-	model, present, aerr := stringField(fields, "model", "invalid_model")
+func onlyKnownFields(p *parsing) *apierr.Error {
+	for _, name := range sortedKeys(p.fields) {
+		if !knownFields[name] {
+			return apierr.Field(400, "unknown_field", name, "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", name)
+		}
+	}
+	return nil
+}
+
+func readModel(p *parsing) *apierr.Error {
+	model, present, aerr := stringField(p.fields, "model", "invalid_model")
 	if aerr != nil {
-		return nil, aerr
+		return aerr
 	}
 	if !present {
-		return nil, apierr.Field(400, "missing_field", "model", "The field model is required. GET /v1/models lists the model ids.")
+		return apierr.Field(400, "missing_field", "model", "The field model is required. GET /v1/models lists the model ids.")
 	}
 	m, ok := catalog.Lookup(model)
 	if !ok {
-		return nil, apierr.Field(400, "invalid_model", "model", "Unknown model %q. GET /v1/models lists the model ids.", truncate(model, 100))
+		return apierr.Field(400, "invalid_model", "model", "Unknown model %q. GET /v1/models lists the model ids.", truncate(model, 100))
 	}
-	r.Model = m.ID
+	p.model, p.r.Model = m, m.ID
+	return nil
+}
 
-	// prompt
-	prompt, present, aerr := stringField(fields, "prompt", "invalid_prompt")
+// readPrompt: 1 to 5000 characters (Unicode code points), not only whitespace, no NUL.
+func readPrompt(p *parsing) *apierr.Error {
+	prompt, present, aerr := stringField(p.fields, "prompt", "invalid_prompt")
 	if aerr != nil {
-		return nil, aerr
+		return aerr
 	}
 	if !present {
-		return nil, apierr.Field(400, "missing_field", "prompt", "The field prompt is required: describe the video in 1 to %d characters.", MaxPromptChars)
+		return apierr.Field(400, "missing_field", "prompt", "The field prompt is required: describe the video in 1 to %d characters.", MaxPromptChars)
 	}
 	n := utf8.RuneCountInString(prompt)
 	if n == 0 || strings.TrimFunc(prompt, unicode.IsSpace) == "" {
-		return nil, apierr.Field(400, "invalid_prompt", "prompt", "The prompt is empty: describe the video in 1 to %d characters.", MaxPromptChars)
+		return apierr.Field(400, "invalid_prompt", "prompt", "The prompt is empty: describe the video in 1 to %d characters.", MaxPromptChars)
 	}
 	if n > MaxPromptChars {
-		return nil, apierr.Field(400, "invalid_prompt", "prompt", "The prompt has %d characters; at most %d are allowed.", n, MaxPromptChars)
+		return apierr.Field(400, "invalid_prompt", "prompt", "The prompt has %d characters; at most %d are allowed.", n, MaxPromptChars)
 	}
 	if strings.ContainsRune(prompt, 0) {
-		return nil, apierr.Field(400, "invalid_prompt", "prompt", "The prompt contains a NUL character (\\u0000); remove it.")
+		return apierr.Field(400, "invalid_prompt", "prompt", "The prompt contains a NUL character (\\u0000); remove it.")
 	}
-	r.Prompt = prompt
+	p.r.Prompt = prompt
+	return nil
+}
 
-	// seconds / duration
-	secs, hasSecs, aerr := secondsField(fields, "seconds")
+// readSeconds: seconds or its alias duration, equal when both are given, 4 by default.
+func readSeconds(p *parsing) *apierr.Error {
+	secs, hasSecs, aerr := secondsField(p.fields, "seconds")
 	if aerr != nil {
-		return nil, aerr
+		return aerr
 	}
-	dur, hasDur, aerr := secondsField(fields, "duration")
+	dur, hasDur, aerr := secondsField(p.fields, "duration")
 	if aerr != nil {
-		return nil, aerr
+		return aerr
 	}
 	switch {
 	case hasSecs && hasDur && secs != dur:
-		return nil, apierr.Field(400, "seconds_duration_mismatch", "duration", "seconds (%d) and duration (%d) differ; send one of them, or the same value in both.", secs, dur)
+		return apierr.Field(400, "seconds_duration_mismatch", "duration", "seconds (%d) and duration (%d) differ; send one of them, or the same value in both.", secs, dur)
 	case hasSecs:
-		r.Seconds = secs
+		p.r.Seconds = secs
 	case hasDur:
-		r.Seconds = dur
+		p.r.Seconds = dur
 	default:
-		r.Seconds = DefaultSeconds
+		p.r.Seconds = DefaultSeconds
 	}
+	return nil
+}
 
-	// aspect_ratio and size
-	ratio, hasRatio, aerr := stringField(fields, "aspect_ratio", "invalid_aspect_ratio")
+// readRatioAndSize: a size must be one of the model's, and agree with aspect_ratio when both are given;
+// size alone sets the ratio (OpenAI's SDKs send only size); the stored size is always the model's.
+func readRatioAndSize(p *parsing) *apierr.Error {
+	m := p.model
+	ratio, hasRatio, aerr := stringField(p.fields, "aspect_ratio", "invalid_aspect_ratio")
 	if aerr != nil {
-		return nil, aerr
+		return aerr
 	}
 	if hasRatio && !catalog.ValidRatio(ratio) {
-		return nil, apierr.Field(400, "invalid_aspect_ratio", "aspect_ratio", "aspect_ratio %q is not supported; use one of %s.", truncate(ratio, 20), strings.Join(catalog.Ratios, ", "))
+		return apierr.Field(400, "invalid_aspect_ratio", "aspect_ratio", "aspect_ratio %q is not supported; use one of %s.", truncate(ratio, 20), strings.Join(catalog.Ratios, ", "))
 	}
-	size, hasSize, aerr := stringField(fields, "size", "invalid_size")
+	size, hasSize, aerr := stringField(p.fields, "size", "invalid_size")
 	if aerr != nil {
-		return nil, aerr
+		return aerr
 	}
 	if hasSize {
 		if !sizePattern.MatchString(size) {
-			return nil, apierr.Field(400, "invalid_size", "size", "size must look like <width>x<height>, e.g. %q; omit it to get the model's size for the aspect ratio.", mustSize(m, catalog.DefaultRatio))
+			return apierr.Field(400, "invalid_size", "size", "size must look like <width>x<height>, e.g. %q; omit it to get the model's size for the aspect ratio.", mustSize(m, catalog.DefaultRatio))
 		}
 		sizeRatio, ok := m.RatioOfSize(size)
 		if !ok {
-			return nil, apierr.Field(400, "size_mismatch", "size", "size %s is not a %s size of %s; its sizes are %s.", size, m.Resolution, m.ID, sizeList(m))
+			return apierr.Field(400, "size_mismatch", "size", "size %s is not a %s size of %s; its sizes are %s.", size, m.Resolution, m.ID, sizeList(m))
 		}
 		if hasRatio && sizeRatio != ratio {
-			return nil, apierr.Field(400, "size_mismatch", "size", "size %s is the %s size of %s, but aspect_ratio is %s, whose size is %s.", size, sizeRatio, m.ID, ratio, mustSize(m, ratio))
+			return apierr.Field(400, "size_mismatch", "size", "size %s is the %s size of %s, but aspect_ratio is %s, whose size is %s.", size, sizeRatio, m.ID, ratio, mustSize(m, ratio))
 		}
-		ratio = sizeRatio // OpenAI's SDKs send only size: the ratio is the one whose size it is
+		ratio = sizeRatio
 	} else if !hasRatio {
 		ratio = catalog.DefaultRatio
 	}
-	r.AspectRatio = ratio
-	r.Size = mustSize(m, ratio)
+	p.r.AspectRatio, p.r.Size = ratio, mustSize(m, ratio)
+	return nil
+}
 
-	// flags
-	if r.GenerateAudio, aerr = boolField(fields, "generate_audio"); aerr != nil {
-		return nil, aerr
+func readFlags(p *parsing) *apierr.Error {
+	var aerr *apierr.Error
+	if p.r.GenerateAudio, aerr = boolField(p.fields, "generate_audio"); aerr != nil {
+		return aerr
 	}
-	if r.Watermark, aerr = boolField(fields, "watermark"); aerr != nil {
-		return nil, aerr
-	}
+	p.r.Watermark, aerr = boolField(p.fields, "watermark")
+	return aerr
+}
 
-	// media
-	if r.ImageURLs, aerr = urlList(fields, "image_urls"); aerr != nil {
-		return nil, aerr
+func readMediaURLs(p *parsing) *apierr.Error {
+	in := &p.r.TaskInputs
+	var aerr *apierr.Error
+	if in.ImageURLs, aerr = urlList(p.fields, "image_urls"); aerr != nil {
+		return aerr
 	}
-	if r.VideoURLs, aerr = urlList(fields, "video_urls"); aerr != nil {
-		return nil, aerr
+	if in.VideoURLs, aerr = urlList(p.fields, "video_urls"); aerr != nil {
+		return aerr
 	}
-	if r.AudioURLs, aerr = urlList(fields, "audio_urls"); aerr != nil {
-		return nil, aerr
+	if in.AudioURLs, aerr = urlList(p.fields, "audio_urls"); aerr != nil {
+		return aerr
 	}
-	if r.StartImageURL, _, aerr = stringField(fields, "start_image_url", "invalid_media_url"); aerr != nil {
-		return nil, aerr
+	if in.StartImageURL, _, aerr = stringField(p.fields, "start_image_url", "invalid_media_url"); aerr != nil {
+		return aerr
 	}
-	if r.EndImageURL, _, aerr = stringField(fields, "end_image_url", "invalid_media_url"); aerr != nil {
-		return nil, aerr
-	}
-	images := len(r.ImageURLs)
-	if r.StartImageURL != "" {
-		images++
-	}
-	if r.EndImageURL != "" {
-		images++
-	}
+	in.EndImageURL, _, aerr = stringField(p.fields, "end_image_url", "invalid_media_url")
+	return aerr
+}
+
+// countMedia: at most 9 images over every image field (first and last frames included), 3 videos, 3
+// audio files.
+func countMedia(p *parsing) *apierr.Error {
+	in := p.r.TaskInputs
+	images := len(in.ImageURLs) + len(nonEmpty(in.StartImageURL)) + len(nonEmpty(in.EndImageURL))
 	if images > MaxImages {
-		return nil, apierr.Field(400, "too_many_images", "image_urls", "%d images were given; at most %d are allowed over image_urls, start_image_url and end_image_url together.", images, MaxImages)
+		return apierr.Field(400, "too_many_images", "image_urls", "%d images were given; at most %d are allowed over image_urls, start_image_url and end_image_url together.", images, MaxImages)
 	}
-	if len(r.VideoURLs) > MaxVideos {
-		return nil, apierr.Field(400, "too_many_videos", "video_urls", "%d videos were given; at most %d are allowed.", len(r.VideoURLs), MaxVideos)
+	if len(in.VideoURLs) > MaxVideos {
+		return apierr.Field(400, "too_many_videos", "video_urls", "%d videos were given; at most %d are allowed.", len(in.VideoURLs), MaxVideos)
 	}
-	if len(r.AudioURLs) > MaxAudios {
-		return nil, apierr.Field(400, "too_many_audios", "audio_urls", "%d audio files were given; at most %d are allowed.", len(r.AudioURLs), MaxAudios)
+	if len(in.AudioURLs) > MaxAudios {
+		return apierr.Field(400, "too_many_audios", "audio_urls", "%d audio files were given; at most %d are allowed.", len(in.AudioURLs), MaxAudios)
 	}
+	return nil
+}
+
+// acceptOnlyOurMedia: every media URL must be one this platform signed, not expired.
+func acceptOnlyOurMedia(p *parsing) *apierr.Error {
+	in := p.r.TaskInputs
 	for _, list := range []struct {
 		name string
 		urls []string
-	}{{"image_urls", r.ImageURLs}, {"video_urls", r.VideoURLs}, {"audio_urls", r.AudioURLs},
-		{"start_image_url", nonEmpty(r.StartImageURL)}, {"end_image_url", nonEmpty(r.EndImageURL)}} {
+	}{{"image_urls", in.ImageURLs}, {"video_urls", in.VideoURLs}, {"audio_urls", in.AudioURLs},
+		{"start_image_url", nonEmpty(in.StartImageURL)}, {"end_image_url", nonEmpty(in.EndImageURL)}} {
 		for i, u := range list.urls {
 			param := list.name
 			if strings.HasSuffix(list.name, "_urls") {
 				param = fmt.Sprintf("%s[%d]", list.name, i)
 			}
-			ref, aerr := policy.check(list.name, i, param, u)
+			ref, aerr := p.policy.check(list.name, i, param, u)
 			if aerr != nil {
-				return nil, aerr
+				return aerr
 			}
-			r.Media = append(r.Media, ref)
+			p.r.Media = append(p.r.Media, ref)
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // decodeObject reads body as one JSON object and returns its members undecoded.

@@ -105,7 +105,7 @@ func (s *Service) Create(ctx context.Context, who Caller, req *CreateRequest, id
 
 func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, price billing.Micros, idemKey, hash string) (*Created, error) {
 	now := s.now()
-	inputs, _ := json.Marshal(req.Inputs())
+	inputs, _ := json.Marshal(req.TaskInputs)
 	amount := price * billing.Micros(req.Seconds)
 	keyID := who.KeyID
 	task := &models.Task{

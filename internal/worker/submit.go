@@ -83,24 +83,21 @@ var errInputsUnreadable = errors.New("stored inputs unreadable")
 
 // submitRequest is the task as sent upstream, its media signed now when the media service can.
 func (w *Worker) submitRequest(ctx context.Context, t *models.Task) (upstream.SubmitRequest, error) {
-	in, err := t.StoredInputs()
+	req, err := t.Request()
 	if err != nil {
 		return upstream.SubmitRequest{}, fmt.Errorf("%w: %w", errInputsUnreadable, err)
 	}
-	if w.Inputs != nil && in.Count() > 0 {
+	if w.Inputs != nil && req.Count() > 0 {
 		signed, err := w.Inputs(ctx, t.ID)
 		if err != nil {
 			return upstream.SubmitRequest{}, fmt.Errorf("sign the task's media: %w", err)
 		}
 		// A task created before media were linked to tasks keeps the URLs it was created with.
 		if signed.Count() > 0 {
-			in = signed
+			req.TaskInputs = signed
 		}
 	}
-	return upstream.SubmitRequest{
-		Model: t.Model, Prompt: t.Prompt, Seconds: t.Seconds, Size: t.Size, AspectRatio: t.AspectRatio,
-		GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Inputs: in, IdempotencyKey: *t.UpstreamKey,
-	}, nil
+	return upstream.SubmitRequest{VideoRequest: req, IdempotencyKey: *t.UpstreamKey}, nil
 }
 
 func rejectReason(err error) string {

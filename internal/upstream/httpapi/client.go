@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,29 +46,12 @@ type wireVideo struct {
 	} `json:"error"`
 }
 
-type wireRequest struct {
-	Model         string   `json:"model"`
-	Prompt        string   `json:"prompt"`
-	Seconds       string   `json:"seconds"`
-	Size          string   `json:"size"`
-	AspectRatio   string   `json:"aspect_ratio"`
-	GenerateAudio bool     `json:"generate_audio"`
-	Watermark     bool     `json:"watermark"`
-	ImageURLs     []string `json:"image_urls,omitempty"`
-	VideoURLs     []string `json:"video_urls,omitempty"`
-	AudioURLs     []string `json:"audio_urls,omitempty"`
-	StartImageURL string   `json:"start_image_url,omitempty"`
-	EndImageURL   string   `json:"end_image_url,omitempty"`
-}
-
 // Submit creates the task upstream, carrying the idempotency key.
 func (c *Client) Submit(ctx context.Context, cred upstream.Credential, req upstream.SubmitRequest) (upstream.Status, error) {
-	body, _ := json.Marshal(wireRequest{
-		Model: req.Model, Prompt: req.Prompt, Seconds: strconv.Itoa(req.Seconds), Size: req.Size,
-		AspectRatio: req.AspectRatio, GenerateAudio: req.GenerateAudio, Watermark: req.Watermark,
-		ImageURLs: req.Inputs.ImageURLs, VideoURLs: req.Inputs.VideoURLs, AudioURLs: req.Inputs.AudioURLs,
-		StartImageURL: req.Inputs.StartImageURL, EndImageURL: req.Inputs.EndImageURL,
-	})
+	body, err := json.Marshal(req.VideoRequest)
+	if err != nil {
+		return upstream.Status{}, fmt.Errorf("encode submit: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/videos", bytes.NewReader(body))

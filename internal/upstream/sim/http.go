@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"videogen/internal/mp4synth"
+	"videogen/models"
 )
 
 // ServeHTTP answers the upstream protocol: POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content.
@@ -47,19 +48,11 @@ func (s *Sim) authed(h func(http.ResponseWriter, *http.Request, string)) http.Ha
 	}
 }
 
+// createBody is the platform's video request as the simulator reads it; seconds may come as a number or
+// as a string of digits, as from OpenAI's SDKs.
 type createBody struct {
-	Model         string          `json:"model"`
-	Prompt        string          `json:"prompt"`
-	Seconds       json.RawMessage `json:"seconds"`
-	Size          string          `json:"size"`
-	AspectRatio   string          `json:"aspect_ratio"`
-	GenerateAudio bool            `json:"generate_audio"`
-	Watermark     bool            `json:"watermark"`
-	ImageURLs     []string        `json:"image_urls"`
-	VideoURLs     []string        `json:"video_urls"`
-	AudioURLs     []string        `json:"audio_urls"`
-	StartImageURL string          `json:"start_image_url"`
-	EndImageURL   string          `json:"end_image_url"`
+	models.VideoRequest
+	Seconds json.RawMessage `json:"seconds"`
 }
 
 // fetchInputs downloads every media URL of a submission, as a real provider does before it generates:

@@ -13,6 +13,7 @@ import (
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/httpapi"
 	"videogen/internal/upstream/sim"
+	"videogen/models"
 )
 
 func start(t *testing.T, dir string, concurrency int) (*sim.Sim, *httpapi.Client) {
@@ -32,7 +33,7 @@ var (
 )
 
 func req(prompt, key string) upstream.SubmitRequest {
-	return upstream.SubmitRequest{Model: "videogen-2.0-480p", Prompt: prompt, Seconds: 4, Size: "864x496", AspectRatio: "16:9", IdempotencyKey: key, GenerateAudio: true}
+	return upstream.SubmitRequest{VideoRequest: models.VideoRequest{Model: "videogen-2.0-480p", Prompt: prompt, Seconds: 4, Size: "864x496", AspectRatio: "16:9", GenerateAudio: true}, IdempotencyKey: key}
 }
 
 // TestSimulatorOutlivesRestart: a task submitted before a restart is known after it, keeps progressing,
