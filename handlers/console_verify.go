@@ -30,7 +30,7 @@ func (h *handler) showVerifyEmail(c *fiber.Ctx) error {
 // verifyEmail spends the verification link and confirms the address; in the browser that signed up, it
 // also signs the person in.
 func (h *handler) verifyEmail(c *fiber.Ctx) error {
-	u, err := h.Auth.Verify(c.UserContext(), c.FormValue("token"))
+	u, signedUpHere, err := h.Auth.Verify(c.UserContext(), c.FormValue("token"), c.Cookies(signupCookie))
 	if errors.Is(err, auth.ErrBadToken) {
 		c.Status(fiber.StatusBadRequest)
 		return h.render(c, views.VerifyResult(h.viewer(c, ""), false))
@@ -41,7 +41,7 @@ func (h *handler) verifyEmail(c *fiber.Ctx) error {
 	// The browser that signed up with this address now also shows it reads the address's mail: sign the
 	// person in, as sign-in does. Any other browser (the link opened on a phone, or someone else's) only
 	// learns that the address is confirmed: a link alone never signs anyone in.
-	if h.signedUpHere(c, u.Email) {
+	if signedUpHere {
 		if old := c.Cookies(sessionCookie); old != "" {
 			_ = h.Auth.EndSession(c.UserContext(), old) // a new sign-in never reuses a session
 		}

@@ -71,9 +71,12 @@ type EmailToken struct {
 	UserID    int64
 	Purpose   string
 	TokenHash string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	UsedAt    *time.Time
+	// SignupProofHash is the hash of the sign-up browser's proof, on the verification link a sign-up
+	// sends; "" on every other link.
+	SignupProofHash string
+	CreatedAt       time.Time
+	ExpiresAt       time.Time
+	UsedAt          *time.Time
 }
 
 // APIKey is a Bearer key. The secret itself is never stored: only its SHA-256 and a display prefix.

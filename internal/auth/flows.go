@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +18,10 @@ type SignUp struct {
 	Email       string
 	Password    string
 	AcceptTerms bool
+	// BrowserProof is a random value the signing-up browser keeps (a cookie). Its hash goes with the
+	// verification link of a new account, so that confirming from that browser signs the person in (see
+	// Verify); for an address already registered it is stored nowhere, and the answer is the same.
+	BrowserProof string
 }
 
 // dummyHash is checked against when no user matches, so a wrong e-mail costs the same time as a wrong
@@ -61,7 +66,7 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 		if err != nil {
 			return err
 		}
-		return s.queueVerification(tx, u)
+		return s.queueVerification(tx, u, in.BrowserProof)
 	})
 	if errors.Is(err, accounts.ErrEmailTaken) {
 		return nil, s.noticeExisting(ctx, email) // a concurrent sign-up won
@@ -122,16 +127,17 @@ func (s *Service) SendVerification(ctx context.Context, u *models.User) error {
 	if err := allow(ctx, s.Throttle.Mail, u.Email); err != nil {
 		return err
 	}
-	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.queueVerification(tx, u) }); err != nil {
+	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.queueVerification(tx, u, "") }); err != nil {
 		return err
 	}
 	s.Notify.Wake()
 	return nil
 }
 
-// queueVerification issues a verification link and queues its e-mail in tx.
-func (s *Service) queueVerification(tx *gorm.DB, u *models.User) error {
-	raw, err := s.issueToken(tx, u.ID, models.PurposeVerify, VerifyTTL)
+// queueVerification issues a verification link (bound to a sign-up's browser proof, if any) and queues
+// its e-mail in tx.
+func (s *Service) queueVerification(tx *gorm.DB, u *models.User, browserProof string) error {
+	raw, err := s.issueTokenFor(tx, u.ID, models.PurposeVerify, VerifyTTL, browserProof)
 	if err != nil {
 		return err
 	}
@@ -144,23 +150,28 @@ func (s *Service) CheckVerifyToken(ctx context.Context, raw string) error {
 	return err
 }
 
-// Verify spends a verification link and marks the address verified.
-func (s *Service) Verify(ctx context.Context, raw string) (*models.User, error) {
-	var u models.User
-	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		userID, err := s.useToken(tx, raw, models.PurposeVerify)
+// Verify spends a verification link and marks the address verified. signedUpHere reports whether
+// browserProof is the proof of the sign-up that sent this link — the browser confirming is the one that
+// signed up, so it may be signed in. A link alone, or a proof from any other sign-up (even one made for
+// the same address), never reports it.
+func (s *Service) Verify(ctx context.Context, raw, browserProof string) (u *models.User, signedUpHere bool, err error) {
+	u = &models.User{}
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		userID, proofHash, err := s.useToken(tx, raw, models.PurposeVerify)
 		if err != nil {
 			return err
 		}
+		signedUpHere = proofHash != "" && browserProof != "" &&
+			subtle.ConstantTimeCompare([]byte(proofHash), []byte(hashToken(browserProof))) == 1
 		if err := tx.Model(&models.User{}).Where("id = ? AND email_verified_at IS NULL", userID).Update("email_verified_at", s.now()).Error; err != nil {
 			return fmt.Errorf("mark verified: %w", err)
 		}
-		return tx.Take(&u, userID).Error
+		return tx.Take(u, userID).Error
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &u, nil
+	return u, signedUpHere, nil
 }
 
 // RequestReset e-mails a password-reset link when the address has an account. It answers the same way
@@ -216,7 +227,7 @@ func (s *Service) ResetPassword(ctx context.Context, raw, password string) (*mod
 		return nil, nil, err
 	}
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		if _, err := s.useToken(tx, raw, models.PurposeReset); err != nil {
+		if _, _, err := s.useToken(tx, raw, models.PurposeReset); err != nil {
 			return err
 		}
 		now := s.now()

@@ -21,9 +21,17 @@ const (
 // issueToken makes a single-use link token for a user inside tx (the transaction that also queues the
 // e-mail carrying it) and returns it.
 func (s *Service) issueToken(tx *gorm.DB, userID int64, purpose string, ttl time.Duration) (string, error) {
+	return s.issueTokenFor(tx, userID, purpose, ttl, "")
+}
+
+// issueTokenFor is issueToken for a link that also signs in the browser holding proof (a sign-up's).
+func (s *Service) issueTokenFor(tx *gorm.DB, userID int64, purpose string, ttl time.Duration, proof string) (string, error) {
 	raw := ids.NewToken(43)
 	now := s.now()
 	row := &models.EmailToken{UserID: userID, Purpose: purpose, TokenHash: hashToken(raw), CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	if proof != "" {
+		row.SignupProofHash = hashToken(proof)
+	}
 	if err := tx.Create(row).Error; err != nil {
 		return "", fmt.Errorf("issue %s token: %w", purpose, err)
 	}
@@ -53,16 +61,17 @@ func (s *Service) peekToken(ctx context.Context, raw, purpose string) (int64, er
 	return t.UserID, nil
 }
 
-// useToken spends a token inside tx and returns its user: the guarded UPDATE lets one use win.
-func (s *Service) useToken(tx *gorm.DB, raw, purpose string) (int64, error) {
+// useToken spends a token inside tx and returns its user and the hash of the sign-up proof it carries
+// ("" for most): the guarded UPDATE lets one use win.
+func (s *Service) useToken(tx *gorm.DB, raw, purpose string) (int64, string, error) {
 	var rows []models.EmailToken
-	err := tx.Raw("UPDATE email_tokens SET used_at = ? WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id",
+	err := tx.Raw("UPDATE email_tokens SET used_at = ? WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id, signup_proof_hash",
 		s.now(), hashToken(raw), purpose, s.now()).Scan(&rows).Error
 	if err != nil {
-		return 0, fmt.Errorf("use %s token: %w", purpose, err)
+		return 0, "", fmt.Errorf("use %s token: %w", purpose, err)
 	}
 	if len(rows) == 0 {
-		return 0, ErrBadToken
+		return 0, "", ErrBadToken
 	}
-	return rows[0].UserID, nil
+	return rows[0].UserID, rows[0].SignupProofHash, nil
 }
