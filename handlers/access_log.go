@@ -41,9 +41,11 @@ func (h *handler) logAccess(c *fiber.Ctx, start time.Time, method, path string) 
 		slog.String("method", logText(method, 16)),
 		slog.String("path", logText(path, 256)),
 		slog.Int("status", c.Response().StatusCode()),
-		slog.Duration("latency", time.Since(start)),
-		slog.String("request_id", requestID(c)),
 	}
+	if !start.IsZero() { // zero: refused before its headers were read, so its start is unknown
+		attrs = append(attrs, slog.Duration("latency", time.Since(start)))
+	}
+	attrs = append(attrs, slog.String("request_id", requestID(c)))
 	if p := principal(c); p.KeyPrefix != "" {
 		attrs = append(attrs, slog.String("key", p.KeyPrefix))
 	}

@@ -144,6 +144,10 @@ func TestCallLogRecordsCutRequests(t *testing.T) {
 			if got := r.Method + " " + r.Path; got != want[i] || r.Status != 400 || r.RequestID == "" {
 				t.Errorf("row %d: %s status %d code %q, want %s with status 400", i, got, r.Status, r.ErrorCode, want[i])
 			}
+			// A real duration, never a time measured from zero.
+			if r.LatencyMicros <= 0 || r.LatencyMicros > 30_000_000 || time.Since(r.At) > time.Minute {
+				t.Errorf("row %d: latency %d µs at %v", i, r.LatencyMicros, r.At)
+			}
 		}
 	})
 }

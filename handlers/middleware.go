@@ -20,9 +20,10 @@ import (
 	"videogen/models"
 )
 
-// arrival is where an API request was going, kept from its headers until a route runs.
+// arrival is where an API request was going and when its headers arrived, kept until a route runs.
 type arrival struct {
 	method, path string
+	at           time.Time
 }
 
 // headerReceived runs when fasthttp has read a request's headers and before it reads the body. For API
@@ -31,10 +32,22 @@ func (h *handler) headerReceived(header *fasthttp.RequestHeader) fasthttp.Reques
 	if path := header.RequestURI(); isAPIPath(string(path)) {
 		u := fasthttp.AcquireURI()
 		_ = u.Parse(nil, path)
-		h.arriving.Store(header, arrival{method: logText(string(header.Method()), 16), path: logText(string(u.Path()), 1024)})
+		h.arriving.Store(header, arrival{method: logText(string(header.Method()), 16), path: logText(string(u.Path()), 1024), at: time.Now()})
 		fasthttp.ReleaseURI(u)
+	} else {
+		h.arriving.Delete(header) // nothing stale from an earlier request on this connection's context
 	}
 	return fasthttp.RequestConfig{}
+}
+
+// strictTransport tells browsers, when the site is served over HTTPS (TLS ends at a proxy, so helmet
+// cannot tell), to come back only over HTTPS for a year. Not includeSubDomains: the operator's other
+// hosts are not ours to commit.
+func (h *handler) strictTransport(c *fiber.Ctx) error {
+	if h.SecureCookies {
+		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
+	}
+	return c.Next()
 }
 
 // requestID gives every request a fresh id (never the client's, which could be forged into our logs).

@@ -38,9 +38,9 @@ func TestRefusalsReachTheClient(t *testing.T) {
 		{"upload of 2 MiB without a key", "/uploads/v1/files", "multipart/form-data; boundary=b", "", 2 << 20, 401, "missing_api_key"},
 		{"upload over the request limit", "/uploads/v1/files", "multipart/form-data; boundary=b", "Bearer " + key, 400 << 20, 413, "request_too_large"},
 		{"console form with a 2 MiB body", "/signin", "application/x-www-form-urlencoded", "", 2 << 20, 413, ""},
-		{"create with an 8,000-character Authorization", "/v1/videos", "application/json", longAuth, 64 << 10, 431, "invalid_request"},
+		{"create with an 8,000-character Authorization", "/v1/videos", "application/json", longAuth, 2 << 20, 431, "invalid_request"},
 		{"upload with an 8,000-character Authorization", "/uploads/v1/files", "multipart/form-data; boundary=b", longAuth, 2 << 20, 431, "invalid_request"},
-		{"console form with an 8,000-character Authorization", "/signin", "application/x-www-form-urlencoded", longAuth, 64 << 10, 431, "invalid_request"},
+		{"console form with an 8,000-character Authorization", "/signin", "application/x-www-form-urlencoded", longAuth, 2 << 20, 431, "invalid_request"},
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
 	for _, tc := range cases {

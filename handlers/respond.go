@@ -92,24 +92,33 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 	// fasthttp refused the request while reading it and closes the connection after this answer with the
 	// rest unread. Such a request may have lost its path and comes from a client, not a browser: JSON.
 	lingerclose.Mark(c.Context().Conn())
+	// No middleware ran: the headers every answer carries are set here.
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	c.Set(fiber.HeaderXFrameOptions, "DENY")
+	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'none'; frame-ancestors 'none'")
+	if h.SecureCookies {
+		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
+	}
 	rid := ids.NewRequestID()
 	c.Locals(localRequestID, rid)
 	c.Set("X-Request-Id", rid)
 	rerr := h.apiError(c, err)
-	method, path := c.Method(), c.Path()
-	if a, ok := h.arriving.LoadAndDelete(&c.Request().Header); ok {
-		// The headers were read, then the body was cut off (the client went away, or the server is
-		// stopping): fasthttp reset the request, but the logs record where it was going.
-		method, path = a.(arrival).method, a.(arrival).path
+	a, ok := h.arriving.LoadAndDelete(&c.Request().Header)
+	if !ok {
+		// The headers themselves were refused (too large, malformed): where the request was going and when
+		// it began are unknown — fasthttp has stamped no time either — so nothing is made up.
+		h.logAccess(c, time.Time{}, "-", "-")
+		return rerr
 	}
-	h.logAccess(c, c.Context().Time(), method, path)
-	if isAPIPath(path) {
-		h.CallLog.Record(models.CallLog{
-			At: h.Now().UTC().Truncate(time.Microsecond), RequestID: rid, Method: logText(method, 16), Path: logText(path, 1024),
-			Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
-			LatencyMicros: max(time.Since(c.Context().Time()).Microseconds(), 1), // fasthttp stamps when the request arrived
-		})
-	}
+	// The headers were read, then the body was cut off (the client went away, or the server is stopping):
+	// fasthttp reset the request, but the logs record where it was going and since when.
+	arr := a.(arrival)
+	h.logAccess(c, arr.at, arr.method, arr.path)
+	h.CallLog.Record(models.CallLog{
+		At: arr.at.UTC().Truncate(time.Microsecond), RequestID: rid, Method: arr.method, Path: arr.path,
+		Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
+		LatencyMicros: max(time.Since(arr.at).Microseconds(), 1),
+	})
 	return rerr
 }
 

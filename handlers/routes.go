@@ -105,15 +105,7 @@ func New(d Deps) *fiber.App {
 	// record it.
 	app.Server().HeaderReceived = h.headerReceived
 	recoverPanics := recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic})
-	app.Use(h.requestID, h.accessLog, recoverPanics, helmet.New(securityHeaders), h.limitPageBody)
-	if d.SecureCookies {
-		// The site is served over HTTPS (TLS ends at a proxy, so helmet cannot tell): browsers are told to
-		// come back only over HTTPS for a year. Not includeSubDomains: the operator's other hosts are not ours.
-		app.Use(func(c *fiber.Ctx) error {
-			c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
-			return c.Next()
-		})
-	}
+	app.Use(h.requestID, h.accessLog, recoverPanics, helmet.New(securityHeaders), h.strictTransport, h.limitPageBody)
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 
 	app.Get("/healthz", h.healthz)

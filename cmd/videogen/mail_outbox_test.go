@@ -63,7 +63,7 @@ func (f *deliveringResend) deliveredTo(to string) []string {
 
 // TestQueuedMailSurvivesACrash: the verification e-mail of a sign-up is in flight to the mail provider
 // when the server is killed with SIGKILL; after a restart it is delivered, once, with the same
-// idempotency key, and its link works.
+// idempotency key.
 func TestQueuedMailSurvivesACrash(t *testing.T) {
 	fake := &deliveringResend{delivered: map[string][]string{}, hold: make(chan struct{}), held: make(chan string, 1)}
 	srv := httptest.NewServer(fake)

@@ -62,9 +62,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 func (l *Listener) InterruptReads() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
 	for c := range l.open {
-		_ = c.Conn.SetReadDeadline(now)
+		c.interrupted.Store(true)
+		_ = c.SetReadDeadline(time.Time{})
 	}
 }
 
@@ -74,9 +74,27 @@ func (l *Listener) Lingering() int64 { return l.lingering.Load() }
 // Conn is an accepted connection; Close lingers when the connection was marked.
 type Conn struct {
 	net.Conn
-	l      *Listener
-	linger atomic.Bool
-	closed atomic.Bool
+	l           *Listener
+	linger      atomic.Bool
+	closed      atomic.Bool
+	interrupted atomic.Bool // by InterruptReads: no later deadline may push reads out again
+}
+
+// SetReadDeadline sets the read deadline — no later than now once reads were interrupted, so a handler
+// that extends its deadline just after a shutdown interrupted it (an upload's pacing) cannot undo that.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	if c.interrupted.Load() {
+		t = time.Now()
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline sets both deadlines, with the read side held as SetReadDeadline holds it.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
 }
 
 // Mark asks for c to linger when it closes, because the server is about to answer without having read
@@ -113,22 +131,27 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// drainBuffers are reused by drains, so a burst of refusals does not allocate a buffer each.
+var drainBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
 // drain reads and discards until the client closes its side, goes quiet, or a bound is reached.
 func (c *Conn) drain() {
 	defer c.l.lingering.Add(-1)
 	defer c.Conn.Close()
 	end := time.Now().Add(Total)
-	buf := make([]byte, 32<<10)
+	buf := drainBuffers.Get().(*[]byte)
+	defer drainBuffers.Put(buf)
 	var n int64
 	for n < Bytes {
 		deadline := time.Now().Add(Idle)
 		if deadline.After(end) {
 			deadline = end
 		}
+		// The raw connection's deadline: a shutdown's interruption must not cut a drain short.
 		if c.Conn.SetReadDeadline(deadline) != nil {
 			return
 		}
-		k, err := c.Conn.Read(buf)
+		k, err := c.Conn.Read(*buf)
 		n += int64(k)
 		if err != nil {
 			return

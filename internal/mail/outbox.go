@@ -86,7 +86,7 @@ func (o *Outbox) Enqueue(tx *gorm.DB, m Message) error {
 	}
 	// One key per message, random so that two deployments sharing a Resend account never collide.
 	key := kind + "/" + ids.NewToken(24)
-	box, err := o.seal.seal(sealed{Text: m.Text, HTML: m.HTML, Tags: m.Tags}, []byte(key))
+	box, err := o.seal.seal(sealed{Text: m.Text, HTML: m.HTML, Tags: m.Tags}, sealedFor(key, m.To))
 	if err != nil {
 		return err
 	}
@@ -98,6 +98,9 @@ func (o *Outbox) Enqueue(tx *gorm.DB, m Message) error {
 	}
 	return nil
 }
+
+// sealedFor is the additional data a body is sealed with: it opens only on its own row, to its recipient.
+func sealedFor(key, recipient string) []byte { return []byte(key + "\x00" + recipient) }
 
 // Wake asks the delivery loop to look for due messages now. It never blocks.
 func (o *Outbox) Wake() {
@@ -207,7 +210,7 @@ func (o *Outbox) claim(ctx context.Context) (*models.MailOutbox, error) {
 // deliver sends one claimed message and records the outcome; it reports whether the message went out.
 func (o *Outbox) deliver(ctx context.Context, row *models.MailOutbox) bool {
 	log := o.log.With("mail", row.ID, "kind", row.Kind)
-	body, err := o.seal.open(row.SealedBody, []byte(row.IdempotencyKey))
+	body, err := o.seal.open(row.SealedBody, sealedFor(row.IdempotencyKey, row.Recipient))
 	if err != nil {
 		o.giveUp(ctx, row, err)
 		return false

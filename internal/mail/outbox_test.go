@@ -159,6 +159,15 @@ func TestOutbox(t *testing.T) {
 			if len(row.SealedBody) == 0 || bytes.Contains(row.SealedBody, []byte("TOKEN_IN_CLEAR")) {
 				t.Fatalf("the body is stored in the clear: %q", row.SealedBody)
 			}
+			// Readdressed in the database, it no longer opens: the link cannot be sent elsewhere.
+			if err := d.W.Model(&models.MailOutbox{}).Where("id = ?", row.ID).Update("recipient", "attacker@example.com").Error; err != nil {
+				t.Fatal(err)
+			}
+			send := &flaky{}
+			other := newOutbox(t, d, send, "b", &clock{t: time.Now()})
+			if n := deliver(t, other); n != 0 || len(send.attempts) != 0 {
+				t.Fatalf("a readdressed message went out: %+v", send.attempts)
+			}
 		})
 
 		t.Run("failures are retried later with the same key until delivered once", func(t *testing.T) {

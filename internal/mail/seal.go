@@ -48,8 +48,8 @@ func newSealer(secrets []string) (*sealer, error) {
 	return s, nil
 }
 
-// seal returns nonce ‖ ciphertext of b's JSON. The row id is bound as additional data, so a sealed body
-// copied onto another row does not open.
+// seal returns nonce ‖ ciphertext of b's JSON. ad (the message's idempotency key and recipient) is bound
+// as additional data, so a sealed body copied onto another row, or readdressed, does not open.
 func (s *sealer) seal(b sealed, ad []byte) ([]byte, error) {
 	plain, err := json.Marshal(b)
 	if err != nil {
