@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -23,11 +24,12 @@ type balances struct {
 	ReservedMicros  int64
 }
 
-// move changes an account's balances by (dAvail, dRes) and appends the ledger entry, inside tx. When
-// guardAvailable is set the update only happens if available stays >= 0 afterwards — the atomic
-// conditional update of DESIGN §4, never a read followed by a write.
+// move changes an account's balances by (dAvail, dRes) and appends the ledger entry, inside tx, at the
+// caller's clock (e.CreatedAt). When guardAvailable is set the update only happens if available stays >= 0
+// afterwards — the atomic conditional update of docs/design.md ("Money"), never a read followed by a
+// write.
 func move(tx *gorm.DB, e *models.LedgerEntry, guardAvailable bool) error {
-	now := db.Now()
+	now := e.CreatedAt
 	q := "UPDATE accounts SET available_micros = available_micros + ?, reserved_micros = reserved_micros + ?, updated_at = ? WHERE id = ?"
 	args := []any{e.DeltaAvailable, e.DeltaReserved, now, e.AccountID}
 	if guardAvailable {
@@ -46,7 +48,6 @@ func move(tx *gorm.DB, e *models.LedgerEntry, guardAvailable bool) error {
 		return fmt.Errorf("account %d: %w", e.AccountID, ErrUnknownAccount)
 	}
 	e.AvailableAfter, e.ReservedAfter = b[0].AvailableMicros, b[0].ReservedMicros
-	e.CreatedAt = now
 	if err := tx.Create(e).Error; err != nil {
 		return fmt.Errorf("append %s entry for account %d: %w", e.Kind, e.AccountID, err)
 	}
@@ -55,13 +56,13 @@ func move(tx *gorm.DB, e *models.LedgerEntry, guardAvailable bool) error {
 
 // Reserve moves amount from available to reserved for a new task, inside the task's create transaction.
 // It fails with ErrInsufficientBalance, writing nothing, when available < amount.
-func Reserve(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
+func Reserve(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
 	if amount <= 0 {
 		return fmt.Errorf("reserve %s for %s: amount must be positive", amount, taskID)
 	}
 	return move(tx, &models.LedgerEntry{
 		AccountID: accountID, Kind: models.KindReserve, TaskID: &taskID,
-		DeltaAvailable: -int64(amount), DeltaReserved: int64(amount),
+		DeltaAvailable: -int64(amount), DeltaReserved: int64(amount), CreatedAt: now,
 	}, true)
 }
 
@@ -85,15 +86,15 @@ const (
 // Settle charges a task's reservation inside tx. The task store calls it in the transaction that moved
 // the task's billing state from reserved to settled under a WHERE on the old state, which is what makes
 // it happen once; the unique (task_id, kind) index refuses a second entry even if code went wrong.
-func Settle(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
+func Settle(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
 	return move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindSettle, TaskID: &taskID,
-		DeltaReserved: -int64(amount)}, false)
+		DeltaReserved: -int64(amount), CreatedAt: now}, false)
 }
 
 // Release refunds a task's reservation in full inside tx, under the same rule as Settle.
-func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros) error {
+func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
 	return move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindRelease, TaskID: &taskID,
-		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount)}, false)
+		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount), CreatedAt: now}, false)
 }
 
 // Credit is a change of available balance that is not about a task: a Stripe top-up, a test top-up or a
@@ -104,7 +105,8 @@ type Credit struct {
 	Amount     Micros
 	Reason     string
 	Actor      string
-	ExternalID string // Stripe session/event id: the same one never credits twice
+	ExternalID string    // Stripe session/event id: the same one never credits twice
+	At         time.Time // when it happens, by the caller's clock (zero: now)
 }
 
 // ErrDuplicateCredit is returned when a credit with the same kind and external id was already applied.
@@ -126,7 +128,12 @@ func (c Credit) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, error
 	if c.Kind == models.KindAdjustment && c.Reason == "" {
 		return nil, errors.New("an adjustment needs a reason")
 	}
-	e := &models.LedgerEntry{AccountID: c.AccountID, Kind: c.Kind, DeltaAvailable: int64(c.Amount), Reason: c.Reason, Actor: c.Actor}
+	at := c.At
+	if at.IsZero() {
+		at = db.Now()
+	}
+	e := &models.LedgerEntry{AccountID: c.AccountID, Kind: c.Kind, DeltaAvailable: int64(c.Amount), Reason: c.Reason, Actor: c.Actor,
+		CreatedAt: at.UTC().Truncate(time.Microsecond)}
 	if c.ExternalID != "" {
 		ext := c.ExternalID
 		e.ExternalID = &ext

@@ -27,8 +27,7 @@ var DefaultPrices = map[string]Micros{
 }
 
 // SeedPrices stores the default price of every model that has none yet.
-func SeedPrices(ctx context.Context, d *db.DB) error {
-	now := db.Now()
+func SeedPrices(ctx context.Context, d *db.DB, now time.Time) error {
 	rows := make([]models.Price, 0, len(catalog.Models))
 	for _, m := range catalog.Models {
 		rows = append(rows, models.Price{Model: m.ID, MicrosPerSecond: int64(DefaultPrices[m.ID]), UpdatedAt: now})

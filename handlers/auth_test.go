@@ -47,7 +47,7 @@ func TestAPIKeys(t *testing.T) {
 		if r := s.Do(t, "GET", "/v1/models", acct.Key, nil); r.Status != 200 {
 			t.Fatal("key refused before revocation")
 		}
-		if _, err := apikeys.Revoke(context.Background(), s.DB, k.Prefix); err != nil {
+		if _, err := apikeys.Revoke(context.Background(), s.DB, k.Prefix, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if r := s.Do(t, "GET", "/v1/models", acct.Key, nil); r.Status != 200 {

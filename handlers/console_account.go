@@ -37,7 +37,7 @@ func (h *handler) updateAccount(c *fiber.Ctx) error {
 
 // saveTimeZone stores the zone the console shows times in ("" = the browser's).
 func (h *handler) saveTimeZone(c *fiber.Ctx) error {
-	err := accounts.SetTimeZone(c.UserContext(), h.DB, currentUser(c).ID, c.FormValue("tz"))
+	err := accounts.SetTimeZone(c.UserContext(), h.DB, currentUser(c).ID, c.FormValue("tz"), h.Now())
 	if errors.Is(err, accounts.ErrBadTimeZone) {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.accountPage(c, map[string]string{"tz": "Choose a time zone from the list."})

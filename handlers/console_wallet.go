@@ -57,7 +57,7 @@ func (h *handler) addTestFunds(c *fiber.Ctx) error {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.walletPage(c, views.WalletPage{Amount: text, Error: "Enter an amount between $1 and $1,000, such as 25 or 25.50."})
 	}
-	_, err = billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: amount,
+	_, err = billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: amount, At: h.Now(),
 		Reason: "test funds added in the console", Actor: "user:" + strconv.FormatInt(u.ID, 10)}.Apply(c.UserContext(), h.DB)
 	if err != nil && !errors.Is(err, billing.ErrDuplicateCredit) {
 		return err

@@ -63,11 +63,11 @@ func (h *handler) requestID(c *fiber.Ctx) error {
 
 // recordCall writes the request's call-log row after the answer is rendered.
 func (h *handler) recordCall(c *fiber.Ctx) error {
-	start := time.Now()
+	at, start := h.Now(), time.Now()
 	err := c.Next()
 	row := models.CallLog{
 		// Microseconds, the database's precision, so the call log's page cursors match the stored times.
-		At: start.UTC().Truncate(time.Microsecond), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
+		At: at.UTC().Truncate(time.Microsecond), RequestID: requestID(c), Method: logText(c.Method(), 16), Path: logText(c.Path(), 1024),
 		Status: c.Response().StatusCode(), ErrorCode: localString(c, localErrorCode),
 		LatencyMicros: time.Since(start).Microseconds(), TaskID: logText(localString(c, localTaskID), 80),
 		// Never c.Request().Body() here: on the upload route that would read a streamed body whole.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"videogen/billing"
 	"videogen/handlers"
@@ -28,7 +29,7 @@ func openMigrated(t *testing.T) *db.DB {
 	if _, err := d.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.SeedPrices(context.Background(), d); err != nil {
+	if err := billing.SeedPrices(context.Background(), d, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -43,7 +44,7 @@ func TestPanicIsInternalError(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cl := calllog.NewWriter(d, log)
 	defer cl.Close(context.Background())
-	app := handlers.New(handlers.Deps{DB: d, Log: log, Keys: apikeys.NewAuthenticator(d, 0), Limiter: ratelimit.NewLocal(ratelimit.PerSecond(100, 100)),
+	app := handlers.New(handlers.Deps{DB: d, Log: log, Keys: apikeys.NewAuthenticator(d, 0, nil), Limiter: ratelimit.NewLocal(ratelimit.PerSecond(100, 100)),
 		CallLog: cl, Prices: billing.NewPrices(d) /* Videos deliberately missing */})
 
 	req := httptest.NewRequest("POST", "/v1/videos", strings.NewReader(`{"model":"videogen-2.0-720p","prompt":"boom"}`))

@@ -206,7 +206,7 @@ func keysCmd() *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			secret, k, err := apikeys.Issue(cmd.Context(), d, u, name)
+			secret, k, err := apikeys.Issue(cmd.Context(), d, u, name, time.Now())
 			if err != nil {
 				return fmt.Errorf("%s: %w", u.Email, err)
 			}
@@ -232,7 +232,7 @@ func keysCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s was already revoked on %s\n", before.Prefix, before.RevokedAt.UTC().Format(time.RFC3339))
 				return nil
 			}
-			k, err := apikeys.Revoke(cmd.Context(), d, prefix)
+			k, err := apikeys.Revoke(cmd.Context(), d, prefix, time.Now())
 			if err != nil {
 				return err
 			}

@@ -54,6 +54,8 @@ type NewUser struct {
 	// TermsAcceptedAt records when the person accepted the terms (the sign-up form); nil for operators'
 	// users.
 	TermsAcceptedAt *time.Time
+	// At is when the user is created, by the caller's clock (zero: now).
+	At time.Time
 }
 
 // Create makes a user and the account it owns, in one transaction.
@@ -90,7 +92,10 @@ func CreateIn(tx *gorm.DB, n NewUser) (*models.User, error) {
 			return nil, err
 		}
 	}
-	now := db.Now()
+	now := n.At.UTC().Truncate(time.Microsecond)
+	if n.At.IsZero() {
+		now = db.Now()
+	}
 	u := &models.User{Email: email, PasswordHash: hash, Role: role, TermsAcceptedAt: n.TermsAcceptedAt, CreatedAt: now, UpdatedAt: now}
 	if n.Verified {
 		u.EmailVerifiedAt = &now
@@ -130,12 +135,12 @@ func ByEmail(ctx context.Context, d *db.DB, email string) (*models.User, error) 
 var ErrBadTimeZone = errors.New("not a time zone")
 
 // SetTimeZone stores the zone a user's console shows times in; "" means the browser's.
-func SetTimeZone(ctx context.Context, d *db.DB, userID int64, zone string) error {
+func SetTimeZone(ctx context.Context, d *db.DB, userID int64, zone string, now time.Time) error {
 	// "Local" would be the server's zone, which means nothing to the viewer.
 	if _, err := time.LoadLocation(zone); err != nil || len(zone) > 64 || zone == "Local" {
 		return ErrBadTimeZone
 	}
-	if err := d.W.WithContext(ctx).Model(&models.User{}).Where("id = ?", userID).Updates(map[string]any{"time_zone": zone, "updated_at": db.Now()}).Error; err != nil {
+	if err := d.W.WithContext(ctx).Model(&models.User{}).Where("id = ?", userID).Updates(map[string]any{"time_zone": zone, "updated_at": now}).Error; err != nil {
 		return fmt.Errorf("save the time zone of user %d: %w", userID, err)
 	}
 	return nil

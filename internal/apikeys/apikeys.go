@@ -61,7 +61,7 @@ func CheckName(name string) (string, error) {
 
 // Issue makes a key for a user's account once the rules allow it (a verified address, a valid name) and
 // returns its secret, which is never retrievable again.
-func Issue(ctx context.Context, d *db.DB, u *models.User, name string) (string, *models.APIKey, error) {
+func Issue(ctx context.Context, d *db.DB, u *models.User, name string, now time.Time) (string, *models.APIKey, error) {
 	if !u.Verified() {
 		return "", nil, ErrUnverified
 	}
@@ -69,16 +69,16 @@ func Issue(ctx context.Context, d *db.DB, u *models.User, name string) (string, 
 	if err != nil {
 		return "", nil, err
 	}
-	return Create(ctx, d, u.AccountID, name, &u.ID)
+	return Create(ctx, d, u.AccountID, name, &u.ID, now)
 }
 
 // Create makes a key for an account and returns its secret, which is never retrievable again. It applies
 // no rule: Issue is for people; Create is for the test rig and Issue itself.
-func Create(ctx context.Context, d *db.DB, accountID int64, name string, createdBy *int64) (string, *models.APIKey, error) {
+func Create(ctx context.Context, d *db.DB, accountID int64, name string, createdBy *int64, now time.Time) (string, *models.APIKey, error) {
 	secret := ids.NewAPIKey()
 	k := &models.APIKey{
 		AccountID: accountID, CreatedBy: createdBy, Name: strings.TrimSpace(name),
-		Prefix: secret[:prefixLen], SecretHash: Hash(secret), CreatedAt: db.Now(),
+		Prefix: secret[:prefixLen], SecretHash: Hash(secret), CreatedAt: now.UTC().Truncate(time.Microsecond),
 	}
 	if err := d.W.WithContext(ctx).Create(k).Error; err != nil {
 		return "", nil, fmt.Errorf("create api key: %w", err)
@@ -107,12 +107,18 @@ type Authenticator struct {
 	group singleflight.Group
 	// lastUsed remembers when each key's last_used_at was last written, to write it once a minute at most.
 	lastUsed *expirable.LRU[int64, time.Time]
+	now      func() time.Time
 }
 
-// NewAuthenticator returns an authenticator with the given cache lifetime.
-func NewAuthenticator(d *db.DB, ttl time.Duration) *Authenticator {
+// NewAuthenticator returns an authenticator with the given cache lifetime; now is the clock that stamps
+// keys' last use and revocation (nil: real time).
+func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authenticator {
+	if now == nil {
+		now = db.Now
+	}
 	return &Authenticator{
 		db:       d,
+		now:      now,
 		cache:    expirable.NewLRU[string, cached](100_000, nil, ttl),
 		lastUsed: expirable.NewLRU[int64, time.Time](100_000, nil, time.Minute),
 	}
@@ -164,7 +170,7 @@ func (a *Authenticator) touch(keyID int64) {
 	if _, ok := a.lastUsed.Get(keyID); ok {
 		return
 	}
-	now := db.Now()
+	now := a.now().UTC().Truncate(time.Microsecond)
 	a.lastUsed.Add(keyID, now)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -176,7 +182,7 @@ func (a *Authenticator) touch(keyID int64) {
 
 // Revoke disables the key with this display prefix. The cache entry on this instance goes at once.
 func (a *Authenticator) Revoke(ctx context.Context, prefix string) error {
-	k, err := Revoke(ctx, a.db, prefix)
+	k, err := Revoke(ctx, a.db, prefix, a.now())
 	if err != nil {
 		return err
 	}
@@ -185,7 +191,7 @@ func (a *Authenticator) Revoke(ctx context.Context, prefix string) error {
 }
 
 // Revoke disables the key with this display prefix and returns it. Revoking twice is not an error.
-func Revoke(ctx context.Context, d *db.DB, prefix string) (*models.APIKey, error) {
+func Revoke(ctx context.Context, d *db.DB, prefix string, now time.Time) (*models.APIKey, error) {
 	var k models.APIKey
 	err := d.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("prefix = ?", prefix).Take(&k).Error; err != nil {
@@ -197,7 +203,7 @@ func Revoke(ctx context.Context, d *db.DB, prefix string) (*models.APIKey, error
 		if k.RevokedAt != nil {
 			return nil
 		}
-		now := db.Now()
+		now := now.UTC().Truncate(time.Microsecond)
 		k.RevokedAt = &now
 		return tx.Model(&k).Update("revoked_at", now).Error
 	})

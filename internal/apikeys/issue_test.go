@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"videogen/internal/accounts"
 	"videogen/internal/apikeys"
@@ -32,7 +33,7 @@ func TestIssueRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := apikeys.Issue(ctx, d, unverified, "laptop"); !errors.Is(err, apikeys.ErrUnverified) {
+	if _, _, err := apikeys.Issue(ctx, d, unverified, "laptop", time.Now()); !errors.Is(err, apikeys.ErrUnverified) {
 		t.Fatalf("unverified user: %v", err)
 	}
 	for _, tc := range []struct {
@@ -48,7 +49,7 @@ func TestIssueRules(t *testing.T) {
 		{"nul\x00", "", apikeys.ErrBadName},
 		{"bad \xff utf-8", "", apikeys.ErrBadName},
 	} {
-		_, k, err := apikeys.Issue(ctx, d, verified, tc.name)
+		_, k, err := apikeys.Issue(ctx, d, verified, tc.name, time.Now())
 		if !errors.Is(err, tc.err) {
 			t.Errorf("%q: %v, want %v", tc.name, err, tc.err)
 			continue

@@ -62,7 +62,7 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 	// The user, the verification link and its e-mail commit together: a crash leaves all or nothing.
 	now := s.now()
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		u, err := accounts.CreateIn(tx, accounts.NewUser{Email: email, PasswordHash: hash, TermsAcceptedAt: &now})
+		u, err := accounts.CreateIn(tx, accounts.NewUser{Email: email, PasswordHash: hash, TermsAcceptedAt: &now, At: now})
 		if err != nil {
 			return err
 		}

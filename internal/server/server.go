@@ -88,6 +88,8 @@ type Options struct {
 	// ImportPolicy replaces production's import guard policy (port 443, public addresses, system
 	// roots): tests allow their loopback TLS server here, explicitly.
 	ImportPolicy *mediafetch.Policy
+	// Now replaces the clock every part stamps what it stores with (default: real time).
+	Now func() time.Time
 }
 
 // New builds the service from cfg and starts its background parts; Serve then answers HTTP. It opens and
@@ -95,7 +97,7 @@ type Options struct {
 // it is made: storage and the upstream pool, the task store, media, the poll cache, the worker (which
 // tells the poll cache of its changes), the videos service (which wakes the worker), mail, accounts,
 // the HTTP app. Then the background parts start: e-mail delivery and the janitor on every instance,
-// the worker where WORKERS is on. One clock (time.Now) stamps what every part stores.
+// the worker where WORKERS is on. One clock (time.Now, or Options.Now) stamps what every part stores.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -110,6 +112,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		}
 		if o.ImportPolicy != nil {
 			opt.ImportPolicy = o.ImportPolicy
+		}
+		if o.Now != nil {
+			opt.Now = o.Now
 		}
 	}
 	d, err := db.Open(ctx, cfg.DatabaseURL)
@@ -128,16 +133,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	} else if n > 0 {
 		log.Info("database migrated", "migrations", n)
 	}
-	if err := billing.SeedPrices(ctx, d); err != nil {
+	clock := time.Now
+	if opt.Now != nil {
+		clock = opt.Now
+	}
+	if err := billing.SeedPrices(ctx, d, clock()); err != nil {
 		return nil, err
 	}
-	clock := time.Now
 
 	pool, err := s.upstreamPool()
 	if err != nil {
 		return nil, err
 	}
-	if err := pool.Sync(ctx, d); err != nil {
+	if err := pool.Sync(ctx, d, clock()); err != nil {
 		return nil, err
 	}
 	blobs, mediaStore, err := stores(ctx, cfg)
@@ -176,7 +184,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s.Videos = &videos.Service{DB: d, Tasks: s.Tasks, Prices: prices, Blobs: blobs, Media: s.Media, Polls: polls,
 		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Notify: wakeWorker, Now: clock}
 	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
-	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL)
+	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL, clock)
 	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Outbox: s.Outbox}, BaseURL: cfg.PublicBaseURL,
 		Throttle: auth.NewThrottles(s.limits), Now: clock}
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)

@@ -193,7 +193,7 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 		if err := freeSlot(tx, t.CredentialID, now); err != nil {
 			return err
 		}
-		if err := billing.Settle(tx, t.AccountID, t.ID, billing.Micros(t.AmountMicros)); err != nil {
+		if err := billing.Settle(tx, t.AccountID, t.ID, billing.Micros(t.AmountMicros), now); err != nil {
 			return err
 		}
 		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged", size, billing.Micros(t.AmountMicros).USD()))
@@ -236,7 +236,7 @@ func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) 
 		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
 			return err
 		}
-		if err := billing.Release(tx, cur.AccountID, cur.ID, billing.Micros(cur.AmountMicros)); err != nil {
+		if err := billing.Release(tx, cur.AccountID, cur.ID, billing.Micros(cur.AmountMicros), now); err != nil {
 			return err
 		}
 		if cur.Status == Queued && cur.CredentialID == nil {

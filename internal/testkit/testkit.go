@@ -201,7 +201,7 @@ func NewAccount(t testing.TB, d *db.DB, usd string) Account {
 			t.Fatal(err)
 		}
 	}
-	secret, _, err := apikeys.Create(ctx, d, u.AccountID, "test", &u.ID)
+	secret, _, err := apikeys.Create(ctx, d, u.AccountID, "test", &u.ID, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

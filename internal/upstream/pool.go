@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -55,8 +56,7 @@ func (p *Pool) IDs() []string {
 // Sync makes the credentials table match the configured pool: configured credentials are enabled with
 // their concurrency; credentials no longer configured are disabled (their running tasks keep their row
 // but get no new ones).
-func (p *Pool) Sync(ctx context.Context, d *db.DB) error {
-	now := db.Now()
+func (p *Pool) Sync(ctx context.Context, d *db.DB, now time.Time) error {
 	return d.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Model(&models.UpstreamCredential{}).Where("provider = ?", p.Provider.Name()).
 			Updates(map[string]any{"enabled": false, "updated_at": now}).Error; err != nil {

@@ -31,7 +31,7 @@ func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 		if _, err := d.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := billing.SeedPrices(ctx, d); err != nil {
+		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		owner, other := testkit.NewAccount(t, d, "10"), testkit.NewAccount(t, d, "10")

@@ -165,7 +165,7 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		} else if err != nil {
 			return err
 		}
-		if err := billing.Reserve(tx, who.AccountID, task.ID, amount); err != nil {
+		if err := billing.Reserve(tx, who.AccountID, task.ID, amount, now); err != nil {
 			if errors.Is(err, billing.ErrInsufficientBalance) {
 				var a models.Account
 				if err := tx.Select("available_micros").Take(&a, who.AccountID).Error; err != nil {
