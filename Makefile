@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/videogen
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# The S3-compatible server the storage tests run against (DESIGN §8), built once into a cache folder that
+# The S3-compatible server the storage tests run against (docs/design.md §7), built once into a cache folder that
 # .ci/run reuses: $XDG_CACHE_HOME (when absolute, as XDG requires) or ~/.cache. The tests find it here.
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW_DIR     := $(if $(filter /%,$(XDG_CACHE_HOME)),$(XDG_CACHE_HOME),$(HOME)/.cache)/videogen/versitygw-$(VERSITYGW_VERSION)

@@ -98,7 +98,7 @@ func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros, now tim
 }
 
 // Credit is a change of available balance that is not about a task: a Stripe top-up, a test top-up or a
-// staff adjustment (which may be negative and may leave available below zero, DESIGN §4).
+// staff adjustment (which may be negative and may leave available below zero, docs/design.md §3).
 type Credit struct {
 	AccountID  int64
 	Kind       string // topup, test_topup or adjustment

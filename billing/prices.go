@@ -13,7 +13,7 @@ import (
 	"videogen/models"
 )
 
-// DefaultPrices is the price per second of output of each model (DESIGN §4), seeded into the database
+// DefaultPrices is the price per second of output of each model (docs/design.md §3), seeded into the database
 // once; an admin edits the stored table afterwards.
 var DefaultPrices = map[string]Micros{
 	"videogen-2.0-480p":       150_000,

@@ -99,7 +99,7 @@ type Price struct {
 	UpdatedAt       time.Time
 }
 
-// Ledger entry kinds (DESIGN §4).
+// Ledger entry kinds (docs/design.md §3).
 const (
 	KindTopup      = "topup"
 	KindTestTopup  = "test_topup"

@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// Error is a client-facing failure with a stable code (DESIGN §7). Codes never change once shipped.
+// Error is a client-facing failure with a stable code (docs/design.md §6). Codes never change once shipped.
 type Error struct {
 	Status  int
 	Code    string

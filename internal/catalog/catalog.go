@@ -1,5 +1,5 @@
 // Package catalog is the fixed list of public models and the output size of each model for each
-// aspect ratio (DESIGN §5). Prices live in billing; this package knows only what a model renders.
+// aspect ratio (docs/design.md §4). Prices live in billing; this package knows only what a model renders.
 package catalog
 
 // Model is one public model alias.

@@ -1,5 +1,5 @@
 // Package mediafetch opens customer-supplied https:// links for media import without letting them reach
-// our own network (DESIGN §8): every URL, redirect hop and resolved address is checked, at connect time.
+// our own network (docs/design.md §7): every URL, redirect hop and resolved address is checked, at connect time.
 package mediafetch
 
 import (

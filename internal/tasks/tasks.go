@@ -13,7 +13,7 @@ import (
 	"videogen/internal/db"
 )
 
-// Statuses of a task (the interface document's four; DESIGN §6 in docs/design.md).
+// Statuses of a task (the interface document's four; docs/design.md §5).
 const (
 	Queued     = "queued"
 	InProgress = "in_progress"

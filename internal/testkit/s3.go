@@ -16,7 +16,7 @@ import (
 	"videogen/internal/blob"
 )
 
-// versitygwVersion is the S3-compatible server the tests run against (DESIGN §8); the Makefile's
+// versitygwVersion is the S3-compatible server the tests run against (docs/design.md §7); the Makefile's
 // test-deps target builds the same version into VersitygwPath.
 const versitygwVersion = "v1.8.0"
 

@@ -12,7 +12,7 @@ import (
 )
 
 // Video is the JSON object of a task: every key of OpenAI's video resource, null where unset, plus
-// videogen's own fields (DESIGN §6).
+// videogen's own fields (docs/design.md §5).
 type Video struct {
 	ID                 string      `json:"id"`
 	Object             string      `json:"object"`

@@ -1,7 +1,7 @@
 // Package sim is the built-in upstream simulator: it behaves like a real video provider behind an
 // OpenAI-style /v1/videos HTTP protocol — per-credential concurrency, progress over time, a real
 // playable MP4 of the requested size — and keeps its tasks on disk, so they outlive a restart of the
-// platform as a real provider's would. Prompt directives trigger faults deterministically (DESIGN §9).
+// platform as a real provider's would. Prompt directives trigger faults deterministically (docs/design.md §8).
 package sim
 
 import (
