@@ -53,7 +53,7 @@ type Config struct {
 	UpstreamConcurrency int           `env:"UPSTREAM_CONCURRENCY" envDefault:"4" help:"tasks in flight per upstream credential"`
 	UpstreamTimeout     time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"30s" help:"timeout of one upstream submit or poll call"`
 
-	SimDuration    time.Duration `env:"SIM_DURATION" envDefault:"20s" help:"how long a simulated generation takes, queued to completed"`
+	SimDuration    time.Duration `env:"SIM_DURATION" envDefault:"20s" help:"how long a simulated generation takes, queued to completed (0: at once)"`
 	SimCredentials int           `env:"SIM_CREDENTIALS" envDefault:"2" help:"simulated upstream credentials in the pool"`
 	SimConcurrency int           `env:"SIM_CONCURRENCY" envDefault:"4" help:"tasks each simulated credential runs at once"`
 	SimDataDir     string        `env:"SIM_DATA_DIR" help:"where the simulator keeps its tasks (default DATA_DIR/sim); they outlive a platform restart"`
@@ -163,10 +163,13 @@ func (c *Config) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{"LEASE_DURATION": c.LeaseDuration, "QUEUE_TIMEOUT": c.QueueTimeout,
 		"RUN_TIMEOUT": c.RunTimeout, "OUTPUT_RETENTION": c.OutputRetention, "UPSTREAM_TIMEOUT": c.UpstreamTimeout,
-		"SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "SIM_DURATION": c.SimDuration} {
+		"SHUTDOWN_TIMEOUT": c.ShutdownTimeout} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be a positive duration such as 30s", name))
 		}
+	}
+	if c.SimDuration < 0 {
+		errs = append(errs, errors.New("SIM_DURATION must not be negative (0 completes at once, as make bench's worker run wants)"))
 	}
 	if c.LeaseDuration > 0 && c.LeaseDuration < 300*time.Millisecond {
 		errs = append(errs, errors.New("LEASE_DURATION must be at least 300ms"))
