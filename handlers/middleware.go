@@ -27,8 +27,12 @@ type arrival struct {
 }
 
 // headerReceived runs when fasthttp has read a request's headers and before it reads the body. For API
-// requests it notes the method and path, which lastResortError needs when the body never arrives whole.
+// requests with a body it notes the method and path, which lastResortError needs when the body never
+// arrives whole. A request without a body (every poll) cannot be cut after its headers: it costs nothing.
 func (h *handler) headerReceived(header *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if !hasBody(header) {
+		return fasthttp.RequestConfig{}
+	}
 	if path := header.RequestURI(); isAPIPath(string(path)) {
 		u := fasthttp.AcquireURI()
 		_ = u.Parse(nil, path)
@@ -50,9 +54,16 @@ func (h *handler) strictTransport(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// hasBody reports whether a request announces a body: a length, or chunks (-1). 0, or -2 (neither), is
+// none.
+func hasBody(header *fasthttp.RequestHeader) bool {
+	n := header.ContentLength()
+	return n > 0 || n == -1
+}
+
 // requestID gives every request a fresh id (never the client's, which could be forged into our logs).
 func (h *handler) requestID(c *fiber.Ctx) error {
-	if isAPIPath(c.Path()) {
+	if hasBody(&c.Request().Header) && isAPIPath(c.Path()) {
 		h.arriving.Delete(&c.Request().Header) // its body arrived: the routes take it from here
 	}
 	rid := ids.NewRequestID()
@@ -168,9 +179,8 @@ func (h *handler) refuseEncodedBody(c *fiber.Ctx) error {
 	if enc == "" || strings.EqualFold(enc, "identity") {
 		return c.Next()
 	}
-	// -1 is a chunked body; 0, or -2 (neither length nor chunks), is none: nothing encoded.
-	if n := c.Request().Header.ContentLength(); n == 0 || n == -2 {
-		return c.Next()
+	if !hasBody(&c.Request().Header) {
+		return c.Next() // nothing encoded
 	}
 	return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
 }
