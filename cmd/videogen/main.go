@@ -26,6 +26,7 @@ import (
 	"videogen/internal/config"
 	"videogen/internal/db"
 	"videogen/internal/server"
+	"videogen/internal/tasks"
 	"videogen/internal/upstream/sim"
 	"videogen/models"
 )
@@ -45,7 +46,7 @@ func root() *cobra.Command {
 		SilenceErrors: true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
-	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), simCmd())
+	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), simCmd())
 	return r
 }
 
@@ -305,6 +306,32 @@ func walletCmd() *cobra.Command {
 	_ = balance.MarkFlagRequired("email")
 	c.AddCommand(credit, balance)
 	return c
+}
+
+func auditCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "audit",
+		Short: "check the ledger and the task counters against each other (safe on a live database); exit 1 if anything is off",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			problems, err := tasks.Audit(cmd.Context(), d)
+			if err != nil {
+				return err
+			}
+			for _, p := range problems {
+				fmt.Fprintln(cmd.OutOrStdout(), p)
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("%d problems: every balance must equal its ledger entries, every task its billing state", len(problems))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "ledger and task counters agree")
+			return nil
+		},
+	}
 }
 
 func simCmd() *cobra.Command {

@@ -742,3 +742,28 @@ func (b *browser) post(u string, form url.Values) (int, string) {
 	resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get("Location")
 }
+
+// TestAudit: `videogen audit` says the books agree on a database in use, and names the account whose
+// balance no longer equals its entries once someone edits it by hand.
+func TestAudit(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{}
+	run(t, dir, env, "accounts", "create", "--email", "books@example.com")
+	run(t, dir, env, "wallet", "credit", "--email", "books@example.com", "--usd", "5", "--reason", "start")
+	out, stderr, code := run(t, dir, env, "audit")
+	if code != 0 || !strings.Contains(out, "agree") {
+		t.Fatalf("audit of sound books: %d %q %q", code, out, stderr)
+	}
+	d, err := db.Open(context.Background(), filepath.Join(dir, "data", "videogen.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.W.Exec("UPDATE accounts SET available_micros = available_micros + 1").Error; err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	out, stderr, code = run(t, dir, env, "audit")
+	if code == 0 || !strings.Contains(out, "account 1: balances 5000001/0 but entries sum to 5000000/0") || !strings.Contains(stderr, "2 problems") {
+		t.Fatalf("audit of edited books: %d %q %q", code, out, stderr)
+	}
+}

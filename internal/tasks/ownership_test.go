@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/tools/go/packages"
+
+	"videogen/internal/tasks"
 )
 
 // TestOnlyTheStoreWritesTasks: no package but internal/tasks writes the tasks table, the task log, an
@@ -45,7 +47,9 @@ func TestOnlyTheStoreWritesTasks(t *testing.T) {
 		if len(p.Errors) > 0 {
 			t.Fatalf("load %s: %v", p.PkgPath, p.Errors)
 		}
-		if p.PkgPath == "videogen/internal/tasks" {
+		// The store itself; and the benchmark, whose pgbench script runs the create transaction's raw SQL
+		// on a throwaway database to measure the ceiling the store is held against.
+		if p.PkgPath == "videogen/internal/tasks" || p.PkgPath == "videogen/cmd/videogen-bench" {
 			continue
 		}
 		for _, f := range p.Syntax {
@@ -99,5 +103,25 @@ func TestOnlyTheStoreWritesTasks(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("only %d files checked: the loader did not see the module", checked)
+	}
+}
+
+// TestTransitions: the table allows exactly the moves of the interface and docs/design.md §5 — forward,
+// and from queued straight to an end — and nothing out of an ending.
+func TestTransitions(t *testing.T) {
+	all := []string{tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed}
+	allowed := map[[2]string]bool{
+		{tasks.Queued, tasks.InProgress}: true, {tasks.Queued, tasks.Completed}: true, {tasks.Queued, tasks.Failed}: true,
+		{tasks.InProgress, tasks.Completed}: true, {tasks.InProgress, tasks.Failed}: true,
+	}
+	for _, from := range all {
+		for _, to := range all {
+			if got := tasks.CanMove(from, to); got != allowed[[2]string{from, to}] {
+				t.Errorf("%s → %s allowed: %v", from, to, got)
+			}
+		}
+		if tasks.Terminal(from) != (from == tasks.Completed || from == tasks.Failed) {
+			t.Errorf("%s terminal: %v", from, tasks.Terminal(from))
+		}
 	}
 }

@@ -38,8 +38,20 @@ func CanMove(from, to string) bool {
 	return false
 }
 
+// movingTo lists the statuses a task may leave for to: the guard of that transition's UPDATE, taken from
+// the table above so that the table is the only statement of what may happen.
+func movingTo(to string) []string {
+	var out []string
+	for _, from := range []string{Queued, InProgress, Completed, Failed} {
+		if CanMove(from, to) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
+
 // Terminal reports whether a status can never change again.
-func Terminal(status string) bool { return status == Completed || status == Failed }
+func Terminal(status string) bool { return len(next[status]) == 0 }
 
 // Unfinished lists the statuses a task can still leave, for queries.
 var Unfinished = []string{Queued, InProgress}

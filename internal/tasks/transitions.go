@@ -148,7 +148,7 @@ func (s *Store) DeferSubmission(ctx context.Context, t *models.Task, owner strin
 func (s *Store) MarkInProgress(ctx context.Context, t *models.Task, progress int) error {
 	now := s.Now()
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("UPDATE tasks SET status = ?, progress = ?, updated_at = ? WHERE id = ? AND status = ?", InProgress, progress, now, t.ID, Queued)
+		res := tx.Exec("UPDATE tasks SET status = ?, progress = ?, updated_at = ? WHERE id = ? AND status IN ?", InProgress, progress, now, t.ID, movingTo(InProgress))
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
@@ -180,7 +180,7 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
 			output_bytes = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND billing_state = ?`,
-			Completed, billing.Settled, now, expires, outputKey, size, now, t.ID, Unfinished, billing.Reserved)
+			Completed, billing.Settled, now, expires, outputKey, size, now, t.ID, movingTo(Completed), billing.Reserved)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -222,8 +222,8 @@ func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) 
 		if err := q.Where("id = ?", t.ID).Take(&cur).Error; err != nil {
 			return err
 		}
-		if Terminal(cur.Status) {
-			return nil
+		if !CanMove(cur.Status, Failed) {
+			return nil // it already ended: only the first ending counts
 		}
 		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, error_code = ?, error_message = ?, lease_owner = NULL, lease_until = NULL,
 			updated_at = ? WHERE id = ? AND status = ? AND billing_state = ?`, Failed, billing.Released, code, message, now, t.ID, cur.Status, billing.Reserved)
