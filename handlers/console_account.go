@@ -63,10 +63,8 @@ func (h *handler) changePassword(c *fiber.Ctx) error {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.accountPage(c, errs)
 	}
-	token, err := h.Auth.StartSession(c.UserContext(), u.ID, h.clientIP(c), string(c.Request().Header.UserAgent()))
-	if err != nil {
+	if err := h.startSession(c, u.ID); err != nil { // every session ended with the change, this one too
 		return err
 	}
-	h.setCookie(c, sessionCookie, token, auth.SessionTTL)
 	return redirect(c, "/console/account?notice=password-changed")
 }

@@ -38,15 +38,24 @@ func (h *handler) signIn(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	if old := c.Cookies(sessionCookie); old != "" {
-		_ = h.Auth.EndSession(c.UserContext(), old) // a new sign-in never reuses a session
+	if err := h.startSession(c, u.ID); err != nil {
+		return err
 	}
-	token, err := h.Auth.StartSession(c.UserContext(), u.ID, h.clientIP(c), string(c.Request().Header.UserAgent()))
+	return redirect(c, safeNext(form.Next))
+}
+
+// startSession signs this browser in as the user: a fresh session (a sign-in never reuses one, so any
+// it had ends) and its cookie.
+func (h *handler) startSession(c *fiber.Ctx, userID int64) error {
+	if old := c.Cookies(sessionCookie); old != "" {
+		_ = h.Auth.EndSession(c.UserContext(), old)
+	}
+	token, err := h.Auth.StartSession(c.UserContext(), userID, h.clientIP(c), string(c.Request().Header.UserAgent()))
 	if err != nil {
 		return err
 	}
 	h.setCookie(c, sessionCookie, token, auth.SessionTTL)
-	return redirect(c, safeNext(form.Next))
+	return nil
 }
 
 // signOut ends this browser's session.

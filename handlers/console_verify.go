@@ -42,14 +42,9 @@ func (h *handler) verifyEmail(c *fiber.Ctx) error {
 	// person in, as sign-in does. Any other browser (the link opened on a phone, or someone else's) only
 	// learns that the address is confirmed: a link alone never signs anyone in.
 	if signedUpHere {
-		if old := c.Cookies(sessionCookie); old != "" {
-			_ = h.Auth.EndSession(c.UserContext(), old) // a new sign-in never reuses a session
-		}
-		token, err := h.Auth.StartSession(c.UserContext(), u.ID, h.clientIP(c), string(c.Request().Header.UserAgent()))
-		if err != nil {
+		if err := h.startSession(c, u.ID); err != nil {
 			return err
 		}
-		h.setCookie(c, sessionCookie, token, auth.SessionTTL)
 		h.clearSignupCookie(c)
 		return redirect(c, "/console?notice=email-confirmed")
 	}

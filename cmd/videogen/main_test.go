@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -766,4 +767,25 @@ func TestAudit(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "account 1: balances 5000001/0 but entries sum to 5000000/0") || !strings.Contains(stderr, "2 problems") {
 		t.Fatalf("audit of edited books: %d %q %q", code, out, stderr)
 	}
+}
+
+// videoPart is the start of a multipart upload of an MP4 with n bytes after its header: the server takes
+// it for a video and writes it to storage as it arrives.
+func videoPart(n int) string {
+	return "--b\r\nContent-Disposition: form-data; name=\"video_files\"; filename=\"v.mp4\"\r\nContent-Type: video/mp4\r\n\r\n" +
+		"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + strings.Repeat("\x00", n)
+}
+
+// sendPartially sends a POST's headers, announcing length bytes of body, and only the first of them, over a
+// connection of its own that the test's end closes.
+func sendPartially(t *testing.T, base, key, path, ctype string, length int, first string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_, _ = conn.Write([]byte("POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\nContent-Type: " + ctype +
+		"\r\nContent-Length: " + strconv.Itoa(length) + "\r\n\r\n" + first))
+	return conn
 }

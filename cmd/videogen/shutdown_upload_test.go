@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,13 +32,7 @@ func TestShutdownAnswersSlowUploads(t *testing.T) {
 	}
 	// start sends headers and the first part of a body, then nothing more, and reads the answer.
 	start := func(path, ctype string, length int, first string) <-chan answer {
-		conn, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		_, _ = conn.Write([]byte("POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\nContent-Type: " + ctype +
-			"\r\nContent-Length: " + strconv.Itoa(length) + "\r\n\r\n" + first))
+		conn := sendPartially(t, p.url, key, path, ctype, length, first)
 		out := make(chan answer, 1)
 		go func() {
 			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -54,9 +46,7 @@ func TestShutdownAnswersSlowUploads(t *testing.T) {
 		}()
 		return out
 	}
-	part := "--b\r\nContent-Disposition: form-data; name=\"video_files\"; filename=\"v.mp4\"\r\nContent-Type: video/mp4\r\n\r\n" +
-		"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + strings.Repeat("\x00", 64<<10)
-	upload := start("/uploads/v1/files", "multipart/form-data; boundary=b", 50<<20, part)
+	upload := start("/uploads/v1/files", "multipart/form-data; boundary=b", 50<<20, videoPart(64<<10))
 	create := start("/v1/videos", "application/json", 500<<10, `{"model": "videogen-2.0-720p", "prompt": "`+strings.Repeat("a", 20<<10))
 	time.Sleep(300 * time.Millisecond) // both handlers are now reading
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

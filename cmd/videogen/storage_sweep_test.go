@@ -2,10 +2,8 @@ package main_test
 
 import (
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,15 +20,7 @@ func TestKilledUploadLeavesNothingForLong(t *testing.T) {
 	key, _, _ := run(t, dir, env, "keys", "create", "--email", "cut@example.com")
 	key = strings.TrimSpace(key)
 	p := serve(t, dir, env)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	part := "--b\r\nContent-Disposition: form-data; name=\"video_files\"; filename=\"v.mp4\"\r\nContent-Type: video/mp4\r\n\r\n" +
-		"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + strings.Repeat("\x00", 4<<20)
-	_, _ = conn.Write([]byte("POST /uploads/v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key +
-		"\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: " + strconv.Itoa(50<<20) + "\r\n\r\n" + part))
+	sendPartially(t, p.url, key, "/uploads/v1/files", "multipart/form-data; boundary=b", 50<<20, videoPart(4<<20))
 	media := filepath.Join(dir, "data", "media")
 	temps := func() []string {
 		var out []string
