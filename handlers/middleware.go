@@ -48,10 +48,14 @@ func (h *handler) headerReceived(header *fasthttp.RequestHeader) fasthttp.Reques
 // cannot tell), to come back only over HTTPS for a year. Not includeSubDomains: the operator's other
 // hosts are not ours to commit.
 func (h *handler) strictTransport(c *fiber.Ctx) error {
+	h.setStrictTransport(c)
+	return c.Next()
+}
+
+func (h *handler) setStrictTransport(c *fiber.Ctx) {
 	if h.SecureCookies {
 		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
 	}
-	return c.Next()
 }
 
 // hasBody reports whether a request announces a body: a length, or chunks (-1). 0, or -2 (neither), is

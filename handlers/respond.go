@@ -96,9 +96,7 @@ func (h *handler) lastResortError(c *fiber.Ctx, err error) error {
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set(fiber.HeaderXFrameOptions, "DENY")
 	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'none'; frame-ancestors 'none'")
-	if h.SecureCookies {
-		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000")
-	}
+	h.setStrictTransport(c)
 	rid := ids.NewRequestID()
 	c.Locals(localRequestID, rid)
 	c.Set("X-Request-Id", rid)

@@ -68,9 +68,6 @@ func (l *Listener) InterruptReads() {
 	}
 }
 
-// Lingering is how many connections are being closed gracefully right now.
-func (l *Listener) Lingering() int64 { return l.lingering.Load() }
-
 // Conn is an accepted connection; Close lingers when the connection was marked.
 type Conn struct {
 	net.Conn

@@ -22,12 +22,8 @@ func (s *Store) skipLocked() string {
 
 // ClaimDue leases up to limit tasks that hold a credential and whose next check is due, soonest first.
 func (s *Store) ClaimDue(ctx context.Context, owner string, lease time.Duration, limit int) ([]models.Task, error) {
-	now := s.Now()
-	var out []models.Task
-	due := "SELECT id FROM tasks WHERE status IN ('queued', 'in_progress') AND credential_id IS NOT NULL" +
-		" AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_check_at LIMIT ?" + s.skipLocked()
-	if err := s.db.W.WithContext(ctx).Raw("UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id IN ("+due+") RETURNING *",
-		owner, now.Add(lease), now, now, limit).Scan(&out).Error; err != nil {
+	out, err := s.claim(ctx, owner, lease, int64(limit), "credential_id IS NOT NULL AND status IN ('queued', 'in_progress')", "next_check_at")
+	if err != nil {
 		return nil, fmt.Errorf("claim in-flight tasks: %w", err)
 	}
 	return out, nil
@@ -46,15 +42,22 @@ func (s *Store) FreeSlots(ctx context.Context, credIDs []string) (int64, error) 
 
 // ClaimWaiting leases up to limit tasks waiting for a credential, oldest first.
 func (s *Store) ClaimWaiting(ctx context.Context, owner string, lease time.Duration, limit int64) ([]models.Task, error) {
-	now := s.Now()
-	var out []models.Task
-	waiting := "SELECT id FROM tasks WHERE status = 'queued' AND credential_id IS NULL" +
-		" AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY created_at, id LIMIT ?" + s.skipLocked()
-	if err := s.db.W.WithContext(ctx).Raw("UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id IN ("+waiting+") RETURNING *",
-		owner, now.Add(lease), now, now, limit).Scan(&out).Error; err != nil {
+	out, err := s.claim(ctx, owner, lease, limit, "credential_id IS NULL AND status = 'queued'", "created_at, id")
+	if err != nil {
 		return nil, fmt.Errorf("claim queued tasks: %w", err)
 	}
 	return out, nil
+}
+
+// claim leases up to limit due, unleased tasks matching which (a fixed condition of this file), in order.
+func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, limit int64, which, order string) ([]models.Task, error) {
+	now := s.Now()
+	var out []models.Task
+	due := "SELECT id FROM tasks WHERE " + which + " AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY " + order +
+		" LIMIT ?" + s.skipLocked()
+	err := s.db.W.WithContext(ctx).Raw("UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id IN ("+due+") RETURNING *",
+		owner, now.Add(lease), now, now, limit).Scan(&out).Error
+	return out, err
 }
 
 // RenewLease extends owner's claim on a task it is still working on.
