@@ -8,6 +8,10 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW_DIR     := $(if $(filter /%,$(XDG_CACHE_HOME)),$(XDG_CACHE_HOME),$(HOME)/.cache)/videogen/versitygw-$(VERSITYGW_VERSION)
 export VERSITYGW  := $(VERSITYGW_DIR)/versitygw
+# Stripe's own mock of its API, which the payment tests drive stripe-go against (docs/stripe.md).
+STRIPE_MOCK_VERSION := v0.203.0
+STRIPE_MOCK_DIR     := $(if $(filter /%,$(XDG_CACHE_HOME)),$(XDG_CACHE_HOME),$(HOME)/.cache)/videogen/stripe-mock-$(STRIPE_MOCK_VERSION)
+export STRIPE_MOCK  := $(STRIPE_MOCK_DIR)/stripe-mock
 
 .PHONY: run build generate test test-deps check-generated bench fuzz vet fmt clean
 
@@ -31,8 +35,8 @@ test: test-deps check-generated ## every test, race detector on; PostgreSQL too 
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 # Tools the tests drive that a fresh machine lacks: ffmpeg decodes the simulator's videos, chromium runs
-# the browser tests (Debian packages); versitygw serves S3 to the storage tests (built from the Go module
-# proxy, about 3 minutes, once).
+# the browser tests (Debian packages); versitygw serves S3 to the storage tests and stripe-mock serves
+# Stripe's API to the payment tests (both built from the Go module proxy, about 3 minutes, once).
 test-deps:
 	@missing=""; \
 	command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || missing="$$missing ffmpeg"; \
@@ -41,6 +45,8 @@ test-deps:
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
 	@[ -x "$(VERSITYGW)" ] || { echo "building versitygw $(VERSITYGW_VERSION) into $(VERSITYGW_DIR) (test-only)"; \
 		GOBIN="$(VERSITYGW_DIR)" $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); }
+	@[ -x "$(STRIPE_MOCK)" ] || { echo "building stripe-mock $(STRIPE_MOCK_VERSION) into $(STRIPE_MOCK_DIR) (test-only)"; \
+		GOBIN="$(STRIPE_MOCK_DIR)" $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION); }
 
 bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; writes docs/performance.md
 	@command -v wrk >/dev/null || { echo "installing wrk (the load generator)"; \

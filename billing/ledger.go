@@ -86,63 +86,111 @@ const (
 // Settle charges a task's reservation inside tx. The task store calls it in the transaction that moved
 // the task's billing state from reserved to settled under a WHERE on the old state, which is what makes
 // it happen once; the unique (task_id, kind) index refuses a second entry even if code went wrong.
+// After the charge it checks the account's balance alerts (low-balance warning, auto-recharge), in the
+// same transaction, so a crossing is noticed exactly once.
 func Settle(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
-	return move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindSettle, TaskID: &taskID,
-		DeltaReserved: -int64(amount), CreatedAt: now}, false)
+	if err := move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindSettle, TaskID: &taskID,
+		DeltaReserved: -int64(amount), CreatedAt: now}, false); err != nil {
+		return err
+	}
+	return watchBalance(tx, accountID, now, true)
 }
 
 // Release refunds a task's reservation in full inside tx, under the same rule as Settle.
 func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
-	return move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindRelease, TaskID: &taskID,
-		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount), CreatedAt: now}, false)
+	if err := move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindRelease, TaskID: &taskID,
+		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount), CreatedAt: now}, false); err != nil {
+		return err
+	}
+	return rearmAlerts(tx, accountID, now)
 }
 
-// Credit is a change of available balance that is not about a task: a Stripe top-up, a test top-up or a
-// staff adjustment (which may be negative and may leave available below zero, docs/design.md §3).
+// Credit is a change of available balance that is not about a task: a Stripe top-up or what Stripe gives
+// back (refund, dispute, dispute won), a test top-up, or a staff adjustment. Debits may leave available
+// below zero (docs/design.md §3): money already spent cannot be un-spent.
 type Credit struct {
 	AccountID  int64
-	Kind       string // topup, test_topup or adjustment
-	Amount     Micros
+	Kind       string // topup, test_topup, adjustment, refund, dispute or dispute_won
+	Amount     Micros // positive credits, negative debits
 	Reason     string
 	Actor      string
-	ExternalID string    // Stripe session/event id: the same one never credits twice
+	ExternalID string    // Stripe's id of the session, PaymentIntent, refund or dispute: never applied twice per kind
 	At         time.Time // when it happens, by the caller's clock (zero: now)
 }
 
 // ErrDuplicateCredit is returned when a credit with the same kind and external id was already applied.
 var ErrDuplicateCredit = errors.New("credit already applied")
 
+// creditSign says which way each kind moves available: +1 credits only, -1 debits only, 0 either.
+var creditSign = map[string]int{
+	models.KindTopup: 1, models.KindTestTopup: 1, models.KindDisputeWon: 1,
+	models.KindRefund: -1, models.KindDispute: -1,
+	models.KindAdjustment: 0,
+}
+
+func (c Credit) check() error {
+	sign, ok := creditSign[c.Kind]
+	switch {
+	case !ok:
+		return fmt.Errorf("credit kind %q is not a credit", c.Kind)
+	case c.Amount == 0:
+		return errors.New("the amount must not be zero")
+	case sign > 0 && c.Amount < 0:
+		return fmt.Errorf("a %s cannot be negative; use an adjustment to debit", c.Kind)
+	case sign < 0 && c.Amount > 0:
+		return fmt.Errorf("a %s is a debit: its amount must be negative", c.Kind)
+	case c.Kind == models.KindAdjustment && c.Reason == "":
+		return errors.New("an adjustment needs a reason")
+	}
+	return nil
+}
+
 // Apply writes the credit and its ledger entry in one transaction and returns the entry.
 func (c Credit) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, error) {
-	switch c.Kind {
-	case models.KindTopup, models.KindTestTopup, models.KindAdjustment:
-	default:
-		return nil, fmt.Errorf("credit kind %q is not a credit", c.Kind)
-	}
-	if c.Amount == 0 || (c.Amount < 0 && c.Kind != models.KindAdjustment) {
-		if c.Amount == 0 {
-			return nil, errors.New("the amount must not be zero")
+	var e *models.LedgerEntry
+	err := d.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		e, err = c.ApplyIn(tx)
+		return err
+	})
+	if err != nil {
+		if c.ExternalID != "" && db.IsUniqueViolation(err) {
+			return nil, ErrDuplicateCredit
 		}
-		return nil, fmt.Errorf("a %s cannot be negative; use an adjustment to debit", c.Kind)
+		return nil, err
 	}
-	if c.Kind == models.KindAdjustment && c.Reason == "" {
-		return nil, errors.New("an adjustment needs a reason")
+	return e, nil
+}
+
+// ApplyIn writes the credit and its ledger entry inside tx, the transaction of whatever caused it, and
+// keeps the account's balance alerts in step: a debit may cross a threshold, a credit re-arms one. A
+// second credit with the same kind and external id fails with a unique violation (on PostgreSQL that
+// aborts tx: the caller rolls back).
+func (c Credit) ApplyIn(tx *gorm.DB) (*models.LedgerEntry, error) {
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	at := c.At
 	if at.IsZero() {
 		at = db.Now()
 	}
+	at = at.UTC().Truncate(time.Microsecond)
 	e := &models.LedgerEntry{AccountID: c.AccountID, Kind: c.Kind, DeltaAvailable: int64(c.Amount), Reason: c.Reason, Actor: c.Actor,
-		CreatedAt: at.UTC().Truncate(time.Microsecond)}
+		CreatedAt: at}
 	if c.ExternalID != "" {
 		ext := c.ExternalID
 		e.ExternalID = &ext
 	}
-	err := d.Tx(ctx, func(tx *gorm.DB) error { return move(tx, e, false) })
+	if err := move(tx, e, false); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.Amount > 0 {
+		err = rearmAlerts(tx, c.AccountID, at)
+	} else {
+		err = watchBalance(tx, c.AccountID, at, false)
+	}
 	if err != nil {
-		if c.ExternalID != "" && db.IsUniqueViolation(err) {
-			return nil, ErrDuplicateCredit
-		}
 		return nil, err
 	}
 	return e, nil

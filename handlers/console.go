@@ -40,6 +40,7 @@ var notices = map[string]string{
 	"signed-out":        "You are signed out.",
 	"key-revoked":       "The API key was revoked. Requests using it are refused from now on.",
 	"funds-added":       "Test funds were added to your wallet.",
+	"alerts-saved":      "Your balance alerts were saved.",
 	"password-changed":  "Your password was changed, and every other device was signed out.",
 	"password-reset":    "Your password was reset. Sign in with the new one.",
 	"timezone-saved":    "Your time zone was saved.",

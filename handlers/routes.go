@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"videogen/billing"
+	"videogen/billing/payments"
 	"videogen/internal/apikeys"
 	"videogen/internal/auth"
 	"videogen/internal/calllog"
@@ -54,6 +55,9 @@ type Deps struct {
 	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
 	PublicBaseURL  string
 	TestTopups     bool
+	Payments       *payments.Service // Stripe top-ups and balance alerts
+	// WebhookTimeout bounds a Stripe webhook's answer (STRIPE_WEBHOOK_TIMEOUT).
+	WebhookTimeout time.Duration
 }
 
 type handler struct {
@@ -66,10 +70,11 @@ type handler struct {
 }
 
 // securityHeaders apply to every answer: no inline scripts or styles, no framing, no referrer beyond
-// this site.
+// this site. Forms post only here — and to Stripe Checkout, because browsers hold the redirect a form
+// is answered with to form-action too, and the top-up form is answered with a 303 to Stripe's page.
 var securityHeaders = helmet.Config{
 	ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; " +
-		"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+		"object-src 'none'; base-uri 'none'; form-action 'self' https://checkout.stripe.com; frame-ancestors 'none'",
 	XFrameOptions:      "DENY",
 	ReferrerPolicy:     "same-origin",
 	ContentTypeNosniff: "nosniff",
@@ -128,6 +133,9 @@ func New(d Deps) *fiber.App {
 	uploads.Post("/files", h.limitTransfers, h.uploadFiles)
 	uploads.Post("/import", h.limitTransfers, h.requireJSON, h.importFiles)
 
+	// Stripe's events (the signature is the authorization; outside /v1, no session, no CSRF).
+	app.Post("/webhooks/stripe", h.stripeWebhook)
+
 	// Signed media links (the signature is the authorization).
 	app.Get("/media/:id", h.getMedia)
 
@@ -163,7 +171,9 @@ func New(d Deps) *fiber.App {
 	console.Get("/calls.csv", h.exportCalls)
 	console.Get("/wallet", h.showWallet)
 	// Forms post to their page's own URL, so a refused one is shown again (422) at the address it came from.
-	console.Post("/wallet", h.addTestFunds)
+	console.Post("/wallet", h.walletForm)
+	console.Get("/wallet/topups/:id", h.showTopup)
+	console.Get("/wallet/topups/:id/canceled", h.showTopupCanceled)
 	console.Get("/account", h.showAccount)
 	console.Post("/account", h.updateAccount)
 	return app

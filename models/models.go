@@ -107,6 +107,10 @@ const (
 	KindReserve    = "reserve"
 	KindSettle     = "settle"
 	KindRelease    = "release"
+	// Money Stripe gave back (docs/stripe.md): each may leave available below zero.
+	KindRefund     = "refund"      // a refund of a top-up, once per Stripe refund id
+	KindDispute    = "dispute"     // a chargeback opened, once per Stripe dispute id
+	KindDisputeWon = "dispute_won" // the disputed amount returned when the dispute closes in our favour
 )
 
 // LedgerEntry is one change of an account's balances. Entries are only ever inserted.
@@ -292,4 +296,79 @@ func (t *Task) StoredInputs() (TaskInputs, error) {
 		return in, fmt.Errorf("decode the inputs of %s: %w", t.ID, err)
 	}
 	return in, nil
+}
+
+// BillingProfile is what an account has agreed with us about payments: its Stripe Customer, a saved
+// card for auto-recharge, and the balance thresholds it watches (docs/stripe.md).
+type BillingProfile struct {
+	AccountID            int64 `gorm:"primaryKey"`
+	StripeCustomerID     *string
+	PaymentMethodID      string
+	CardLabel            string
+	LowBalanceMicros     int64 // e-mail a warning when available first drops under this (0: never)
+	LowBalanceArmed      bool
+	LowBalanceDue        bool
+	RechargeEnabled      bool
+	RechargeBelowMicros  int64
+	RechargeAmountMicros int64
+	RechargeArmed        bool
+	RechargeDue          bool
+	RechargeOffReason    string // why auto-recharge was switched off by us ("" when the customer did)
+	UpdatedAt            time.Time
+}
+
+// Top-up sources and states.
+const (
+	TopupCheckout     = "checkout"
+	TopupAutoRecharge = "auto_recharge"
+
+	TopupPending  = "pending"
+	TopupCredited = "credited"
+	TopupFailed   = "failed"
+	TopupExpired  = "expired"
+	TopupCanceled = "canceled"
+)
+
+// Topup is one attempt to put money in through Stripe. The wallet is credited only from Stripe's webhook.
+type Topup struct {
+	ID                    string `gorm:"primaryKey"`
+	AccountID             int64
+	UserID                *int64
+	Source                string
+	State                 string
+	AmountMicros          int64 // what we asked Stripe for
+	CreditedMicros        int64 // what Stripe reported collected, and we credited
+	SaveCard              bool
+	StripeSessionID       *string
+	StripePaymentIntentID *string
+	Flag                  string // for staff: the credit differs from what was asked
+	Failure               string // why a payment failed, as Stripe said
+	ReceiptURL            string
+	ReceiptDue            bool
+	Attempts              int
+	NextAttemptAt         *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+	CreditedAt            *time.Time
+}
+
+// Stripe event states.
+const (
+	EventPending   = "pending"
+	EventProcessed = "processed"
+	EventIgnored   = "ignored"
+)
+
+// StripeEvent is one webhook event as received, kept so a replay is recognised and a deferred one retried.
+type StripeEvent struct {
+	ID            string `gorm:"primaryKey"`
+	Type          string
+	Payload       string
+	State         string
+	Note          string
+	Attempts      int
+	StripeCreated time.Time
+	ReceivedAt    time.Time
+	NextAttemptAt *time.Time
+	ProcessedAt   *time.Time
 }

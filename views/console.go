@@ -114,14 +114,66 @@ type CallsPage struct {
 	Error  string
 }
 
-// WalletPage is the balance and the ledger.
+// WalletPage is the balance, the ways to add funds, the balance alerts and the ledger.
 type WalletPage struct {
 	Available, Reserved int64
 	Entries             []models.LedgerEntry
 	Next, First         string
-	Amount              string
+	Amount              string // the top-up amount as typed, shown again with Error
 	Error               string
 	Verified            bool
+	Cards               bool // Stripe is configured: the top-up form charges a card
+	MinTopup, MaxTopup  int64
+	Presets             []int64
+	Topups              []models.Topup
+	Profile             *models.BillingProfile
+	AlertsForm          *AlertsForm
+}
+
+// AlertsForm is the low-balance warning and auto-recharge form, as typed.
+type AlertsForm struct {
+	LowBalance     string
+	RechargeOn     bool
+	RechargeBelow  string
+	RechargeAmount string
+	Errors         map[string]string
+}
+
+// TopupPage is one card top-up: where Stripe returns the customer, paid or canceled.
+type TopupPage struct {
+	Topup         models.Topup
+	Available     int64
+	Refresh       string // meta refresh while the payment's webhook has not arrived
+	GaveUpWaiting bool
+	Canceled      bool // the customer came back from Stripe's page without paying
+}
+
+// TopupState names a top-up's state for people.
+func TopupState(t models.Topup) string {
+	switch t.State {
+	case models.TopupPending:
+		if t.Source == models.TopupAutoRecharge {
+			return "Charging your saved card"
+		}
+		return "Waiting for payment"
+	case models.TopupCredited:
+		return "Paid and credited"
+	case models.TopupFailed:
+		return "Payment failed"
+	case models.TopupExpired:
+		return "Expired: nothing was charged"
+	case models.TopupCanceled:
+		return "Canceled: nothing was charged"
+	}
+	return t.State
+}
+
+// TopupSource names where a top-up came from.
+func TopupSource(t models.Topup) string {
+	if t.Source == models.TopupAutoRecharge {
+		return "Auto-recharge"
+	}
+	return "Card"
 }
 
 // AccountPage is the signed-in user's settings.

@@ -22,6 +22,8 @@ type Viewer struct {
 	Notice   string // one-line message after a redirect ("API key revoked.")
 	// TestTopups is set when the console may add test funds (TEST_TOPUPS=1).
 	TestTopups bool
+	// Refresh, when set, reloads the page without JavaScript (a meta refresh: "3;url=/…").
+	Refresh string
 }
 
 // SignedIn reports whether someone is signed in.
@@ -133,6 +135,12 @@ func entryLabel(kind string) string {
 		return "Charged for a video"
 	case models.KindRelease:
 		return "Refunded (video failed)"
+	case models.KindRefund:
+		return "Card payment refunded"
+	case models.KindDispute:
+		return "Card payment disputed"
+	case models.KindDisputeWon:
+		return "Dispute closed in your favour"
 	}
 	return kind
 }
@@ -173,4 +181,31 @@ func change(m int64) string {
 		return "—"
 	}
 	return SignedMoney(m)
+}
+
+// WithRefresh returns the viewer with a meta refresh for the page.
+func (v Viewer) WithRefresh(r string) Viewer {
+	v.Refresh = r
+	return v
+}
+
+// plainUSD writes whole-cent micro-dollars as a form value: "25", "25.50".
+func plainUSD(m int64) string {
+	s := strings.TrimPrefix(billing.Micros(m).USD(), "$")
+	return strings.TrimSuffix(s, ".00")
+}
+
+// topupAmount is what a top-up is worth: what Stripe collected once credited, else what was asked.
+func topupAmount(t models.Topup) int64 {
+	if t.State == models.TopupCredited {
+		return t.CreditedMicros
+	}
+	return t.AmountMicros
+}
+
+func failureNote(f string) string {
+	if f == "" {
+		return ""
+	}
+	return " (" + strings.TrimSuffix(f, ".") + ")"
 }

@@ -46,7 +46,7 @@ func root() *cobra.Command {
 		SilenceErrors: true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
-	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), simCmd())
+	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), stripeCmd(), simCmd())
 	return r
 }
 

@@ -767,6 +767,24 @@ func TestAudit(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "account 1: balances 5000001/0 but entries sum to 5000000/0") || !strings.Contains(stderr, "2 problems") {
 		t.Fatalf("audit of edited books: %d %q %q", code, out, stderr)
 	}
+
+	// Books that add up but went below zero by an entry other than a refund, dispute or adjustment.
+	dir = t.TempDir()
+	run(t, dir, env, "accounts", "create", "--email", "below@example.com")
+	if d, err = db.Open(context.Background(), filepath.Join(dir, "data", "videogen.db")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.W.Exec(`INSERT INTO ledger_entries (account_id, kind, delta_available, delta_reserved, available_after, reserved_after, created_at)
+		VALUES (1, 'test_topup', -2000000, 0, -2000000, 0, ?)`, time.Now()).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.W.Exec("UPDATE accounts SET available_micros = -2000000").Error; err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if out, stderr, code = run(t, dir, env, "audit"); code == 0 || !strings.Contains(out, "test_topup entry 1 left available at -2000000") {
+		t.Fatalf("audit of books below zero: %d %q %q", code, out, stderr)
+	}
 }
 
 // videoPart is the start of a multipart upload of an MP4 with n bytes after its header: the server takes

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"videogen/billing"
 )
 
 // Config is every setting of the service. Each field is one environment variable; `help` says what it
@@ -33,12 +35,17 @@ type Config struct {
 	TrustedProxies string `env:"TRUSTED_PROXIES" help:"comma-separated addresses or CIDRs whose X-Forwarded-For is believed"`
 	RedisURL       string `env:"REDIS_URL" help:"redis:// URL for rate limits shared across instances; unset = in-process limits"`
 
-	StripeSecretKey     string `env:"STRIPE_SECRET_KEY" help:"Stripe secret key (unset = no card top-ups)"`
-	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET" help:"Stripe webhook signing secret"`
-	StripeAPIBase       string `env:"STRIPE_API_BASE" help:"Stripe API base URL override, for tests"`
-	ResendAPIKey        string `env:"RESEND_API_KEY" help:"Resend API key (unset = e-mails are printed to the log)"`
-	MailFrom            string `env:"MAIL_FROM" envDefault:"videogen <no-reply@localhost>" help:"sender of e-mails"`
-	ResendAPIBase       string `env:"RESEND_API_BASE" help:"Resend API base URL override, for tests"`
+	StripeSecretKey      string        `env:"STRIPE_SECRET_KEY" help:"Stripe secret key (unset = no card top-ups)"`
+	StripeWebhookSecret  string        `env:"STRIPE_WEBHOOK_SECRET" help:"Stripe webhook signing secret"`
+	StripeAPIBase        string        `env:"STRIPE_API_BASE" help:"Stripe API base URL override, for tests"`
+	StripeWebhookTimeout time.Duration `env:"STRIPE_WEBHOOK_TIMEOUT" envDefault:"8s" help:"the most a Stripe webhook waits for its answer (Stripe gives up after about 10 s): the event is recorded, then processed in what is left; the rest is finished in the background"`
+	TopupMin             string        `env:"TOPUP_MIN" envDefault:"5" help:"smallest card top-up, in USD"`
+	TopupMax             string        `env:"TOPUP_MAX" envDefault:"1000" help:"largest card top-up, in USD"`
+	RechargeCap          int           `env:"AUTO_RECHARGE_MAX_PER_DAY" envDefault:"3" help:"automatic top-ups an account may have in 24 hours; one more switches auto-recharge off"`
+	ReconcileEvery       time.Duration `env:"STRIPE_RECONCILE_INTERVAL" envDefault:"24h" help:"how often one instance compares Stripe's payments of the last 72 h with the credited top-ups and logs differences (0 = never)"`
+	ResendAPIKey         string        `env:"RESEND_API_KEY" help:"Resend API key (unset = e-mails are printed to the log)"`
+	MailFrom             string        `env:"MAIL_FROM" envDefault:"videogen <no-reply@localhost>" help:"sender of e-mails"`
+	ResendAPIBase        string        `env:"RESEND_API_BASE" help:"Resend API base URL override, for tests"`
 
 	RateLimitRPS         float64       `env:"RATE_LIMIT_RPS" envDefault:"10" help:"per-key request rate (token bucket refill per second)"`
 	RateLimitBurst       int           `env:"RATE_LIMIT_BURST" envDefault:"40" help:"per-key burst (token bucket size)"`
@@ -140,6 +147,23 @@ func (c *Config) Validate() error {
 		if u != nil && u.Scheme != "https" {
 			errs = append(errs, errors.New("production requires an https:// PUBLIC_BASE_URL"))
 		}
+		if c.StripeSecretKey == "" || c.StripeWebhookSecret == "" {
+			errs = append(errs, errors.New("production requires STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET: customers pay by card"))
+		}
+	}
+	if (c.StripeSecretKey == "") != (c.StripeWebhookSecret == "") {
+		errs = append(errs, errors.New("STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET go together: payments are credited only from verified webhooks"))
+	}
+	if lo, hi, err := c.TopupBounds(); err != nil {
+		errs = append(errs, err)
+	} else if lo <= 0 || hi < lo {
+		errs = append(errs, errors.New("TOPUP_MIN must be positive and TOPUP_MAX at least as large"))
+	}
+	if c.StripeWebhookTimeout < 100*time.Millisecond || c.StripeWebhookTimeout > 9*time.Second {
+		errs = append(errs, errors.New("STRIPE_WEBHOOK_TIMEOUT must be between 100ms and 9s: Stripe stops waiting after 10s"))
+	}
+	if c.RechargeCap < 1 || c.ReconcileEvery < 0 {
+		errs = append(errs, errors.New("AUTO_RECHARGE_MAX_PER_DAY must be at least 1 and STRIPE_RECONCILE_INTERVAL not negative"))
 	}
 	if c.PprofAddr != "" {
 		if host, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !isLoopbackHost(host) {
@@ -187,6 +211,17 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("POLL_INTERVAL_MIN must be > 0 and <= POLL_INTERVAL_MAX"))
 	}
 	return errors.Join(errs...)
+}
+
+// TopupBounds returns TOPUP_MIN and TOPUP_MAX as amounts, in whole cents.
+func (c *Config) TopupBounds() (min, max billing.Micros, err error) {
+	if min, err = billing.ParseUSD(c.TopupMin); err == nil {
+		max, err = billing.ParseUSD(c.TopupMax)
+	}
+	if err != nil || min%(billing.PerUSD/100) != 0 || max%(billing.PerUSD/100) != 0 {
+		return 0, 0, fmt.Errorf("TOPUP_MIN and TOPUP_MAX must be dollar amounts in whole cents, such as 5 or 1000.00")
+	}
+	return min, max, nil
 }
 
 // EnsureSecret fills AppSecret in development from DATA_DIR/app_secret, creating it once. Production

@@ -71,3 +71,9 @@ func hasShape(s, prefix string) bool {
 	}
 	return true
 }
+
+// NewTopupID returns the id of a new Stripe top-up.
+func NewTopupID() string { return "topup_" + random(24) }
+
+// IsTopupID reports whether s has the shape of a top-up id.
+func IsTopupID(s string) bool { return hasShape(s, "topup_") }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm/clause"
-
 	"videogen/internal/blob"
 	"videogen/internal/db"
 	"videogen/internal/media"
@@ -129,29 +127,12 @@ func (j *Janitor) ExpireOutputs(ctx context.Context, now time.Time) (int, error)
 // files it deleted.
 func (j *Janitor) SweepOrphansIfDue(ctx context.Context) (int, error) {
 	now := j.clock()
-	const name = "orphans"
-	if err := j.DB.W.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
-		Create(&janitorRun{Name: name, StartedAt: time.Unix(0, 0).UTC()}).Error; err != nil {
-		return 0, fmt.Errorf("prepare the storage sweep: %w", err)
-	}
-	res := j.DB.W.WithContext(ctx).Exec("UPDATE janitor_runs SET started_at = ?, owner = ? WHERE name = ? AND started_at <= ?",
-		now, j.cfg.Owner, name, now.Add(-j.cfg.OrphanEvery))
-	if res.Error != nil {
-		return 0, fmt.Errorf("claim the storage sweep: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return 0, nil // another instance swept recently
+	claimed, err := j.DB.ClaimRun(ctx, "orphans", j.cfg.Owner, j.cfg.OrphanEvery, now)
+	if err != nil || !claimed {
+		return 0, err // or another instance swept recently
 	}
 	return j.SweepOrphans(ctx, now)
 }
-
-type janitorRun struct {
-	Name      string `gorm:"primaryKey"`
-	StartedAt time.Time
-	Owner     string
-}
-
-func (janitorRun) TableName() string { return "janitor_runs" }
 
 // SweepOrphans lists both stores and deletes every file older than OrphanGrace that no row names: a
 // half-written ".put-*" file, a video copied whose completion never committed, an upload whose row is

@@ -53,3 +53,28 @@ func (n *Notifier) AlreadyRegistered(tx *gorm.DB, to, signInLink, resetLink stri
 		"Sign in", signInLink, "Forgot your password? Reset it at "+resetLink+". If it was not you, no action is needed.",
 		"already-registered")
 }
+
+// Receipt queues the confirmation of a credit: the amount, the balance after it and, when the charge has
+// one, Stripe's receipt.
+func (n *Notifier) Receipt(tx *gorm.DB, to, amount, balance, receiptURL, walletURL string) error {
+	body := fmt.Sprintf("We received your payment of %s and added it to your wallet. Your available balance is now %s.", amount, balance)
+	button, link, after := "Open your wallet", walletURL, "Thank you. Your wallet page lists every payment and charge."
+	if receiptURL != "" {
+		button, link, after = "View the receipt", receiptURL, "Your wallet, with every payment and charge: "+walletURL
+	}
+	return n.queue(tx, to, "Payment received: "+amount+" added to your videogen wallet", "Payment received", body, button, link, after, "receipt")
+}
+
+// LowBalance queues the warning that available fell under the customer's threshold.
+func (n *Notifier) LowBalance(tx *gorm.DB, to, available, threshold, walletURL string) error {
+	body := fmt.Sprintf("Your available balance is %s, under the %s you asked us to warn you about. When it runs out, new videos are refused with 402 until you add funds.", available, threshold)
+	return n.queue(tx, to, "Your videogen balance is low: "+available, "Your balance is low", body,
+		"Add funds", walletURL, "You set this warning on your wallet page, where you can change it or switch on auto-recharge.", "low-balance")
+}
+
+// RechargeOff queues the news that auto-recharge was switched off, and why.
+func (n *Notifier) RechargeOff(tx *gorm.DB, to, why, walletURL string) error {
+	return n.queue(tx, to, "Auto-recharge is off for your videogen wallet", "Auto-recharge is off",
+		why+" We switched auto-recharge off, so nothing more will be charged automatically.",
+		"Open your wallet", walletURL, "Add funds or switch auto-recharge on again on your wallet page.", "recharge-off")
+}

@@ -24,7 +24,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/stripe/stripe-go/v76/client"
+
 	"videogen/billing"
+	"videogen/billing/payments"
 	"videogen/handlers"
 	"videogen/internal/apikeys"
 	"videogen/internal/auth"
@@ -67,6 +70,8 @@ type Server struct {
 	Mail mail.Sender
 
 	Outbox *mail.Outbox
+	// Payments is Stripe top-ups, auto-recharge and balance warnings (card payments off without keys).
+	Payments *payments.Service
 
 	listener     atomic.Pointer[lingerclose.Listener] // set by Serve
 	stopRequests context.CancelFunc                   // ends handlers' patience: bodies still arriving get 503 shutting_down
@@ -185,7 +190,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Notify: wakeWorker, Now: clock}
 	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
 	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL, clock)
-	s.Auth = &auth.Service{DB: d, Notify: &notify.Notifier{Outbox: s.Outbox}, BaseURL: cfg.PublicBaseURL,
+	notifier := &notify.Notifier{Outbox: s.Outbox}
+	topupMin, topupMax, err := cfg.TopupBounds()
+	if err != nil {
+		return nil, err
+	}
+	var stripeAPI *client.API
+	if cfg.StripeSecretKey != "" {
+		stripeAPI = payments.NewStripeClient(cfg.StripeSecretKey, cfg.StripeAPIBase, log.With("part", "stripe"))
+	}
+	s.Payments = payments.New(payments.Config{PublicBaseURL: cfg.PublicBaseURL, WebhookSecret: cfg.StripeWebhookSecret,
+		MinTopup: topupMin, MaxTopup: topupMax, RechargeCap: cfg.RechargeCap, Owner: cfg.WorkerID, ReconcileEvery: cfg.ReconcileEvery},
+		payments.Deps{DB: d, Stripe: stripeAPI, Notify: notifier, Log: log.With("part", "payments"), Now: clock})
+	s.Auth = &auth.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL,
 		Throttle: auth.NewThrottles(s.limits), Now: clock}
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
@@ -203,8 +220,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL, Now: clock,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
-		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups,
-		Stopping: stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
+		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
+		WebhookTimeout: cfg.StripeWebhookTimeout,
+		Stopping:       stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
 		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
@@ -218,10 +236,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	cctx, stop := context.WithCancel(context.Background())
 	s.choresStop = stop
-	s.chores.Add(2)
+	s.chores.Add(3)
 	go func() {
 		defer s.chores.Done()
 		s.Outbox.Run(cctx)
+	}()
+	go func() {
+		defer s.chores.Done()
+		s.Payments.Run(cctx)
 	}()
 	go func() {
 		defer s.chores.Done()

@@ -33,6 +33,8 @@ func (p Problem) String() string {
 // (docs/design.md, "Money and the ledger" and "Tasks"):
 //   - each account's available and reserved balances equal the sums of its ledger entries' deltas, its
 //     newest entry records those balances, and reserved is never negative;
+//   - only what Stripe gave back (a refund, a dispute) or a staff adjustment ever left available below
+//     zero: no reservation and no other kind of entry did;
 //   - each task has exactly the entries its billing state calls for — a reserve, then a settle or a
 //     release once it ended — each moving the task's amount, and its billing state agrees with its
 //     status;
@@ -48,7 +50,7 @@ func Audit(ctx context.Context, d *db.DB) ([]Problem, error) {
 	}
 	var out []Problem
 	err := d.R.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for _, check := range []func(*gorm.DB) ([]Problem, error){balancesMatchEntries, lastEntryMatchesBalances,
+		for _, check := range []func(*gorm.DB) ([]Problem, error){balancesMatchEntries, lastEntryMatchesBalances, onlyGiveBacksGoNegative,
 			taskEntriesMatchBillingState, billingStateMatchesStatus, backlogCounts, inFlightCounts} {
 			found, err := check(tx)
 			if err != nil {
@@ -107,6 +109,26 @@ func lastEntryMatchesBalances(tx *gorm.DB) ([]Problem, error) {
 	for _, r := range rows {
 		out = append(out, Problem{AccountID: r.ID, What: fmt.Sprintf("last entry says %d/%d after, account holds %d/%d",
 			r.AvailableAfter, r.ReservedAfter, r.AvailableMicros, r.ReservedMicros)})
+	}
+	return out, nil
+}
+
+// onlyGiveBacksGoNegative finds entries that took available below zero, or lowered it while it was below,
+// other than a refund, a dispute or a staff adjustment (docs/design.md §3).
+func onlyGiveBacksGoNegative(tx *gorm.DB) ([]Problem, error) {
+	var rows []struct {
+		ID, AccountID  int64
+		Kind           string
+		AvailableAfter int64
+	}
+	err := tx.Raw(`SELECT id, account_id, kind, available_after FROM ledger_entries
+		WHERE available_after < 0 AND delta_available < 0 AND kind NOT IN ('refund', 'dispute', 'adjustment')`).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("entries below zero: %w", err)
+	}
+	var out []Problem
+	for _, r := range rows {
+		out = append(out, Problem{AccountID: r.AccountID, What: fmt.Sprintf("%s entry %d left available at %d", r.Kind, r.ID, r.AvailableAfter)})
 	}
 	return out, nil
 }

@@ -1,0 +1,145 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/stripe/stripe-go/v76"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"videogen/billing"
+	"videogen/internal/ids"
+	"videogen/models"
+)
+
+// ErrAmount is returned for a top-up amount outside the bounds or not in whole cents.
+var ErrAmount = errors.New("the amount is outside the allowed range or not in whole cents")
+
+// Checkout is a customer's request to add funds with a card.
+type Checkout struct {
+	AccountID int64
+	UserID    int64
+	Email     string
+	Amount    billing.Micros
+	SaveCard  bool // keep the card for auto-recharge (setup_future_usage=off_session)
+}
+
+// StartCheckout writes a pending top-up and creates its Stripe Checkout Session; the customer pays on the
+// session's page, whose address it returns. It credits nothing: the webhook does, once Stripe says the
+// money is collected.
+func (s *Service) StartCheckout(ctx context.Context, c Checkout) (topupID, url string, err error) {
+	if !s.Enabled() {
+		return "", "", ErrNotConfigured
+	}
+	if c.Amount < s.cfg.MinTopup || c.Amount > s.cfg.MaxTopup || int64(c.Amount)%microsPerCent != 0 {
+		return "", "", ErrAmount
+	}
+	now := s.now().UTC()
+	t := &models.Topup{ID: ids.NewTopupID(), AccountID: c.AccountID, UserID: &c.UserID, Source: models.TopupCheckout,
+		State: models.TopupPending, AmountMicros: int64(c.Amount), SaveCard: c.SaveCard, CreatedAt: now, UpdatedAt: now}
+	if err := s.db.W.WithContext(ctx).Create(t).Error; err != nil {
+		return "", "", fmt.Errorf("record top-up: %w", err)
+	}
+	customer, err := s.customer(ctx, c.AccountID, c.Email)
+	if err == nil {
+		url, err = s.createSession(ctx, t, customer)
+	}
+	if err != nil {
+		// Nothing can be paid for a session that does not exist: the top-up is over, and says why.
+		_ = s.db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ? AND state = ?", t.ID, models.TopupPending).
+			Updates(map[string]any{"state": models.TopupFailed, "failure": "Stripe could not be reached; nothing was charged", "updated_at": now}).Error
+		s.log.Error("start checkout", "topup", t.ID, "account", c.AccountID, "err", err)
+		return t.ID, "", fmt.Errorf("%w: %v", ErrStripeUnavailable, err)
+	}
+	return t.ID, url, nil
+}
+
+func (s *Service) createSession(ctx context.Context, t *models.Topup, customer string) (string, error) {
+	meta := map[string]string{"topup_id": t.ID, "account_id": strconv.FormatInt(t.AccountID, 10), "source": models.TopupCheckout}
+	p := &stripe.CheckoutSessionParams{
+		Mode:              stripe.String(string(stripe.CheckoutSessionModePayment)),
+		Customer:          stripe.String(customer),
+		ClientReferenceID: stripe.String(t.ID),
+		LineItems: []*stripe.CheckoutSessionLineItemParams{{
+			Quantity: stripe.Int64(1),
+			PriceData: &stripe.CheckoutSessionLineItemPriceDataParams{
+				Currency:   stripe.String(string(stripe.CurrencyUSD)),
+				UnitAmount: stripe.Int64(cents(billing.Micros(t.AmountMicros))),
+				ProductData: &stripe.CheckoutSessionLineItemPriceDataProductDataParams{
+					Name:        stripe.String("videogen wallet top-up"),
+					Description: stripe.String("Prepaid balance for video generation, in US dollars"),
+				},
+			},
+		}},
+		PaymentIntentData: &stripe.CheckoutSessionPaymentIntentDataParams{Metadata: meta},
+		SuccessURL:        stripe.String(s.cfg.PublicBaseURL + "/console/wallet/topups/" + t.ID),
+		CancelURL:         stripe.String(s.cfg.PublicBaseURL + "/console/wallet/topups/" + t.ID + "/canceled"),
+	}
+	if t.SaveCard {
+		p.PaymentIntentData.SetupFutureUsage = stripe.String(string(stripe.PaymentIntentSetupFutureUsageOffSession))
+	}
+	p.Metadata = meta
+	// The wallet holds US dollars: Stripe's Adaptive Pricing would let the customer pay in their own
+	// currency and report the session's amount in it. Off, whatever the Dashboard says.
+	p.AddExtra("adaptive_pricing[enabled]", "false")
+	p.Context = ctx
+	// One session per top-up, however often this request is retried.
+	p.SetIdempotencyKey("videogen-checkout-" + t.ID)
+	sess, err := s.stripe.CheckoutSessions.New(p)
+	if err != nil {
+		return "", fmt.Errorf("create checkout session: %w", err)
+	}
+	if err := s.db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ?", t.ID).
+		Updates(map[string]any{"stripe_session_id": sess.ID, "updated_at": s.now().UTC()}).Error; err != nil {
+		return "", fmt.Errorf("record checkout session %s: %w", sess.ID, err)
+	}
+	return sess.URL, nil
+}
+
+// customer returns the account's Stripe Customer, creating it the first time. Two first top-ups at once
+// share one: the create carries an idempotency key per account, and the id is stored only if none is.
+func (s *Service) customer(ctx context.Context, accountID int64, email string) (string, error) {
+	var p models.BillingProfile
+	err := s.db.R.WithContext(ctx).Where("account_id = ?", accountID).Limit(1).Find(&p).Error
+	if err != nil {
+		return "", fmt.Errorf("read billing profile: %w", err)
+	}
+	if p.StripeCustomerID != nil && *p.StripeCustomerID != "" {
+		return *p.StripeCustomerID, nil
+	}
+	params := &stripe.CustomerParams{Email: stripe.String(email),
+		Metadata: map[string]string{"account_id": strconv.FormatInt(accountID, 10)}}
+	params.Context = ctx
+	// One key per account and e-mail: two users of one account starting their first top-up at once must
+	// not collide on one key with different parameters (the second customer is then left unused).
+	params.SetIdempotencyKey("videogen-customer-" + strconv.FormatInt(accountID, 10) + "-" + email)
+	cus, err := s.stripe.Customers.New(params)
+	if err != nil {
+		return "", fmt.Errorf("create Stripe customer: %w", err)
+	}
+	now := s.now().UTC()
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		if err := ensureProfile(tx, accountID, now); err != nil {
+			return err
+		}
+		if err := tx.Exec("UPDATE billing_profiles SET stripe_customer_id = ?, updated_at = ? WHERE account_id = ? AND stripe_customer_id IS NULL",
+			cus.ID, now, accountID).Error; err != nil {
+			return err
+		}
+		return tx.Where("account_id = ?", accountID).Take(&p).Error
+	})
+	if err != nil {
+		return "", fmt.Errorf("store Stripe customer: %w", err)
+	}
+	return *p.StripeCustomerID, nil
+}
+
+// ensureProfile makes the account's billing profile row exist.
+func ensureProfile(tx *gorm.DB, accountID int64, now time.Time) error {
+	return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.BillingProfile{AccountID: accountID,
+		LowBalanceArmed: true, RechargeArmed: true, UpdatedAt: now}).Error
+}

@@ -1,0 +1,316 @@
+package payments
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stripe/stripe-go/v76"
+	"gorm.io/gorm"
+
+	"videogen/billing"
+	"videogen/models"
+)
+
+// findTopup reads one top-up under tx; nil when none matches.
+func findTopup(tx *gorm.DB, where string, args ...any) (*models.Topup, error) {
+	var ts []models.Topup
+	if err := tx.Where(where, args...).Limit(1).Find(&ts).Error; err != nil {
+		return nil, fmt.Errorf("find top-up: %w", err)
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	return &ts[0], nil
+}
+
+// topupOfSession finds the top-up a Checkout Session pays for: by the session id stored when it was
+// created, or — when the instance crashed between creating the session and storing its id — by the
+// top-up id the session carries, if that top-up has no session yet and the account matches.
+func topupOfSession(tx *gorm.DB, sess *stripe.CheckoutSession) (*models.Topup, error) {
+	t, err := findTopup(tx, "stripe_session_id = ?", sess.ID)
+	if err != nil || t != nil {
+		return t, err
+	}
+	id := sess.ClientReferenceID
+	if id == "" {
+		id = sess.Metadata["topup_id"]
+	}
+	if id == "" {
+		return nil, nil
+	}
+	t, err = findTopup(tx, "id = ? AND stripe_session_id IS NULL AND source = ?", id, models.TopupCheckout)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	if acct := sess.Metadata["account_id"]; acct != "" && acct != fmt.Sprint(t.AccountID) {
+		return nil, nil
+	}
+	if err := tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("stripe_session_id", sess.ID).Error; err != nil {
+		return nil, fmt.Errorf("record session of top-up %s: %w", t.ID, err)
+	}
+	return t, nil
+}
+
+func paymentIntentID(pi *stripe.PaymentIntent) *string {
+	if pi == nil || pi.ID == "" {
+		return nil
+	}
+	return &pi.ID
+}
+
+func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession) effect {
+	return func(tx *gorm.DB) (string, error) {
+		t, err := topupOfSession(tx, sess)
+		if err != nil {
+			return "", err
+		}
+		if t == nil {
+			return "", ignore("no top-up of videogen's has checkout session %s", sess.ID)
+		}
+		now := s.now().UTC()
+		switch typ {
+		case EvSessionCompleted:
+			if sess.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid {
+				// A delayed payment method: the money is not collected yet. async_payment_succeeded or
+				// _failed will say how it ends.
+				if pi := paymentIntentID(sess.PaymentIntent); pi != nil {
+					if err := tx.Exec("UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), updated_at = ? WHERE id = ?", *pi, now, t.ID).Error; err != nil {
+						return "", fmt.Errorf("record payment of top-up %s: %w", t.ID, err)
+					}
+				}
+				return "completed, payment " + string(sess.PaymentStatus) + ": waiting for it", nil
+			}
+			amount, currency := sessionUSD(sess)
+			return s.creditTopup(tx, t, sess.ID, amount, currency, paymentIntentID(sess.PaymentIntent))
+		case EvSessionAsyncPaid:
+			amount, currency := sessionUSD(sess)
+			return s.creditTopup(tx, t, sess.ID, amount, currency, paymentIntentID(sess.PaymentIntent))
+		case EvSessionAsyncFailed:
+			return "payment failed", endTopup(tx, t.ID, models.TopupFailed, "the payment failed", now)
+		default: // expired
+			return "expired", endTopup(tx, t.ID, models.TopupExpired, "", now)
+		}
+	}
+}
+
+// sessionUSD returns what a session collected in US dollars: amount_total, or — when the customer paid
+// in another currency through Adaptive Pricing (switched off on our sessions, but an account setting
+// could predate that) — the USD amount Stripe converted from.
+func sessionUSD(sess *stripe.CheckoutSession) (int64, stripe.Currency) {
+	if sess.Currency != stripe.CurrencyUSD && sess.CurrencyConversion != nil && sess.CurrencyConversion.SourceCurrency == stripe.CurrencyUSD {
+		return sess.CurrencyConversion.AmountTotal, stripe.CurrencyUSD
+	}
+	return sess.AmountTotal, sess.Currency
+}
+
+// endTopup moves a top-up that was never paid to its final state.
+func endTopup(tx *gorm.DB, id, state, failure string, now any) error {
+	return tx.Exec("UPDATE topups SET state = ?, failure = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND state IN (?, ?)",
+		state, failure, now, id, models.TopupPending, models.TopupCanceled).Error
+}
+
+// creditTopup credits what Stripe collected for a top-up, once. The top-up row is the gate (only the
+// transaction that stamps credited_at credits), and the ledger's unique (kind, external_id) refuses a
+// second topup entry for the same session or PaymentIntent even if the gate were wrong.
+func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, amountCents int64, currency stripe.Currency, pi *string) (string, error) {
+	now := s.now().UTC()
+	if currency != stripe.CurrencyUSD {
+		flag := fmt.Sprintf("Stripe collected %d %s (not USD): not credited; refund it or credit by hand", amountCents, currency)
+		s.log.Error("top-up paid in a currency the wallet does not hold", "topup", t.ID, "currency", currency)
+		return "not credited: " + string(currency), tx.Exec("UPDATE topups SET flag = ?, updated_at = ? WHERE id = ?", flag, now, t.ID).Error
+	}
+	amount := fromCents(amountCents)
+	if amount <= 0 {
+		return "", ignore("Stripe reports nothing collected for %s", externalID)
+	}
+	flag := ""
+	if int64(amount) != t.AmountMicros {
+		flag = fmt.Sprintf("Stripe collected %s for a top-up of %s: credited as Stripe reports", amount.USD(), billing.Micros(t.AmountMicros).USD())
+		s.log.Warn("top-up amount differs from what Stripe collected", "topup", t.ID, "asked", t.AmountMicros, "collected", int64(amount))
+	}
+	res := tx.Exec(`UPDATE topups SET state = ?, credited_micros = ?, flag = CASE WHEN ? = '' THEN flag ELSE ? END,
+		stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), receipt_due = ?, attempts = 0,
+		next_attempt_at = ?, credited_at = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL`,
+		models.TopupCredited, int64(amount), flag, flag, pi, true, now, now, now, t.ID)
+	if res.Error != nil {
+		return "", fmt.Errorf("mark top-up %s credited: %w", t.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return "already credited", nil
+	}
+	_, err := billing.Credit{AccountID: t.AccountID, Kind: models.KindTopup, Amount: amount, ExternalID: externalID,
+		Reason: "card top-up " + t.ID, Actor: "stripe", At: now}.ApplyIn(tx)
+	if err != nil {
+		return "", err
+	}
+	return outcomeCredited, nil
+}
+
+// ledgerHas reports whether an entry of kind with external id exists.
+func ledgerHas(tx *gorm.DB, kind, externalID string) (bool, error) {
+	var n int64
+	err := tx.Model(&models.LedgerEntry{}).Where("kind = ? AND external_id = ?", kind, externalID).Count(&n).Error
+	return n > 0, err
+}
+
+// topupOfPayment finds the credited top-up a charge or dispute is about, by its PaymentIntent.
+func topupOfPayment(tx *gorm.DB, pi *stripe.PaymentIntent) (*models.Topup, error) {
+	id := paymentIntentID(pi)
+	if id == nil {
+		return nil, ignore("no payment intent named")
+	}
+	t, err := findTopup(tx, "stripe_payment_intent_id = ?", *id)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil || t.CreditedAt == nil {
+		// A refund or dispute can arrive before the payment's own event: wait for it.
+		return nil, errDefer
+	}
+	return t, nil
+}
+
+// refundsOf returns a charge's refunds: from the event when it carries the whole list (API versions
+// before 2022-11-15 did), otherwise listed from Stripe.
+func (s *Service) refundsOf(ctx context.Context, ch *stripe.Charge) ([]*stripe.Refund, error) {
+	if ch.Refunds != nil && !ch.Refunds.HasMore && len(ch.Refunds.Data) > 0 {
+		return ch.Refunds.Data, nil
+	}
+	if !s.Enabled() {
+		return nil, ErrNotConfigured
+	}
+	p := &stripe.RefundListParams{Charge: stripe.String(ch.ID)}
+	p.Context = ctx
+	p.Limit = stripe.Int64(100)
+	var out []*stripe.Refund
+	it := s.stripe.Refunds.List(p)
+	for it.Next() {
+		out = append(out, it.Refund())
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("list refunds of charge %s: %w", ch.ID, err)
+	}
+	return out, nil
+}
+
+// refundEffect debits each refund of a charge once, by the refund's id: charge.refunded carries the
+// refunded total so far, and the same refund is in every later event about the charge.
+func (s *Service) refundEffect(ch *stripe.Charge, refunds []*stripe.Refund) effect {
+	return func(tx *gorm.DB) (string, error) {
+		t, err := topupOfPayment(tx, ch.PaymentIntent)
+		if err != nil {
+			return "", err
+		}
+		now := s.now().UTC()
+		debited := 0
+		for _, r := range refunds {
+			if r.Charge != nil && r.Charge.ID != "" && r.Charge.ID != ch.ID {
+				continue
+			}
+			// A refund that failed or was canceled gave nothing back.
+			if r.Status == stripe.RefundStatusFailed || r.Status == stripe.RefundStatusCanceled || r.Amount <= 0 {
+				continue
+			}
+			if r.Currency != "" && r.Currency != stripe.CurrencyUSD {
+				continue
+			}
+			done, err := ledgerHas(tx, models.KindRefund, r.ID)
+			if err != nil {
+				return "", err
+			}
+			if done {
+				continue
+			}
+			if _, err := (billing.Credit{AccountID: t.AccountID, Kind: models.KindRefund, Amount: -fromCents(r.Amount),
+				ExternalID: r.ID, Reason: "card refund of top-up " + t.ID, Actor: "stripe", At: now}).ApplyIn(tx); err != nil {
+				return "", err
+			}
+			debited++
+		}
+		return fmt.Sprintf("%d refund(s) debited", debited), nil
+	}
+}
+
+// disputeEffect debits a dispute's amount once when it opens, and credits it back once if it closes in
+// our favour (won, or an inquiry closed without a chargeback).
+func (s *Service) disputeEffect(typ string, d *stripe.Dispute) effect {
+	return func(tx *gorm.DB) (string, error) {
+		pi := d.PaymentIntent
+		if pi == nil && d.Charge != nil {
+			pi = d.Charge.PaymentIntent
+		}
+		t, err := topupOfPayment(tx, pi)
+		if err != nil {
+			return "", err
+		}
+		now := s.now().UTC()
+		debited, err := ledgerHas(tx, models.KindDispute, d.ID)
+		if err != nil {
+			return "", err
+		}
+		debit := func() (string, error) {
+			if debited {
+				return "already debited", nil
+			}
+			_, err := billing.Credit{AccountID: t.AccountID, Kind: models.KindDispute, Amount: -fromCents(d.Amount),
+				ExternalID: d.ID, Reason: "card dispute of top-up " + t.ID, Actor: "stripe", At: now}.ApplyIn(tx)
+			return "dispute debited", err
+		}
+		if typ == EvDisputeCreated {
+			return debit()
+		}
+		switch d.Status {
+		case stripe.DisputeStatusWon, stripe.DisputeStatusWarningClosed:
+			if !debited {
+				// The opening event has not been applied (it may still come, as a retry): book the
+				// dispute and its return now, net zero, so that it finds the dispute already debited.
+				if _, err := debit(); err != nil {
+					return "", err
+				}
+			}
+			back, err := ledgerHas(tx, models.KindDisputeWon, d.ID)
+			if err != nil || back {
+				return "already credited back", err
+			}
+			var e models.LedgerEntry
+			if err := tx.Where("kind = ? AND external_id = ?", models.KindDispute, d.ID).Take(&e).Error; err != nil {
+				return "", fmt.Errorf("read dispute debit %s: %w", d.ID, err)
+			}
+			_, err = billing.Credit{AccountID: t.AccountID, Kind: models.KindDisputeWon, Amount: billing.Micros(-e.DeltaAvailable),
+				ExternalID: d.ID, Reason: "card dispute won, top-up " + t.ID, Actor: "stripe", At: now}.ApplyIn(tx)
+			return "dispute won: credited back", err
+		case stripe.DisputeStatusLost:
+			// The opening event may never have come: a lost dispute is money gone either way.
+			return debit()
+		}
+		return "closed as " + string(d.Status), nil
+	}
+}
+
+// paymentIntentEffect credits or fails an auto-recharge. Checkout's own PaymentIntents are ignored here:
+// their sessions' events credit them.
+func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent) effect {
+	return func(tx *gorm.DB) (string, error) {
+		t, err := findTopup(tx, "stripe_payment_intent_id = ? AND source = ?", pi.ID, models.TopupAutoRecharge)
+		if err == nil && t == nil && pi.Metadata["source"] == models.TopupAutoRecharge && pi.Metadata["topup_id"] != "" {
+			t, err = findTopup(tx, "id = ? AND source = ? AND stripe_payment_intent_id IS NULL", pi.Metadata["topup_id"], models.TopupAutoRecharge)
+			if err == nil && t != nil {
+				err = tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("stripe_payment_intent_id", pi.ID).Error
+			}
+		}
+		if err != nil {
+			return "", err
+		}
+		if t == nil {
+			return "", ignore("payment intent %s is not an auto-recharge of videogen's", pi.ID)
+		}
+		if typ == EvPaymentIntentPaid {
+			return s.creditTopup(tx, t, pi.ID, pi.AmountReceived, pi.Currency, &pi.ID)
+		}
+		reason := "the card was declined"
+		if pi.LastPaymentError != nil && pi.LastPaymentError.Msg != "" {
+			reason = pi.LastPaymentError.Msg
+		}
+		return "auto-recharge declined", s.failRecharge(tx, t, reason)
+	}
+}

@@ -1,0 +1,293 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/webhook"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"videogen/internal/db"
+	"videogen/models"
+)
+
+// ErrBadSignature is returned for a webhook whose Stripe-Signature is missing, wrong or too old, or whose
+// API version is not the one this build speaks (2023-10-16): nothing is recorded.
+var ErrBadSignature = errors.New("the Stripe-Signature header does not verify")
+
+// Events videogen acts on; docs/stripe.md says what each does to the ledger.
+const (
+	EvSessionCompleted    = "checkout.session.completed"
+	EvSessionAsyncPaid    = "checkout.session.async_payment_succeeded"
+	EvSessionAsyncFailed  = "checkout.session.async_payment_failed"
+	EvSessionExpired      = "checkout.session.expired"
+	EvChargeRefunded      = "charge.refunded"
+	EvDisputeCreated      = "charge.dispute.created"
+	EvDisputeClosed       = "charge.dispute.closed"
+	EvPaymentIntentPaid   = "payment_intent.succeeded"
+	EvPaymentIntentFailed = "payment_intent.payment_failed"
+)
+
+// HandledEvents lists the event types the webhook endpoint must be subscribed to.
+var HandledEvents = []string{EvSessionCompleted, EvSessionAsyncPaid, EvSessionAsyncFailed, EvSessionExpired,
+	EvChargeRefunded, EvDisputeCreated, EvDisputeClosed, EvPaymentIntentPaid, EvPaymentIntentFailed}
+
+// Received is what became of one webhook delivery.
+type Received struct {
+	EventID   string
+	Type      string
+	Duplicate bool   // the event id was received before
+	Outcome   string // processed, ignored, deferred (waits for its payment), pending (will be retried)
+}
+
+// Record verifies a webhook delivery and records the event by its id; Process then applies it. Once it is
+// recorded the delivery succeeds whatever the processing does: an event that cannot be processed yet (its
+// payment is not known yet, the database is slow) stays pending and the background job tries it again,
+// so Stripe never needs to. An error means the event was not recorded: Stripe must retry.
+func (s *Service) Record(ctx context.Context, payload []byte, signature string) (*Received, error) {
+	ev, err := webhook.ConstructEvent(payload, signature, s.cfg.WebhookSecret)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSignature, err)
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	// The background job takes the event only if this delivery has not finished it by then.
+	later := now.Add(10 * time.Second)
+	row := models.StripeEvent{ID: ev.ID, Type: string(ev.Type), Payload: string(payload), State: models.EventPending,
+		StripeCreated: time.Unix(ev.Created, 0).UTC(), ReceivedAt: now, NextAttemptAt: &later}
+	res := s.db.W.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+	if res.Error != nil {
+		return nil, fmt.Errorf("record Stripe event %s: %w", ev.ID, res.Error)
+	}
+	return &Received{EventID: ev.ID, Type: string(ev.Type), Duplicate: res.RowsAffected == 0, Outcome: "pending"}, nil
+}
+
+// Outcomes of processing an event.
+const (
+	outcomeProcessed = "processed"
+	outcomeIgnored   = "ignored"
+	outcomeDeferred  = "deferred"
+	outcomeCredited  = "credited"
+)
+
+// errDefer says an event names a payment not known yet; it is tried again later.
+var errDefer = errors.New("its payment is not known yet")
+
+// ignoreError says an event is not ours to act on; it is recorded as ignored with the reason.
+type ignoreError struct{ why string }
+
+func (e ignoreError) Error() string { return e.why }
+
+func ignore(format string, args ...any) error { return ignoreError{fmt.Sprintf(format, args...)} }
+
+// effect applies an event inside the transaction that marks it processed, and says what it did.
+type effect func(tx *gorm.DB) (note string, err error)
+
+// Process applies a recorded event once: the transaction that moves it out of 'pending' is the one that
+// applies it, so twenty deliveries at once, or the webhook and the background job at once, apply it once.
+func (s *Service) Process(ctx context.Context, eventID string) (string, error) {
+	var row models.StripeEvent
+	if err := s.db.R.WithContext(ctx).Where("id = ?", eventID).Take(&row).Error; err != nil {
+		return "", fmt.Errorf("read Stripe event %s: %w", eventID, err)
+	}
+	if row.State != models.EventPending {
+		return row.State, nil
+	}
+	var ev stripe.Event
+	if err := json.Unmarshal([]byte(row.Payload), &ev); err != nil {
+		return s.finish(ctx, &row, models.EventIgnored, "unreadable payload: "+err.Error(), nil)
+	}
+	apply, err := s.effectOf(ctx, &ev)
+	if err != nil {
+		var ig ignoreError
+		switch {
+		case errors.As(err, &ig):
+			return s.finish(ctx, &row, models.EventIgnored, ig.why, nil)
+		case errors.Is(err, errDefer):
+			return outcomeDeferred, s.deferEvent(ctx, &row, err.Error())
+		}
+		return "", s.retryLater(ctx, &row, err)
+	}
+	out, err := s.finish(ctx, &row, models.EventProcessed, "", apply)
+	if err != nil && db.IsUniqueViolation(err) {
+		// Another event about the same payment committed its credit between our reads and our write
+		// (the unique index stopped the second credit): the second look sees it and does nothing.
+		out, err = s.finish(ctx, &row, models.EventProcessed, "", apply)
+	}
+	return out, err
+}
+
+// finish marks the event and applies its effect in one transaction.
+func (s *Service) finish(ctx context.Context, row *models.StripeEvent, state, note string, apply effect) (string, error) {
+	now := s.now().UTC()
+	outcome := state
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		// Claim the event first: a second delivery of it waits here for the first to commit, then finds
+		// it no longer pending and touches nothing.
+		res := tx.Exec("UPDATE stripe_events SET state = ?, processed_at = ?, next_attempt_at = NULL, attempts = attempts + 1 WHERE id = ? AND state = ?",
+			state, now, row.ID, models.EventPending)
+		if res.Error != nil {
+			return fmt.Errorf("claim Stripe event %s: %w", row.ID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return errAlreadyDone
+		}
+		if apply != nil {
+			n, err := apply(tx)
+			var ig ignoreError
+			switch {
+			case errors.As(err, &ig):
+				state, note, outcome = models.EventIgnored, ig.why, outcomeIgnored
+			case err != nil:
+				return err
+			default:
+				note = n
+				if n == outcomeCredited {
+					outcome = outcomeCredited
+				}
+			}
+		}
+		if err := tx.Exec("UPDATE stripe_events SET state = ?, note = ? WHERE id = ?", state, note, row.ID).Error; err != nil {
+			return fmt.Errorf("mark Stripe event %s %s: %w", row.ID, state, err)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errAlreadyDone):
+		return outcomeProcessed, nil
+	case errors.Is(err, errDefer):
+		return outcomeDeferred, s.deferEvent(ctx, row, err.Error())
+	case err != nil:
+		return "", err
+	}
+	if state == models.EventIgnored {
+		s.log.Info("Stripe event ignored", "event", row.ID, "type", row.Type, "why", note)
+	} else {
+		s.log.Info("Stripe event processed", "event", row.ID, "type", row.Type, "note", note)
+	}
+	if outcome == outcomeCredited {
+		s.Wake() // a receipt is due
+		// Events that waited for this payment (a refund that came first) apply now, not at their next try.
+		if ctx.Value(retryingKey{}) == nil {
+			s.processDue(context.WithValue(ctx, retryingKey{}, true), true)
+		}
+	}
+	return outcome, nil
+}
+
+var errAlreadyDone = errors.New("already processed")
+
+// retryingKey marks a context already retrying waiting events, so a credit inside it does not start again.
+type retryingKey struct{}
+
+// deferWindow is how long an event about an unknown payment is kept trying before it is given up (and
+// logged as an error for staff).
+const deferWindow = 72 * time.Hour
+
+func (s *Service) deferEvent(ctx context.Context, row *models.StripeEvent, why string) error {
+	now := s.now().UTC()
+	if now.Sub(row.ReceivedAt) > deferWindow {
+		s.log.Error("Stripe event given up: its payment never became known", "event", row.ID, "type", row.Type)
+		_, err := s.finish(ctx, row, models.EventIgnored, "given up after 72 h: "+why, nil)
+		return err
+	}
+	return s.postpone(ctx, row, "waiting: "+why)
+}
+
+func (s *Service) retryLater(ctx context.Context, row *models.StripeEvent, cause error) error {
+	// The delivery's own time may be what ran out: noting the retry gets a moment of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := s.postpone(ctx, row, "will retry: "+cause.Error()); err != nil {
+		return errors.Join(cause, err)
+	}
+	return cause
+}
+
+// postpone leaves a pending event for its next try, after the backoff its attempts call for.
+func (s *Service) postpone(ctx context.Context, row *models.StripeEvent, note string) error {
+	next := s.now().UTC().Add(backoff(row.Attempts))
+	return s.db.W.WithContext(ctx).Exec("UPDATE stripe_events SET attempts = attempts + 1, note = ?, next_attempt_at = ? WHERE id = ? AND state = ?",
+		note, next, row.ID, models.EventPending).Error
+}
+
+// backoff is 5 s doubling to at most an hour.
+func backoff(attempts int) time.Duration {
+	d := 5 * time.Second
+	for i := 0; i < attempts && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+// processDue processes pending events whose time has come (all pending ones when now is set: a payment
+// just became known).
+func (s *Service) processDue(ctx context.Context, all bool) {
+	q := s.db.R.WithContext(ctx).Model(&models.StripeEvent{}).Where("state = ?", models.EventPending)
+	if !all {
+		q = q.Where("next_attempt_at <= ?", s.now().UTC())
+	}
+	var ids []string
+	if err := q.Order("stripe_created, id").Limit(100).Pluck("id", &ids).Error; err != nil {
+		s.log.Warn("list pending Stripe events", "err", err)
+		return
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := s.Process(ctx, id); err != nil {
+			s.log.Warn("Stripe event still pending", "event", id, "err", err)
+		}
+	}
+}
+
+// effectOf reads what an event says and returns its effect. Calls to Stripe it needs (a charge's refunds)
+// happen here, before the transaction.
+func (s *Service) effectOf(ctx context.Context, ev *stripe.Event) (effect, error) {
+	if ev.Livemode != s.live {
+		// A test-mode payment must never credit a live wallet (nor the other way round): a test key on a
+		// live installation, or a test endpoint pointed here, is a misconfiguration to see in the log.
+		s.log.Error("Stripe event of the other mode ignored", "event", ev.ID, "event_livemode", ev.Livemode, "key_livemode", s.live)
+		return nil, ignore("a livemode=%v event, and this installation's key is livemode=%v", ev.Livemode, s.live)
+	}
+	switch ev.Type {
+	case EvSessionCompleted, EvSessionAsyncPaid, EvSessionAsyncFailed, EvSessionExpired:
+		var sess stripe.CheckoutSession
+		if err := json.Unmarshal(ev.Data.Raw, &sess); err != nil {
+			return nil, ignore("unreadable checkout session: %v", err)
+		}
+		return s.sessionEffect(string(ev.Type), &sess), nil
+	case EvChargeRefunded:
+		var ch stripe.Charge
+		if err := json.Unmarshal(ev.Data.Raw, &ch); err != nil {
+			return nil, ignore("unreadable charge: %v", err)
+		}
+		// A charge whose payment is not credited (yet) waits, before anything is asked of Stripe.
+		if _, err := topupOfPayment(s.db.R.WithContext(ctx), ch.PaymentIntent); err != nil {
+			return nil, err // errDefer: its payment is not credited yet; or not ours at all (ignored)
+		}
+		refunds, err := s.refundsOf(ctx, &ch)
+		if err != nil {
+			return nil, err
+		}
+		return s.refundEffect(&ch, refunds), nil
+	case EvDisputeCreated, EvDisputeClosed:
+		var d stripe.Dispute
+		if err := json.Unmarshal(ev.Data.Raw, &d); err != nil {
+			return nil, ignore("unreadable dispute: %v", err)
+		}
+		return s.disputeEffect(string(ev.Type), &d), nil
+	case EvPaymentIntentPaid, EvPaymentIntentFailed:
+		var pi stripe.PaymentIntent
+		if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
+			return nil, ignore("unreadable payment intent: %v", err)
+		}
+		return s.paymentIntentEffect(string(ev.Type), &pi), nil
+	}
+	return nil, ignore("videogen does not act on %s events", ev.Type)
+}

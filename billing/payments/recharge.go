@@ -1,0 +1,260 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v76"
+	"gorm.io/gorm"
+
+	"videogen/billing"
+	"videogen/internal/ids"
+	"videogen/models"
+)
+
+// Alerts are the balance thresholds a customer sets on the wallet page.
+type Alerts struct {
+	LowBalance      billing.Micros // e-mail when available first drops under this (0: off)
+	RechargeEnabled bool
+	RechargeBelow   billing.Micros // when available falls below this ...
+	RechargeAmount  billing.Micros // ... charge the saved card this much
+}
+
+// ErrNoCard is returned when auto-recharge is switched on without a saved card.
+var ErrNoCard = errors.New("save a card with a top-up first")
+
+// SaveAlerts stores the thresholds. Each starts armed, so the next charge that leaves available under one
+// fires it.
+func (s *Service) SaveAlerts(ctx context.Context, accountID int64, a Alerts) error {
+	now := s.now().UTC()
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := ensureProfile(tx, accountID, now); err != nil {
+			return err
+		}
+		var p models.BillingProfile
+		if err := tx.Where("account_id = ?", accountID).Take(&p).Error; err != nil {
+			return err
+		}
+		if a.RechargeEnabled && p.PaymentMethodID == "" {
+			return ErrNoCard
+		}
+		return tx.Model(&models.BillingProfile{}).Where("account_id = ?", accountID).Updates(map[string]any{
+			"low_balance_micros": int64(a.LowBalance), "low_balance_armed": true, "low_balance_due": false,
+			"recharge_enabled": a.RechargeEnabled, "recharge_below_micros": int64(a.RechargeBelow),
+			"recharge_amount_micros": int64(a.RechargeAmount), "recharge_armed": true, "recharge_due": false,
+			"recharge_off_reason": "", "updated_at": now,
+		}).Error
+	})
+}
+
+// recipients returns who hears about an account's money: the user who paid, else its verified users.
+func recipients(tx *gorm.DB, accountID int64, userID *int64) ([]string, error) {
+	var emails []string
+	q := tx.Model(&models.User{}).Where("account_id = ? AND email_verified_at IS NOT NULL", accountID)
+	if userID != nil {
+		q = q.Where("id = ?", *userID)
+	}
+	if err := q.Order("id").Pluck("email", &emails).Error; err != nil {
+		return nil, fmt.Errorf("read recipients of account %d: %w", accountID, err)
+	}
+	if len(emails) == 0 && userID != nil {
+		return recipients(tx, accountID, nil)
+	}
+	return emails, nil
+}
+
+func (s *Service) walletURL() string { return s.cfg.PublicBaseURL + "/console/wallet" }
+
+// switchRechargeOff turns auto-recharge off with a reason and tells the customer, in tx.
+func (s *Service) switchRechargeOff(tx *gorm.DB, accountID int64, why string) error {
+	res := tx.Exec("UPDATE billing_profiles SET recharge_enabled = ?, recharge_due = ?, recharge_off_reason = ?, updated_at = ? WHERE account_id = ? AND recharge_enabled",
+		false, false, why, s.now().UTC(), accountID)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return res.Error
+	}
+	to, err := recipients(tx, accountID, nil)
+	if err != nil {
+		return err
+	}
+	for _, addr := range to {
+		if err := s.notify.RechargeOff(tx, addr, why, s.walletURL()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failRecharge ends a declined auto-recharge: the top-up fails and auto-recharge switches off with an
+// e-mail — once, by the transaction that moves the top-up out of pending.
+func (s *Service) failRecharge(tx *gorm.DB, t *models.Topup, reason string) error {
+	res := tx.Exec("UPDATE topups SET state = ?, failure = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND state = ?",
+		models.TopupFailed, reason, s.now().UTC(), t.ID, models.TopupPending)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return res.Error
+	}
+	return s.switchRechargeOff(tx, t.AccountID, fmt.Sprintf("We tried to charge your saved card %s automatically, and the payment failed: %s.",
+		billing.Micros(t.AmountMicros).USD(), strings.TrimSuffix(reason, ".")))
+}
+
+// startRecharges turns each due crossing into one auto-recharge top-up, unless the account had
+// RechargeCap of them in the last 24 hours: then auto-recharge switches off instead (a loop guard).
+func (s *Service) startRecharges(ctx context.Context) {
+	var due []int64
+	if err := s.db.R.WithContext(ctx).Model(&models.BillingProfile{}).Where("recharge_due").Limit(50).Pluck("account_id", &due).Error; err != nil {
+		s.log.Warn("list due auto-recharges", "err", err)
+		return
+	}
+	for _, acct := range due {
+		now := s.now().UTC()
+		err := s.tx(ctx, func(tx *gorm.DB) error {
+			res := tx.Exec("UPDATE billing_profiles SET recharge_due = ?, updated_at = ? WHERE account_id = ? AND recharge_due", false, now, acct)
+			if res.Error != nil || res.RowsAffected == 0 {
+				return res.Error // another instance took it
+			}
+			var p models.BillingProfile
+			if err := tx.Where("account_id = ?", acct).Take(&p).Error; err != nil {
+				return err
+			}
+			if !p.RechargeEnabled || p.RechargeAmountMicros <= 0 {
+				return nil
+			}
+			if p.PaymentMethodID == "" {
+				return s.switchRechargeOff(tx, acct, "There is no saved card to charge.")
+			}
+			var a models.Account
+			if err := tx.Take(&a, acct).Error; err != nil {
+				return err
+			}
+			if a.AvailableMicros >= p.RechargeBelowMicros {
+				// Funds arrived since the crossing (a top-up): nothing to charge; the rule is armed again.
+				return tx.Exec("UPDATE billing_profiles SET recharge_armed = ? WHERE account_id = ?", true, acct).Error
+			}
+			var recent int64
+			if err := tx.Model(&models.Topup{}).Where("account_id = ? AND source = ? AND created_at > ?", acct,
+				models.TopupAutoRecharge, now.Add(-24*time.Hour)).Count(&recent).Error; err != nil {
+				return err
+			}
+			if recent >= int64(s.cfg.RechargeCap) {
+				s.log.Warn("auto-recharge cap reached", "account", acct, "in_24h", recent)
+				return s.switchRechargeOff(tx, acct, fmt.Sprintf("We tried to recharge your wallet %d times in 24 hours, the most we try automatically.", recent))
+			}
+			return tx.Create(&models.Topup{ID: ids.NewTopupID(), AccountID: acct, Source: models.TopupAutoRecharge,
+				State: models.TopupPending, AmountMicros: p.RechargeAmountMicros, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now}).Error
+		})
+		if err != nil {
+			s.log.Error("start auto-recharge", "account", acct, "err", err)
+		}
+	}
+}
+
+// chargeRecharges creates the off-session PaymentIntent of each new auto-recharge: one per top-up, by
+// its idempotency key, however often this is retried. The wallet is credited only by the
+// payment_intent.succeeded webhook.
+func (s *Service) chargeRecharges(ctx context.Context) {
+	var ts []models.Topup
+	now := s.now().UTC()
+	if err := s.db.R.WithContext(ctx).Where("source = ? AND state = ? AND stripe_payment_intent_id IS NULL AND next_attempt_at <= ?",
+		models.TopupAutoRecharge, models.TopupPending, now).Limit(20).Find(&ts).Error; err != nil {
+		s.log.Warn("list auto-recharges to charge", "err", err)
+		return
+	}
+	for i := range ts {
+		t := &ts[i]
+		// Two instances do not both call Stripe (the idempotency key would make that safe anyway).
+		if !s.claimTopup(ctx, t, now) {
+			continue
+		}
+		if err := s.chargeRecharge(ctx, t); err != nil {
+			s.log.Warn("auto-recharge charge will be retried", "topup", t.ID, "err", err)
+			next := s.now().UTC().Add(backoff(t.Attempts))
+			if t.Attempts >= 8 {
+				_ = s.tx(ctx, func(tx *gorm.DB) error { return s.failRecharge(tx, t, "Stripe could not be reached") })
+				continue
+			}
+			_ = s.db.W.WithContext(ctx).Exec("UPDATE topups SET next_attempt_at = ? WHERE id = ? AND stripe_payment_intent_id IS NULL", next, t.ID).Error
+		}
+	}
+}
+
+func (s *Service) chargeRecharge(ctx context.Context, t *models.Topup) error {
+	p, err := s.Profile(ctx, t.AccountID)
+	if err != nil {
+		return err
+	}
+	if p.StripeCustomerID == nil || p.PaymentMethodID == "" {
+		return s.tx(ctx, func(tx *gorm.DB) error { return s.failRecharge(tx, t, "no saved card") })
+	}
+	params := &stripe.PaymentIntentParams{
+		Amount: stripe.Int64(cents(billing.Micros(t.AmountMicros))), Currency: stripe.String(string(stripe.CurrencyUSD)),
+		Customer: stripe.String(*p.StripeCustomerID), PaymentMethod: stripe.String(p.PaymentMethodID),
+		OffSession: stripe.Bool(true), Confirm: stripe.Bool(true),
+		Description: stripe.String("videogen wallet auto-recharge"),
+		Metadata:    map[string]string{"topup_id": t.ID, "account_id": strconv.FormatInt(t.AccountID, 10), "source": models.TopupAutoRecharge},
+	}
+	params.Context = ctx
+	params.SetIdempotencyKey("videogen-recharge-" + t.ID)
+	pi, err := s.stripe.PaymentIntents.New(params)
+	var serr *stripe.Error
+	if errors.As(err, &serr) && serr.Type == stripe.ErrorTypeCard {
+		// Declined at once (the webhook will say so too; whichever comes first ends the top-up).
+		return s.tx(ctx, func(tx *gorm.DB) error {
+			if id := paymentIntentID(serr.PaymentIntent); id != nil {
+				if err := tx.Exec("UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?) WHERE id = ?", *id, t.ID).Error; err != nil {
+					return err
+				}
+			}
+			return s.failRecharge(tx, t, serr.Msg)
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("create auto-recharge payment: %w", err)
+	}
+	// The webhook may have credited it already and scheduled its receipt: keep that schedule.
+	return s.db.W.WithContext(ctx).Exec(`UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?),
+		next_attempt_at = CASE WHEN receipt_due THEN next_attempt_at ELSE NULL END, updated_at = ? WHERE id = ?`,
+		pi.ID, s.now().UTC(), t.ID).Error
+}
+
+// warnLowBalances sends each due low-balance warning once.
+func (s *Service) warnLowBalances(ctx context.Context) {
+	var due []int64
+	if err := s.db.R.WithContext(ctx).Model(&models.BillingProfile{}).Where("low_balance_due").Limit(50).Pluck("account_id", &due).Error; err != nil {
+		s.log.Warn("list due low-balance warnings", "err", err)
+		return
+	}
+	for _, acct := range due {
+		err := s.tx(ctx, func(tx *gorm.DB) error {
+			res := tx.Exec("UPDATE billing_profiles SET low_balance_due = ? WHERE account_id = ? AND low_balance_due", false, acct)
+			if res.Error != nil || res.RowsAffected == 0 {
+				return res.Error
+			}
+			var p models.BillingProfile
+			var a models.Account
+			if err := tx.Where("account_id = ?", acct).Take(&p).Error; err != nil {
+				return err
+			}
+			if err := tx.Take(&a, acct).Error; err != nil {
+				return err
+			}
+			to, err := recipients(tx, acct, nil)
+			if err != nil {
+				return err
+			}
+			for _, addr := range to {
+				if err := s.notify.LowBalance(tx, addr, billing.Micros(a.AvailableMicros).USD(), billing.Micros(p.LowBalanceMicros).USD(), s.walletURL()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			s.log.Error("send low-balance warning", "account", acct, "err", err)
+		} else {
+			s.notify.Wake()
+		}
+	}
+}
