@@ -31,6 +31,7 @@ const (
 const (
 	localUser         = "console_user"
 	localSessionToken = "console_session"
+	localSession      = "console_session_row"
 	localCSRF         = "console_csrf"
 )
 
@@ -54,10 +55,11 @@ var notices = map[string]string{
 // as pages.
 func (h *handler) web(c *fiber.Ctx) error {
 	if tok := c.Cookies(sessionCookie); tok != "" {
-		u, _, err := h.Auth.Session(c.UserContext(), tok)
+		u, sess, err := h.Auth.Session(c.UserContext(), tok)
 		switch {
 		case err == nil:
 			c.Locals(localUser, u)
+			c.Locals(localSession, sess)
 			c.Locals(localSessionToken, strings.Clone(tok))
 		case errors.Is(err, auth.ErrNoSession):
 			h.clearCookie(c, sessionCookie)
@@ -126,6 +128,12 @@ func (h *handler) requireUser(c *fiber.Ctx) error {
 func currentUser(c *fiber.Ctx) *models.User {
 	u, _ := c.Locals(localUser).(*models.User)
 	return u
+}
+
+// currentSession is the signed-in browser's session row (nil when signed out).
+func currentSession(c *fiber.Ctx) *models.Session {
+	s, _ := c.Locals(localSession).(*models.Session)
+	return s
 }
 
 // viewer collects what every page needs to know about who looks at it.

@@ -23,6 +23,7 @@ import (
 	"videogen/internal/db"
 	"videogen/internal/inflight"
 	"videogen/internal/media"
+	"videogen/internal/metrics"
 	"videogen/internal/ratelimit"
 	"videogen/internal/videos"
 	"videogen/static"
@@ -58,6 +59,8 @@ type Deps struct {
 	Payments       *payments.Service // Stripe top-ups and balance alerts
 	// WebhookTimeout bounds a Stripe webhook's answer (STRIPE_WEBHOOK_TIMEOUT).
 	WebhookTimeout time.Duration
+	// Metrics counts requests for /metrics (nil: not counted).
+	Metrics *metrics.Metrics
 }
 
 type handler struct {
@@ -110,7 +113,7 @@ func New(d Deps) *fiber.App {
 	// record it.
 	app.Server().HeaderReceived = h.headerReceived
 	recoverPanics := recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: h.logPanic})
-	app.Use(h.requestID, h.accessLog, recoverPanics, helmet.New(securityHeaders), h.strictTransport, h.limitPageBody)
+	app.Use(h.requestID, h.measure, h.accessLog, recoverPanics, helmet.New(securityHeaders), h.strictTransport, h.limitPageBody)
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 
 	app.Get("/healthz", h.healthz)
@@ -176,5 +179,38 @@ func New(d Deps) *fiber.App {
 	console.Get("/wallet/topups/:id/canceled", h.showTopupCanceled)
 	console.Get("/account", h.showAccount)
 	console.Post("/account", h.updateAccount)
+
+	// Staff (docs/support.md): roles support and admin only; everyone else gets the 404 of an unknown
+	// path. The second factor comes first: its own pages are the only ones a staff member reaches
+	// without having passed it in this session.
+	secondFactor := app.Group("/support/2fa", h.web, h.requireStaff)
+	secondFactor.Get("", h.showSecondFactor)
+	secondFactor.Post("", h.checkSecondFactor)
+	secondFactor.Get("/setup", h.showTOTPEnrolment)
+	secondFactor.Post("/setup", h.enrolTOTP)
+	secondFactor.Post("/recovery-codes", h.newRecoveryCodes)
+
+	support := app.Group("/support", h.web, h.requireStaff, h.requireSecondFactor)
+	support.Get("", h.showOverview)
+	support.Get("/search", h.searchStaff)
+	support.Get("/calls/:request", h.showStaffCall)
+	support.Get("/tasks/:id", h.showStaffTask)
+	// One tenant's pages are the customer's own pages (the same handlers and queries), scoped to the
+	// account in the path instead of the signed-in user's.
+	tenant := support.Group("/accounts/:account", h.staffTenant)
+	tenant.Get("", h.showStaffAccount)
+	tenant.Get("/tasks", h.showTasks)
+	tenant.Get("/tasks/:id", h.showTask)
+	tenant.Get("/calls", h.showCalls)
+	tenant.Get("/calls.csv", h.exportCalls)
+	tenant.Get("/ledger", h.showStaffLedger)
+	// What admins may change; every form is confirmed before money moves or access changes.
+	tenant.Post("/balance", h.requireAdmin, h.adjustBalance)
+	tenant.Post("/disable", h.requireAdmin, h.disableAccount)
+	tenant.Post("/enable", h.requireAdmin, h.enableAccount)
+	support.Post("/users/:user/role", h.requireAdmin, h.setRole)
+	support.Get("/prices", h.requireAdmin, h.showPrices)
+	support.Post("/prices", h.requireAdmin, h.setPrices)
+	support.Get("/audit", h.requireAdmin, h.showAuditLog)
 	return app
 }

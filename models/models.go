@@ -15,9 +15,14 @@ type Account struct {
 	AvailableMicros int64
 	ReservedMicros  int64
 	WaitingTasks    int // tasks queued without an upstream slot yet (the backlog)
+	DisabledAt      *time.Time
+	DisabledReason  string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
+
+// Disabled reports whether staff disabled the account: its keys answer 401 account_disabled.
+func (a *Account) Disabled() bool { return a.DisabledAt != nil }
 
 // Roles a user may have.
 const (
@@ -36,8 +41,14 @@ type User struct {
 	EmailVerifiedAt *time.Time
 	TermsAcceptedAt *time.Time
 	TimeZone        string // IANA name chosen in the console; "" = the browser's, else UTC
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	LastSignInAt    *time.Time
+	// The second factor (staff): the TOTP secret sealed with a key derived from APP_SECRET, when it was
+	// confirmed, and the last time step accepted (each code is good once).
+	TOTPSealed    []byte     `gorm:"column:totp_sealed"`
+	TOTPEnabledAt *time.Time `gorm:"column:totp_enabled_at"`
+	TOTPLastStep  int64      `gorm:"column:totp_last_step"`
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Verified reports whether the user confirmed their e-mail address.
@@ -57,6 +68,17 @@ type Session struct {
 	RevokedAt  *time.Time
 	IP         string
 	UserAgent  string
+	// SecondFactorAt is when this sign-in passed the second factor (staff pages need it).
+	SecondFactorAt *time.Time
+}
+
+// RecoveryCode is one of a staff user's ten single-use codes for when the authenticator is lost, stored hashed.
+type RecoveryCode struct {
+	ID        int64
+	UserID    int64
+	CodeHash  string
+	CreatedAt time.Time
+	UsedAt    *time.Time
 }
 
 // E-mail token purposes.
@@ -97,6 +119,7 @@ type Price struct {
 	Model           string `gorm:"primaryKey"`
 	MicrosPerSecond int64
 	UpdatedAt       time.Time
+	UpdatedBy       string // the staff member who set it ("" for the seeded price)
 }
 
 // Ledger entry kinds (docs/design.md §3).
@@ -371,4 +394,34 @@ type StripeEvent struct {
 	ReceivedAt    time.Time
 	NextAttemptAt *time.Time
 	ProcessedAt   *time.Time
+}
+
+// AuditEntry is one staff action or one staff look at a tenant. Rows are only ever inserted: no code
+// path updates or deletes them, and the database refuses it (docs/support.md).
+type AuditEntry struct {
+	ID          int64
+	At          time.Time
+	ActorUserID *int64
+	Actor       string // the staff member's e-mail, or "cli"
+	Action      string // e.g. "account.view", "balance.credit" (internal/audit)
+	TargetType  string // "account", "task", "call", "user", "price"
+	TargetID    string
+	AccountID   *int64 // the tenant concerned, when there is one
+	Reason      string
+	IP          string
+	Detail      string
+}
+
+// TableName is fixed: a log is one thing.
+func (AuditEntry) TableName() string { return "audit_log" }
+
+// LedgerCheck is one run of the ledger self-check.
+type LedgerCheck struct {
+	ID         int64
+	At         time.Time
+	Owner      string
+	Problems   int
+	Accounts   string // ids of the accounts that drifted, comma-separated
+	Detail     string
+	DurationMs int64
 }

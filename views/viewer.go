@@ -24,7 +24,24 @@ type Viewer struct {
 	TestTopups bool
 	// Refresh, when set, reloads the page without JavaScript (a meta refresh: "3;url=/…").
 	Refresh string
+	// Staff is set when a staff member looks at a tenant's page (its links then stay under /support).
+	Staff *StaffContext
 }
+
+// Link is a path of the tenant's pages ("/tasks/video_…") under the console, or under the staff
+// pages of that account when staff look at it.
+func (v Viewer) Link(path string) string {
+	if v.Staff != nil {
+		return v.Staff.Base + path
+	}
+	return "/console" + path
+}
+
+// IsStaff reports whether the viewer is support or admin staff.
+func (v Viewer) IsStaff() bool { return v.User != nil && v.User.Staff() }
+
+// IsAdmin reports whether the viewer is an admin.
+func (v Viewer) IsAdmin() bool { return v.User != nil && v.User.Role == models.RoleAdmin }
 
 // SignedIn reports whether someone is signed in.
 func (v Viewer) SignedIn() bool { return v.User != nil }
