@@ -1,0 +1,66 @@
+package handlers_test
+
+import (
+	"html"
+	"net/url"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
+
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+// staff is a signed-in staff member whose session has passed the second factor.
+type staff struct {
+	*browser
+	Email    string
+	Secret   string   // the TOTP secret, as the enrolment page shows it for typing
+	Recovery []string // the ten recovery codes shown once at enrolment
+}
+
+var (
+	totpSecretRE   = regexp.MustCompile(`id="totp-secret"[^>]*>([A-Z2-7]+)<`)
+	recoveryCodeRE = regexp.MustCompile(`<li><code>([0-9a-z-]+)</code></li>`)
+)
+
+// signInStaff makes a verified user of the given role (as `videogen accounts role` would), then enrols
+// a TOTP authenticator through the staff pages — reading the secret as a person who cannot scan the QR
+// code would, and computing the code with the same library as the server — and keeps the recovery codes.
+func signInStaff(t *testing.T, s *testkit.Server, email, role string) *staff {
+	t.Helper()
+	b := signUpVerified(t, s, email)
+	if err := s.DB.W.Model(&models.User{}).Where("email = ?", email).Update("role", role).Error; err != nil {
+		t.Fatal(err)
+	}
+	setup := b.get("/support/2fa/setup")
+	m := totpSecretRE.FindStringSubmatch(setup.Body)
+	if setup.Status != 200 || m == nil {
+		t.Fatalf("the enrolment page shows no secret to type: %d %s", setup.Status, trimPage(setup.Body))
+	}
+	secret := m[1]
+	p := b.submit("/support/2fa/setup", "code", url.Values{"code": {totpCode(t, secret)}})
+	if p.Status != 200 {
+		t.Fatalf("enrolling with a right code: %d %s", p.Status, trimPage(p.Body))
+	}
+	var codes []string
+	for _, m := range recoveryCodeRE.FindAllStringSubmatch(p.Body, -1) {
+		codes = append(codes, html.UnescapeString(m[1]))
+	}
+	if len(codes) != 10 {
+		t.Fatalf("enrolment showed %d recovery codes, want 10", len(codes))
+	}
+	return &staff{browser: b, Email: email, Secret: secret, Recovery: codes}
+}
+
+// totpCode is the authenticator's code of now.
+func totpCode(t *testing.T, secret string) string {
+	t.Helper()
+	code, err := totp.GenerateCode(secret, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
