@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/billing"
+	"videogen/internal/audit"
 	"videogen/models"
 	"videogen/views"
 )
@@ -29,24 +30,9 @@ func (h *handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, vie
 	if !keyPrefixRE.MatchString(f.Key) {
 		f.Key = ""
 	}
-	q := models.CallQuery{AccountID: v.User.AccountID, KeyPrefix: f.Key, PathContains: f.Path}
+	q := models.CallQuery{AccountID: tenantOf(c).AccountID, KeyPrefix: f.Key, PathContains: f.Path}
 	var problem string
-	for _, t := range []struct {
-		text string
-		dst  **time.Time
-		name string
-	}{{f.From, &q.From, "From"}, {f.To, &q.To, "To"}} {
-		if t.text == "" {
-			continue
-		}
-		at, err := time.ParseInLocation(localTimeForm, t.text, v.Location)
-		if err != nil {
-			problem = t.name + " is not a date and time; it was ignored."
-			continue
-		}
-		u := at.UTC()
-		*t.dst = &u
-	}
+	q.From, q.To, problem = timeRange(f.From, f.To, v.Location)
 	switch f.Class {
 	case "2xx", "4xx", "5xx":
 		q.StatusClass = int(f.Class[0] - '0')
@@ -54,6 +40,24 @@ func (h *handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, vie
 		f.Class = ""
 	}
 	return q, f, problem
+}
+
+// timeRange reads a from–to filter typed in the viewer's time zone (<input type="datetime-local">); a
+// bound that is not a time is left open, and problem says so.
+func timeRange(from, to string, loc *time.Location) (f, t *time.Time, problem string) {
+	read := func(text, name string) *time.Time {
+		if text == "" {
+			return nil
+		}
+		at, err := time.ParseInLocation(localTimeForm, text, loc)
+		if err != nil {
+			problem = name + " is not a date and time; it was ignored."
+			return nil
+		}
+		u := at.UTC()
+		return &u
+	}
+	return read(from, "From"), read(to, "To"), problem
 }
 
 // filterValues is the query string that reproduces a call-log filter (for page and export links).
@@ -69,8 +73,11 @@ func filterValues(f views.CallFilter) url.Values {
 
 // showCalls answers GET /console/calls: the filtered call log, newest first, a page at a time.
 func (h *handler) showCalls(c *fiber.Ctx) error {
-	v := h.viewer(c, "calls")
+	v := h.tenantViewer(c, "calls")
 	q, f, problem := h.callQuery(c, v)
+	if err := h.auditTenantLook(c, audit.ViewCalls, "", ""); err != nil {
+		return err
+	}
 	var after *models.CallCursor
 	if cur := c.Query("after"); cur != "" {
 		micros, id, ok := strings.Cut(cur, "-")
@@ -84,13 +91,13 @@ func (h *handler) showCalls(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	keys, err := models.AccountKeys(c.UserContext(), h.DB.R, v.User.AccountID)
+	keys, err := models.AccountKeys(c.UserContext(), h.DB.R, q.AccountID)
 	if err != nil {
 		return err
 	}
 	p := views.CallsPage{Rows: rows, Filter: f, Keys: keys, Error: problem}
 	vals := filterValues(f)
-	p.CSV = "/console/calls.csv?" + vals.Encode()
+	p.CSV = v.Link("/calls.csv?" + vals.Encode())
 	if after != nil {
 		p.First = "?" + vals.Encode()
 	}
@@ -113,8 +120,11 @@ const (
 
 // exportCalls answers GET /console/calls.csv: the whole filtered range as CSV, streamed batch by batch.
 func (h *handler) exportCalls(c *fiber.Ctx) error {
-	v := h.viewer(c, "calls")
+	v := h.tenantViewer(c, "calls")
 	q, _, _ := h.callQuery(c, v)
+	if err := h.auditTenantLook(c, audit.Export, "", ""); err != nil {
+		return err
+	}
 	if !h.startExport(q.AccountID) {
 		c.Status(fiber.StatusTooManyRequests)
 		c.Set(fiber.HeaderRetryAfter, "30")

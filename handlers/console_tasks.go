@@ -2,11 +2,14 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/apierr"
+	"videogen/internal/audit"
 	"videogen/internal/catalog"
 	"videogen/internal/tasks"
 	"videogen/internal/videos"
@@ -18,7 +21,10 @@ const consolePageSize = 25
 
 // showTasks answers GET /console/tasks?status=&model=&after=.
 func (h *handler) showTasks(c *fiber.Ctx) error {
-	u := currentUser(c)
+	who := tenantOf(c)
+	if err := h.auditTenantLook(c, audit.ViewTasks, "", ""); err != nil {
+		return err
+	}
 	f := views.TaskFilter{Status: c.Query("status"), Model: c.Query("model")}
 	switch f.Status {
 	case "", tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed:
@@ -29,9 +35,9 @@ func (h *handler) showTasks(c *fiber.Ctx) error {
 		f.Model = ""
 	}
 	after := c.Query("after")
-	page, err := h.Videos.List(c.UserContext(), u.AccountID, videos.ListParams{Limit: consolePageSize, After: after, Status: f.Status, Model: f.Model})
+	page, err := h.Videos.List(c.UserContext(), who.AccountID, videos.ListParams{Limit: consolePageSize, After: after, Status: f.Status, Model: f.Model})
 	if _, bad := apierr.As(err); bad {
-		return redirect(c, "/console/tasks") // a stale or edited cursor: start over
+		return redirect(c, who.Base+"/tasks") // a stale or edited cursor: start over
 	}
 	if err != nil {
 		return err
@@ -54,25 +60,54 @@ func (h *handler) showTasks(c *fiber.Ctx) error {
 		q.Set("after", page.Tasks[len(page.Tasks)-1].ID)
 		p.Next = "?" + q.Encode()
 	}
-	return h.render(c, views.TasksList(h.viewer(c, "tasks"), p))
+	return h.render(c, views.TasksList(h.tenantViewer(c, "tasks"), p))
 }
 
 // showTask answers GET /console/tasks/{id}: parameters, task log, ledger entries, the video.
 func (h *handler) showTask(c *fiber.Ctx) error {
-	u := currentUser(c)
-	t, err := h.Videos.Get(c.UserContext(), u.AccountID, c.Params("id"))
-	if errors.Is(err, apierr.NotFound) {
-		return fiber.ErrNotFound
-	}
+	who := tenantOf(c)
+	v := h.tenantViewer(c, "tasks")
+	p, err := h.taskPage(c, who.AccountID, c.Params("id"), who.Staff != nil, v.Location)
 	if err != nil {
 		return err
 	}
-	p := views.TaskPage{Task: *t}
-	p.Inputs, _ = t.StoredInputs() // unreadable inputs show as none; the page still helps
-	if p.Events, p.Entries, err = models.TaskHistory(c.UserContext(), h.DB.R, t.ID); err != nil {
+	if err := h.auditTenantLook(c, audit.ViewTask, audit.TargetTask, p.Task.ID); err != nil {
 		return err
 	}
-	return h.render(c, views.TaskDetail(h.viewer(c, "tasks"), p))
+	return h.render(c, views.TaskDetail(v, *p))
+}
+
+// taskPage reads one of the account's tasks with its history; for staff, with what only staff see.
+func (h *handler) taskPage(c *fiber.Ctx, accountID int64, id string, staff bool, loc *time.Location) (*views.TaskPage, error) {
+	ctx := c.UserContext()
+	t, err := h.Videos.Get(ctx, accountID, id)
+	if errors.Is(err, apierr.NotFound) {
+		return nil, fiber.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := views.TaskPage{Task: *t}
+	p.Inputs, _ = t.StoredInputs() // unreadable inputs show as none; the page still helps
+	if p.Events, p.Entries, err = models.TaskHistory(ctx, h.DB.R, t.ID); err != nil {
+		return nil, err
+	}
+	if staff {
+		st := &views.StaffTask{Summary: tasks.Explain(*t, p.Entries, loc)}
+		if t.CredentialID != nil {
+			st.CredentialID = *t.CredentialID
+			var cred models.UpstreamCredential
+			if err := h.DB.R.WithContext(ctx).Where("id = ?", *t.CredentialID).Limit(1).Find(&cred).Error; err != nil {
+				return nil, fmt.Errorf("read credential of %s: %w", t.ID, err)
+			}
+			st.CredentialLabel, st.Provider = cred.Label, cred.Provider
+		}
+		if st.Calls, err = models.TaskCalls(ctx, h.DB.R, t.AccountID, t.ID, 50); err != nil {
+			return nil, err
+		}
+		p.Staff = st
+	}
+	return &p, nil
 }
 
 // streamTaskVideo answers GET /console/tasks/{id}/video: the MP4 for the signed-in owner, inline (for

@@ -94,7 +94,9 @@ func (h *handler) staffTenant(c *fiber.Ctx) error {
 }
 
 // staffActor is the signed-in staff member as the audit log names them.
-func (h *handler) staffActor(c *fiber.Ctx) audit.Actor { return audit.StaffActor(currentUser(c), h.clientIP(c)) }
+func (h *handler) staffActor(c *fiber.Ctx) audit.Actor {
+	return audit.StaffActor(currentUser(c), h.clientIP(c))
+}
 
 // auditLook records that a staff member opened something of a tenant's. A look that cannot be recorded
 // is not shown: the log must be complete.
@@ -116,4 +118,11 @@ func (h *handler) auditTenantLook(c *fiber.Ctx, action, targetType, targetID str
 		detail = "?" + strings.Clone(q)
 	}
 	return h.auditLook(c, audit.Entry{Action: action, TargetType: targetType, TargetID: targetID, AccountID: t.AccountID, Detail: detail})
+}
+
+// tenantViewer is the viewer of a tenant's page: staff see it with the staff banner and links.
+func (h *handler) tenantViewer(c *fiber.Ctx, active string) views.Viewer {
+	v := h.viewer(c, active)
+	v.Staff = tenantOf(c).Staff
+	return v
 }

@@ -1,12 +1,195 @@
 package handlers
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"errors"
+	"net/url"
+	"strconv"
 
-// Stubs (being written).
+	"github.com/gofiber/fiber/v2"
 
-func (h *handler) searchStaff(c *fiber.Ctx) error      { return fiber.ErrNotFound }
-func (h *handler) showStaffCall(c *fiber.Ctx) error    { return fiber.ErrNotFound }
-func (h *handler) showStaffTask(c *fiber.Ctx) error    { return fiber.ErrNotFound }
-func (h *handler) showStaffAccount(c *fiber.Ctx) error { return fiber.ErrNotFound }
-func (h *handler) showStaffLedger(c *fiber.Ctx) error  { return fiber.ErrNotFound }
-func (h *handler) showAuditLog(c *fiber.Ctx) error     { return fiber.ErrNotFound }
+	"videogen/internal/audit"
+	"videogen/internal/staffsearch"
+	"videogen/models"
+	"videogen/views"
+)
+
+// searchStaff answers GET /support/search?q=: one box for an e-mail (prefix), an account id, a key
+// prefix, a task, media or request id; exactly one match opens it.
+func (h *handler) searchStaff(c *fiber.Ctx) error {
+	v := h.viewer(c, "support-search")
+	q := c.Query("q")
+	if q == "" {
+		return h.render(c, views.SearchView(v, views.SearchPage{Hint: "Paste what the customer gave you: their e-mail address, " +
+			"an account id, an API key prefix (vg_ and 8 characters — never ask for a whole key), a video id, a file id, or the X-Request-Id of a call."}))
+	}
+	found, err := staffsearch.Find(c.UserContext(), h.DB.R, q, 50)
+	if err != nil {
+		return err
+	}
+	// The term is recorded as it was read: a whole API key pasted by mistake is kept as its prefix only.
+	if err := h.auditLook(c, audit.Entry{Action: audit.Search, Detail: found.Term, TargetType: "query"}); err != nil {
+		return err
+	}
+	if len(found.Matches) == 1 {
+		return redirect(c, found.Matches[0].Href)
+	}
+	p := views.SearchPage{Query: found.Term, Hint: found.Hint}
+	for _, m := range found.Matches {
+		p.Results = append(p.Results, views.SearchResult{Kind: m.Kind, Label: m.Label, Href: m.Href, Note: m.Note})
+	}
+	if len(p.Results) == 0 && p.Hint == "" {
+		p.Hint = "Nothing matches. Check for a typo, or try the customer's e-mail address, which finds their account."
+	}
+	return h.render(c, views.SearchView(v, p))
+}
+
+// showStaffAccount answers GET /support/accounts/{account}: who the account is, its balances, keys, and
+// the latest of its tasks, ledger and calls, with links to the whole of each.
+func (h *handler) showStaffAccount(c *fiber.Ctx) error {
+	t := tenantOf(c)
+	ctx, r := c.UserContext(), h.DB.R.WithContext(c.UserContext())
+	if err := h.auditTenantLook(c, audit.ViewAccount, "", ""); err != nil {
+		return err
+	}
+	p := views.StaffAccountPage{Account: t.Staff.Account}
+	if err := r.Where("account_id = ?", t.AccountID).Order("id").Find(&p.Users).Error; err != nil {
+		return err
+	}
+	var err error
+	if p.Keys, err = models.AccountKeys(ctx, h.DB.R, t.AccountID); err != nil {
+		return err
+	}
+	if err := r.Where("account_id = ?", t.AccountID).Order("created_at DESC, id DESC").Limit(10).Find(&p.Tasks).Error; err != nil {
+		return err
+	}
+	if p.Entries, _, err = models.LedgerPage(ctx, h.DB.R, t.AccountID, 0, 10); err != nil {
+		return err
+	}
+	if p.Calls, _, err = models.CallsPage(ctx, h.DB.R, models.CallQuery{AccountID: t.AccountID}, nil, 10); err != nil {
+		return err
+	}
+	if p.Topups, err = h.Payments.Topups(ctx, t.AccountID, 10); err != nil {
+		return err
+	}
+	return h.render(c, views.StaffAccountView(h.tenantViewer(c, "support"), p))
+}
+
+// showStaffLedger answers GET /support/accounts/{account}/ledger: the whole ledger, 50 entries a page,
+// with the balance after each (the customer sees the same entries on their wallet page).
+func (h *handler) showStaffLedger(c *fiber.Ctx) error {
+	t := tenantOf(c)
+	if err := h.auditTenantLook(c, audit.ViewLedger, "", ""); err != nil {
+		return err
+	}
+	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
+	entries, more, err := models.LedgerPage(c.UserContext(), h.DB.R, t.AccountID, before, 50)
+	if err != nil {
+		return err
+	}
+	p := views.StaffLedgerPage{Entries: entries}
+	if before > 0 {
+		p.First = "?"
+	}
+	if more {
+		p.Next = "?before=" + strconv.FormatInt(entries[len(entries)-1].ID, 10)
+	}
+	return h.render(c, views.StaffLedgerView(h.tenantViewer(c, "support"), p))
+}
+
+// showStaffCall answers GET /support/calls/{request}: the one API call with that X-Request-Id, and for a
+// task call the task's story.
+func (h *handler) showStaffCall(c *fiber.Ctx) error {
+	rid := c.Params("request")
+	call, err := models.CallByRequestID(c.UserContext(), h.DB.R, rid)
+	if errors.Is(err, models.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	e := audit.Entry{Action: audit.ViewCall, TargetType: audit.TargetCall, TargetID: call.RequestID}
+	if call.AccountID != nil {
+		e.AccountID = *call.AccountID
+	}
+	if err := h.auditLook(c, e); err != nil {
+		return err
+	}
+	v := h.viewer(c, "support")
+	p := views.StaffCallPage{Call: *call}
+	if call.AccountID != nil {
+		var acct models.Account
+		if err := h.DB.R.WithContext(c.UserContext()).Take(&acct, *call.AccountID).Error; err != nil {
+			return err
+		}
+		p.Account = &acct
+		var owner models.User
+		_ = h.DB.R.WithContext(c.UserContext()).Where("account_id = ?", acct.ID).Order("id").Limit(1).Find(&owner).Error
+		p.Owner = owner.Email
+		if call.TaskID != "" {
+			if p.Task, err = h.taskPage(c, acct.ID, call.TaskID, true, v.Location); err != nil && !errors.Is(err, fiber.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	return h.render(c, views.StaffCallView(v, p))
+}
+
+// showStaffTask answers GET /support/tasks/{id}: the task's page under its account.
+func (h *handler) showStaffTask(c *fiber.Ctx) error {
+	var t models.Task
+	err := h.DB.R.WithContext(c.UserContext()).Select("id", "account_id").Where("id = ?", c.Params("id")).Limit(1).Find(&t).Error
+	if err != nil {
+		return err
+	}
+	if t.ID == "" {
+		return fiber.ErrNotFound
+	}
+	return redirect(c, "/support/accounts/"+strconv.FormatInt(t.AccountID, 10)+"/tasks/"+t.ID)
+}
+
+// showAuditLog answers GET /support/audit (admins): the audit log, filtered, newest first.
+func (h *handler) showAuditLog(c *fiber.Ctx) error {
+	v := h.viewer(c, "support-audit")
+	f := views.AuditFilter{Actor: logText(c.Query("actor"), 254), Action: logText(c.Query("action"), 60),
+		Account: c.Query("account"), From: c.Query("from"), To: c.Query("to")}
+	q := audit.Filter{Actor: f.Actor, Action: f.Action}
+	p := views.AuditPage{}
+	if f.Account != "" {
+		id, err := strconv.ParseInt(f.Account, 10, 64)
+		if err != nil || id <= 0 {
+			p.Error = "Account id is a number; it was ignored."
+			f.Account = ""
+		}
+		q.AccountID = id
+	}
+	var problem string
+	if q.From, q.To, problem = timeRange(f.From, f.To, v.Location); problem != "" {
+		p.Error = problem
+	}
+	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
+	rows, more, err := audit.Page(c.UserContext(), h.DB.R, q, before, 50)
+	if err != nil {
+		return err
+	}
+	p.Rows, p.Filter = rows, f
+	vals := auditValues(f)
+	if before > 0 {
+		p.First = "?" + vals.Encode()
+	}
+	if more {
+		vals.Set("before", strconv.FormatInt(rows[len(rows)-1].ID, 10))
+		p.Next = "?" + vals.Encode()
+	}
+	return h.render(c, views.AuditLogView(v, p))
+}
+
+// auditValues is the query string that reproduces an audit-log filter (for page links).
+func auditValues(f views.AuditFilter) url.Values {
+	out := url.Values{}
+	for k, v := range map[string]string{"actor": f.Actor, "action": f.Action, "account": f.Account, "from": f.From, "to": f.To} {
+		if v != "" {
+			out.Set(k, v)
+		}
+	}
+	return out
+}

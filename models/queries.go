@@ -135,3 +135,26 @@ func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor,
 	}
 	return out, false, nil
 }
+
+// TaskCalls returns the API calls that name a task, oldest first (its create, its polls, its downloads).
+func TaskCalls(ctx context.Context, db *gorm.DB, accountID int64, taskID string, limit int) ([]CallLog, error) {
+	var out []CallLog
+	err := db.WithContext(ctx).Where("account_id = ? AND task_id = ?", accountID, taskID).Order("at, id").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read calls of %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// CallByRequestID returns the call with this X-Request-Id, or ErrNotFound.
+func CallByRequestID(ctx context.Context, db *gorm.DB, requestID string) (*CallLog, error) {
+	var out CallLog
+	err := db.WithContext(ctx).Where("request_id = ?", requestID).Order("id").Limit(1).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read call %s: %w", requestID, err)
+	}
+	if out.ID == 0 {
+		return nil, ErrNotFound
+	}
+	return &out, nil
+}

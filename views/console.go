@@ -96,6 +96,7 @@ type TaskPage struct {
 	Inputs  models.TaskInputs
 	Events  []models.TaskEvent
 	Entries []models.LedgerEntry
+	Staff   *StaffTask // what only staff see: set on the staff pages
 }
 
 // CallFilter is the call-log page's query, as typed (times are local to the viewer).

@@ -226,3 +226,6 @@ func failureNote(f string) string {
 	}
 	return " (" + strings.TrimSuffix(f, ".") + ")"
 }
+
+// StaffPage reports whether the page is one of the staff pages (its navigation is then the staff one).
+func (v Viewer) StaffPage() bool { return v.Staff != nil || strings.HasPrefix(v.Active, "support") }

@@ -26,7 +26,14 @@ func (s *Service) StartSession(ctx context.Context, userID int64, ip, userAgent 
 	userAgent, _ = storetext.Clip(userAgent, 300)
 	row := &models.Session{UserID: userID, TokenHash: hashToken(token), CreatedAt: now, LastSeenAt: now,
 		ExpiresAt: now.Add(SessionTTL), IP: ip, UserAgent: userAgent}
-	if err := s.DB.W.WithContext(ctx).Create(row).Error; err != nil {
+	err := s.DB.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(row).Error; err != nil {
+			return err
+		}
+		// Staff see when each user last signed in.
+		return tx.Model(&models.User{}).Where("id = ?", userID).Update("last_sign_in_at", now).Error
+	})
+	if err != nil {
 		return "", fmt.Errorf("start session: %w", err)
 	}
 	return token, nil

@@ -60,6 +60,10 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
     FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
 REVOKE UPDATE, DELETE, TRUNCATE ON audit_log FROM CURRENT_USER;
 
+-- Staff open a call from its request id, and a task's calls from the task.
+CREATE INDEX call_logs_request ON call_logs (request_id);
+CREATE INDEX call_logs_task ON call_logs (task_id) WHERE task_id <> '';
+
 -- The ledger self-check's results, newest last: the overview shows the last, /metrics counts drift.
 CREATE TABLE ledger_checks (
     id          BIGSERIAL PRIMARY KEY,
@@ -74,6 +78,8 @@ CREATE INDEX ledger_checks_at ON ledger_checks (at DESC);
 
 -- +goose Down
 DROP TABLE ledger_checks;
+DROP INDEX call_logs_task;
+DROP INDEX call_logs_request;
 DROP TABLE audit_log;
 DROP FUNCTION audit_log_append_only();
 ALTER TABLE prices DROP COLUMN updated_by;

@@ -49,6 +49,10 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+-- Staff open a call from its request id, and a task's calls from the task.
+CREATE INDEX call_logs_request ON call_logs (request_id);
+CREATE INDEX call_logs_task ON call_logs (task_id) WHERE task_id <> '';
+
 CREATE TABLE ledger_checks (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     at          DATETIME NOT NULL,
@@ -62,6 +66,8 @@ CREATE INDEX ledger_checks_at ON ledger_checks (at DESC);
 
 -- +goose Down
 DROP TABLE ledger_checks;
+DROP INDEX call_logs_task;
+DROP INDEX call_logs_request;
 DROP TABLE audit_log;
 ALTER TABLE prices DROP COLUMN updated_by;
 ALTER TABLE sessions DROP COLUMN second_factor_at;
