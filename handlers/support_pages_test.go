@@ -142,8 +142,8 @@ func TestStaffAccountPage(t *testing.T) {
 		if page.Status != 200 {
 			t.Fatalf("account page: %d", page.Status)
 		}
-		page.contains(t, "owner@example.com", "member", "Available", "$20.00", "prod", secret[:11], ids[0], "/v1/videos/video_nope", "Read-only")
-		page.lacks(t, secret, "Credit or debit", `action="`+base+`/disable"`)
+		page.contains(t, "owner@example.com", "member", "Available", "$20.00", "prod", secret[:11], ids[0], "/v1/videos/video_nope", "read-only")
+		page.lacks(t, secret, `action="`+base+`/balance"`, `action="`+base+`/disable"`)
 
 		// The customer's own task list, filters and pagination, scoped to this account.
 		tasks := sup.get(base + "/tasks?status=completed")
