@@ -95,6 +95,9 @@ type Service struct {
 	BaseURL  string // PUBLIC_BASE_URL: links in e-mails start with it
 	Throttle Throttles
 	Now      func() time.Time
+	// Secrets are the APP_SECRET values: the first seals staff members' TOTP secrets and keys their
+	// recovery-code hashes, every one opens and checks them (internal/seal).
+	Secrets []string
 }
 
 func (s *Service) now() time.Time {

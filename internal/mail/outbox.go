@@ -12,6 +12,7 @@ import (
 
 	"videogen/internal/db"
 	"videogen/internal/ids"
+	"videogen/internal/seal"
 	"videogen/internal/storetext"
 	"videogen/models"
 )
@@ -42,7 +43,7 @@ type Outbox struct {
 	db   *db.DB
 	send Sender
 	log  *slog.Logger
-	seal *sealer
+	seal *seal.Sealer
 	wake chan struct{}
 
 	mu      sync.Mutex
@@ -86,7 +87,7 @@ func (o *Outbox) Enqueue(tx *gorm.DB, m Message) error {
 	}
 	// One key per message, random so that two deployments sharing a Resend account never collide.
 	key := kind + "/" + ids.NewToken(24)
-	box, err := o.seal.seal(sealed{Text: m.Text, HTML: m.HTML, Tags: m.Tags}, sealedFor(key, m.To))
+	box, err := sealBody(o.seal, sealed{Text: m.Text, HTML: m.HTML, Tags: m.Tags}, sealedFor(key, m.To))
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (o *Outbox) claim(ctx context.Context) (*models.MailOutbox, error) {
 // deliver sends one claimed message and records the outcome; it reports whether the message went out.
 func (o *Outbox) deliver(ctx context.Context, row *models.MailOutbox) bool {
 	log := o.log.With("mail", row.ID, "kind", row.Kind)
-	body, err := o.seal.open(row.SealedBody, sealedFor(row.IdempotencyKey, row.Recipient))
+	body, err := openBody(o.seal, row.SealedBody, sealedFor(row.IdempotencyKey, row.Recipient))
 	if err != nil {
 		o.giveUp(ctx, row, err)
 		return false

@@ -1,0 +1,471 @@
+package auth_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base32"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pquerna/otp/totp"
+
+	"videogen/internal/accounts"
+	"videogen/internal/audit"
+	"videogen/internal/auth"
+	"videogen/internal/db"
+	"videogen/internal/ratelimit"
+	"videogen/internal/seal"
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+// clock is the service's time, moved by the tests (codes are computed for it).
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type rig struct {
+	svc   *auth.Service
+	db    *db.DB
+	clock *clock
+}
+
+// newRig is an auth service on a fresh database, its clock 10 s into a 30-second time step.
+func newRig(t *testing.T, dbURL string, secrets ...string) *rig {
+	t.Helper()
+	ctx := context.Background()
+	d, err := db.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets) == 0 {
+		secrets = []string{"test-app-secret"}
+	}
+	c := &clock{t: time.Date(2026, 5, 4, 12, 0, 10, 0, time.UTC)}
+	svc := &auth.Service{DB: d, Now: c.now, Secrets: secrets,
+		Throttle: auth.Throttles{SignInPerEmail: ratelimit.NewLocal(auth.DefaultRates.SignInPerEmail)}}
+	return &rig{svc: svc, db: d, clock: c}
+}
+
+// user is a staff member with a live session.
+type user struct {
+	ID, Session int64
+	Email       string
+}
+
+func (r *rig) staff(t *testing.T, email string) user {
+	t.Helper()
+	ctx := context.Background()
+	u, err := accounts.Create(ctx, r.db, accounts.NewUser{Email: email, Verified: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.db.W.Model(&models.User{}).Where("id = ?", u.ID).Update("role", models.RoleSupport).Error; err != nil {
+		t.Fatal(err)
+	}
+	return user{ID: u.ID, Session: r.session(t, u.ID), Email: email}
+}
+
+// session signs the user in once more and returns the new session's id.
+func (r *rig) session(t *testing.T, userID int64) int64 {
+	t.Helper()
+	tok, err := r.svc.StartSession(context.Background(), userID, "192.0.2.1", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sess, err := r.svc.Session(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess.ID
+}
+
+func actor(u user) audit.Actor {
+	return audit.StaffActor(&models.User{ID: u.ID, Email: u.Email}, "192.0.2.1")
+}
+
+// enrol sets up an authenticator for u and returns its secret and the recovery codes.
+func (r *rig) enrol(t *testing.T, u user) (string, []string) {
+	t.Helper()
+	e, err := r.svc.BeginTOTP(context.Background(), u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes, err := r.svc.ConfirmTOTP(context.Background(), u.ID, u.Session, r.code(t, e.Secret(), 0), actor(u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Secret(), codes
+}
+
+// code is the authenticator's code at the service's now plus offset.
+func (r *rig) code(t *testing.T, secret string, offset time.Duration) string {
+	t.Helper()
+	c, err := totp.GenerateCode(secret, r.clock.now().Add(offset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (r *rig) user(t *testing.T, id int64) models.User {
+	t.Helper()
+	var u models.User
+	if err := r.db.R.Take(&u, id).Error; err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func (r *rig) passedAt(t *testing.T, sessionID int64) *time.Time {
+	t.Helper()
+	var s models.Session
+	if err := r.db.R.Take(&s, sessionID).Error; err != nil {
+		t.Fatal(err)
+	}
+	return s.SecondFactorAt
+}
+
+func (r *rig) audited(t *testing.T, userID int64, action string) int64 {
+	t.Helper()
+	var n int64
+	if err := r.db.R.Model(&models.AuditEntry{}).Where("actor_user_id = ? AND action = ? AND target_type = ? AND target_id = ?",
+		userID, action, audit.TargetUser, strconv.FormatInt(userID, 10)).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+var recoveryCodeRE = regexp.MustCompile(`^[2-9a-hjkmnp-z]{4}-[2-9a-hjkmnp-z]{4}$`)
+
+func TestTOTPEnrolment(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		ctx := context.Background()
+		u := r.staff(t, "ada@example.com")
+
+		first, err := r.svc.BeginTOTP(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := r.svc.BeginTOTP(ctx, u.ID)
+		if err != nil || again.Secret() != first.Secret() {
+			t.Fatalf("reloading the setup page changed the secret: %v", err)
+		}
+		if first.Key.Issuer() != "videogen" || first.Key.AccountName() != u.Email || len(first.Secret()) != 32 {
+			t.Fatalf("key %s", first.Key.URL())
+		}
+		if png, err := first.QRCodePNG(200); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			t.Fatalf("QR code: %v", err)
+		}
+		row := r.user(t, u.ID)
+		raw, _ := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(first.Secret())
+		switch {
+		case row.TOTPEnabledAt != nil:
+			t.Fatal("enabled before a code confirmed it")
+		case len(row.TOTPSealed) == 0:
+			t.Fatal("the pending secret is not kept")
+		case bytes.Contains(row.TOTPSealed, raw) || bytes.Contains(row.TOTPSealed, []byte(first.Secret())):
+			t.Fatal("users.totp_sealed holds the secret in the clear")
+		}
+
+		for _, bad := range []string{"", "12345", "1234567", "abcdef", r.code(t, first.Secret(), 5*time.Minute), "k7m2-x9qp"} {
+			if _, err := r.svc.ConfirmTOTP(ctx, u.ID, u.Session, bad, actor(u)); !errors.Is(err, auth.ErrWrongCode) {
+				t.Fatalf("confirming with %q: %v", bad, err)
+			}
+		}
+		if r.user(t, u.ID).TOTPEnabledAt != nil || r.passedAt(t, u.Session) != nil {
+			t.Fatal("a wrong code turned something on")
+		}
+
+		// Typed with a space, as the app shows it.
+		code := r.code(t, first.Secret(), 0)
+		codes, err := r.svc.ConfirmTOTP(ctx, u.ID, u.Session, code[:3]+" "+code[3:], actor(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, c := range codes {
+			if !recoveryCodeRE.MatchString(c) || seen[c] {
+				t.Fatalf("recovery code %q (of %q)", c, codes)
+			}
+			seen[c] = true
+		}
+		if len(codes) != auth.RecoveryCodeCount {
+			t.Fatalf("%d recovery codes", len(codes))
+		}
+		row = r.user(t, u.ID)
+		if row.TOTPEnabledAt == nil || row.TOTPLastStep != r.clock.now().Unix()/30 {
+			t.Fatalf("enabled at %v, last step %d", row.TOTPEnabledAt, row.TOTPLastStep)
+		}
+		if r.passedAt(t, u.Session) == nil {
+			t.Fatal("the enrolling session has not passed the second factor")
+		}
+		var stored []models.RecoveryCode
+		r.db.R.Where("user_id = ?", u.ID).Find(&stored)
+		if len(stored) != 10 {
+			t.Fatalf("%d recovery codes stored", len(stored))
+		}
+		for _, s := range stored {
+			for _, c := range codes {
+				if strings.Contains(s.CodeHash, c) || strings.Contains(s.CodeHash, strings.ReplaceAll(c, "-", "")) {
+					t.Fatalf("recovery code %s stored in the clear", c)
+				}
+			}
+			if len(s.CodeHash) != 64 || s.UsedAt != nil {
+				t.Fatalf("stored %+v", s)
+			}
+		}
+		if n := r.audited(t, u.ID, audit.EnrolTOTP); n != 1 {
+			t.Fatalf("%d enrolment rows in the audit log", n)
+		}
+
+		if _, err := r.svc.BeginTOTP(ctx, u.ID); !errors.Is(err, auth.ErrAlreadyEnrolled) {
+			t.Fatalf("the setup page after enrolment: %v", err)
+		}
+		r.clock.add(30 * time.Second)
+		if _, err := r.svc.ConfirmTOTP(ctx, u.ID, u.Session, r.code(t, first.Secret(), 0), actor(u)); !errors.Is(err, auth.ErrAlreadyEnrolled) {
+			t.Fatalf("enrolling twice: %v", err)
+		}
+	})
+}
+
+// TestTOTPCodes: a code of now, or of one step either side, passes once; older steps, later ones and
+// a step already accepted do not.
+func TestTOTPCodes(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		ctx := context.Background()
+		u := r.staff(t, "grace@example.com")
+		secret, _ := r.enrol(t, u) // spends the step of now
+
+		for _, tc := range []struct {
+			name   string
+			move   time.Duration // the clock, before the code is entered
+			offset time.Duration // the code's time, from the clock
+			ok     bool
+		}{
+			{"the enrolment code again", 0, 0, false},
+			{"the next step's code (the phone's clock is ahead)", 0, 30 * time.Second, true},
+			{"the same code again", 0, 30 * time.Second, false},
+			{"a code of before, though within the skew", 0, 0, false},
+			{"two steps ahead", 0, 60 * time.Second, false},
+			{"the code of now, a minute later", 60 * time.Second, 0, true},
+			{"the previous step's code, after a later one passed", 0, -30 * time.Second, false},
+			{"a code two steps old", 90 * time.Second, -60 * time.Second, false},
+			{"a code one step old (the phone's clock is behind, or it was typed as it changed)", 0, -30 * time.Second, true},
+			{"the code of now, after the previous step's", 0, 0, true},
+		} {
+			r.clock.add(tc.move)
+			sess := r.session(t, u.ID)
+			pass, err := r.svc.CheckSecondFactor(ctx, u.ID, sess, r.code(t, secret, tc.offset), actor(u))
+			if tc.ok && (err != nil || pass.Recovery) {
+				t.Fatalf("%s: refused: %v", tc.name, err)
+			}
+			if !tc.ok && !errors.Is(err, auth.ErrWrongCode) {
+				t.Fatalf("%s: %v, want ErrWrongCode", tc.name, err)
+			}
+			if passed := r.passedAt(t, sess) != nil; passed != tc.ok {
+				t.Fatalf("%s: session passed %v", tc.name, passed)
+			}
+		}
+		if n := r.audited(t, u.ID, audit.SecondFactor); n != 4 {
+			t.Fatalf("%d passes in the audit log, want 4", n)
+		}
+	})
+}
+
+// TestTOTPReplayRace: one code sent by many requests at once passes one of them.
+func TestTOTPReplayRace(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		u := r.staff(t, "race@example.com")
+		secret, _ := r.enrol(t, u)
+		code := r.code(t, secret, 30*time.Second)
+		const n = 8
+		sessions := make([]int64, n)
+		for i := range sessions {
+			sessions[i] = r.session(t, u.ID)
+		}
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = r.svc.CheckSecondFactor(context.Background(), u.ID, sessions[i], code, actor(u))
+			})
+		}
+		wg.Wait()
+		passed := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				passed++
+			case !errors.Is(err, auth.ErrWrongCode):
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		if passed != 1 {
+			t.Fatalf("%d requests passed with one code", passed)
+		}
+	})
+}
+
+func TestTOTPRecoveryCodes(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		ctx := context.Background()
+		u := r.staff(t, "lin@example.com")
+		_, codes := r.enrol(t, u)
+		other := r.staff(t, "mo@example.com")
+		_, otherCodes := r.enrol(t, other)
+
+		check := func(code string) (auth.SecondFactorPass, error) {
+			return r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), code, actor(u))
+		}
+		pass, err := check(codes[0])
+		if err != nil || !pass.Recovery || pass.RecoveryLeft != 9 {
+			t.Fatalf("first use: %+v %v", pass, err)
+		}
+		for _, tc := range []struct {
+			name, code string
+			ok         bool
+		}{
+			{"the same code again", codes[0], false},
+			{"another user's code", otherCodes[0], false},
+			{"typed in capitals without the dash", strings.ToUpper(strings.ReplaceAll(codes[1], "-", "")), true},
+			{"with spaces", " " + codes[2][:4] + " " + codes[2][5:] + " ", true},
+			{"a made-up code", "k7m2-x9qp", false},
+		} {
+			_, err := check(tc.code)
+			if tc.ok != (err == nil) || (!tc.ok && !errors.Is(err, auth.ErrWrongCode)) {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+		if left, _ := r.svc.RecoveryCodesLeft(ctx, u.ID); left != 7 {
+			t.Fatalf("%d codes left, want 7", left)
+		}
+		if n := r.audited(t, u.ID, audit.RecoveryUsed); n != 3 {
+			t.Fatalf("%d recovery codes used in the audit log", n)
+		}
+
+		fresh, err := r.svc.NewRecoveryCodes(ctx, u.ID, actor(u))
+		if err != nil || len(fresh) != 10 {
+			t.Fatalf("new codes: %d %v", len(fresh), err)
+		}
+		if _, err := check(codes[3]); !errors.Is(err, auth.ErrWrongCode) {
+			t.Fatalf("an unused code from before the new ones: %v", err)
+		}
+		if _, err := check(fresh[9]); err != nil {
+			t.Fatalf("a new code: %v", err)
+		}
+		var used, unused int64
+		r.db.R.Model(&models.RecoveryCode{}).Where("user_id = ? AND used_at IS NOT NULL", u.ID).Count(&used)
+		r.db.R.Model(&models.RecoveryCode{}).Where("user_id = ? AND used_at IS NULL", u.ID).Count(&unused)
+		if used != 4 || unused != 9 {
+			t.Fatalf("%d used and %d unused codes kept, want 4 and 9", used, unused)
+		}
+		if n := r.audited(t, u.ID, audit.RecoveryReset); n != 1 {
+			t.Fatalf("%d code replacements in the audit log", n)
+		}
+	})
+}
+
+// TestSecondFactorThrottle: every attempt counts against the user; past ten in a row even the right
+// code waits, and other users are not held up.
+func TestSecondFactorThrottle(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		ctx := context.Background()
+		u := r.staff(t, "guessed@example.com")
+		secret, _ := r.enrol(t, u)
+		other := r.staff(t, "bystander@example.com")
+		otherSecret, _ := r.enrol(t, other)
+		for i := range 10 {
+			if _, err := r.svc.CheckSecondFactor(ctx, u.ID, u.Session, "000000", actor(u)); !errors.Is(err, auth.ErrWrongCode) {
+				t.Fatalf("attempt %d: %v", i+1, err)
+			}
+		}
+		var throttled *auth.ThrottledError
+		_, err := r.svc.CheckSecondFactor(ctx, u.ID, u.Session, r.code(t, secret, 30*time.Second), actor(u))
+		if !errors.As(err, &throttled) || throttled.RetryAfter <= 0 {
+			t.Fatalf("the 11th attempt: %v", err)
+		}
+		if _, err := r.svc.CheckSecondFactor(ctx, other.ID, other.Session, r.code(t, otherSecret, 30*time.Second), actor(other)); err != nil {
+			t.Fatalf("another user: %v", err)
+		}
+	})
+}
+
+// TestTOTPSealing: the secret is sealed for its user under APP_SECRET, opens after a rotation that keeps
+// the old value, and not on another user's row.
+func TestTOTPSealing(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL, "old-secret")
+		ctx := context.Background()
+		u := r.staff(t, "rotate@example.com")
+		secret, codes := r.enrol(t, u)
+
+		rotated := *r.svc
+		rotated.Secrets = []string{"new-secret", "old-secret"}
+		if _, err := rotated.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), r.code(t, secret, 30*time.Second), actor(u)); err != nil {
+			t.Fatalf("after a rotation keeping the old secret: %v", err)
+		}
+		if _, err := rotated.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[0], actor(u)); err != nil {
+			t.Fatalf("a recovery code after a rotation keeping the old secret: %v", err)
+		}
+
+		// A sealed secret copied onto another user's row does not open there.
+		thief := r.staff(t, "thief@example.com")
+		r.enrol(t, thief)
+		if err := r.db.W.Model(&models.User{}).Where("id = ?", thief.ID).Update("totp_sealed", r.user(t, u.ID).TOTPSealed).Error; err != nil {
+			t.Fatal(err)
+		}
+		r.clock.add(time.Minute)
+		_, err := r.svc.CheckSecondFactor(ctx, thief.ID, thief.Session, r.code(t, secret, 0), actor(thief))
+		if !errors.Is(err, seal.ErrUnsealable) {
+			t.Fatalf("another user's sealed secret: %v", err)
+		}
+	})
+}
+
+func TestSecondFactorMark(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		ctx := context.Background()
+		a, b := r.staff(t, "a@example.com"), r.staff(t, "b@example.com")
+		if err := r.svc.MarkSecondFactor(ctx, a.ID, b.Session); !errors.Is(err, auth.ErrNoSession) {
+			t.Fatalf("marking another user's session: %v", err)
+		}
+		if r.passedAt(t, b.Session) != nil {
+			t.Fatal("another user's session was marked")
+		}
+		if err := r.svc.MarkSecondFactor(ctx, a.ID, a.Session); err != nil || r.passedAt(t, a.Session) == nil {
+			t.Fatalf("marking: %v", err)
+		}
+		if _, err := r.svc.CheckSecondFactor(ctx, b.ID, b.Session, "123456", actor(b)); !errors.Is(err, auth.ErrNotEnrolled) {
+			t.Fatalf("a code without an authenticator: %v", err)
+		}
+	})
+}
