@@ -229,3 +229,14 @@ func failureNote(f string) string {
 
 // StaffPage reports whether the page is one of the staff pages (its navigation is then the staff one).
 func (v Viewer) StaffPage() bool { return v.Staff != nil || strings.HasPrefix(v.Active, "support") }
+
+// describedBy is what a field's aria-describedby names: its error when it has one, else its hint.
+func describedBy(id, hint, errMsg string) string {
+	switch {
+	case errMsg != "":
+		return id + "-error"
+	case hint != "":
+		return id + "-hint"
+	}
+	return ""
+}

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -21,6 +22,23 @@ func TestPromptPreview(t *testing.T) {
 		}
 		if cut := PromptCut(tc.in); cut != (got != tc.in) {
 			t.Errorf("PromptCut(%q) = %v", tc.in, cut)
+		}
+	}
+}
+
+// TestFieldDescribedBy: a field points assistive technology at its error when it has one, else at its
+// hint, once (the attribute was once written twice, with a stray " else" attribute beside it).
+func TestFieldDescribedBy(t *testing.T) {
+	for _, c := range []struct{ hint, err, want string }{
+		{"", "", ""}, {"a hint", "", `aria-describedby="f-hint"`}, {"a hint", "wrong", `aria-describedby="f-error"`}, {"", "wrong", `aria-describedby="f-error"`},
+	} {
+		var b strings.Builder
+		if err := Field("f", "F", "text", "", c.hint, c.err, false, "off").Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		html := b.String()
+		if strings.Count(html, "aria-describedby") != min(1, len(c.want)) || !strings.Contains(html, c.want) || strings.Contains(html, " else") {
+			t.Errorf("hint %q, error %q: %s", c.hint, c.err, html)
 		}
 	}
 }
