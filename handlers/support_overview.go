@@ -1,6 +1,19 @@
 package handlers
 
-import "github.com/gofiber/fiber/v2"
+import (
+	"github.com/gofiber/fiber/v2"
 
-// Stub: the platform overview (to be written).
-func (h *handler) showOverview(c *fiber.Ctx) error { return fiber.ErrNotFound }
+	"videogen/internal/ops"
+	"videogen/views"
+)
+
+// showOverview answers GET /support: the platform at a glance for staff (docs/support.md). The figures
+// come from internal/ops, the same reads /metrics exports. Nothing of one tenant is shown, so there is
+// no look to audit.
+func (h *handler) showOverview(c *fiber.Ctx) error {
+	o, err := ops.Read(c.UserContext(), h.DB, h.Now())
+	if err != nil {
+		return err
+	}
+	return h.render(c, views.SupportOverviewPage(h.viewer(c, "support"), views.OverviewPage{Overview: o}))
+}

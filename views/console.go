@@ -40,19 +40,29 @@ type Bar struct {
 
 // SpendBars lays the 30 days out in a 600×160 chart area.
 func (d Dashboard) SpendBars() []Bar {
-	var most int64 = 1
-	for _, s := range d.Spend {
-		most = max(most, s.Micros)
-	}
-	var out []Bar
-	w := 560.0 / float64(max(len(d.Spend), 1))
+	values, labels := make([]int64, len(d.Spend)), make([]string, len(d.Spend))
 	for i, s := range d.Spend {
-		h := 130 * float64(s.Micros) / float64(most)
-		if s.Micros > 0 {
+		values[i], labels[i] = s.Micros, fmt.Sprintf("%s: %s", s.Day.Format("Jan 2"), Money(s.Micros))
+	}
+	return BarsOf(values, labels)
+}
+
+// BarsOf lays values out, left to right, as the bars of a chart drawn in a 600×170 SVG view box: the
+// plot spans x 30–590 above the axis at y 140, the tallest bar 130 high, and a value above zero is never
+// drawn flatter than 2. labels[i] names bar i (its tooltip).
+func BarsOf(values []int64, labels []string) []Bar {
+	var most int64 = 1
+	for _, v := range values {
+		most = max(most, v)
+	}
+	out := make([]Bar, 0, len(values))
+	w := 560.0 / float64(max(len(values), 1))
+	for i, v := range values {
+		h := 130 * float64(max(v, 0)) / float64(most)
+		if v > 0 {
 			h = max(h, 2)
 		}
-		out = append(out, Bar{X: 30 + float64(i)*w + 1, Y: 140 - h, W: w - 2, H: h,
-			Label: fmt.Sprintf("%s: %s", s.Day.Format("Jan 2"), Money(s.Micros))})
+		out = append(out, Bar{X: 30 + float64(i)*w + 1, Y: 140 - h, W: w - 2, H: h, Label: labels[i]})
 	}
 	return out
 }

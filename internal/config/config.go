@@ -30,6 +30,7 @@ type Config struct {
 	AppEnv        string `env:"APP_ENV" envDefault:"development" help:"development or production (production refuses unsafe settings)"`
 	LogLevel      string `env:"LOG_LEVEL" envDefault:"info" help:"debug, info, warn or error"`
 	PprofAddr     string `env:"PPROF_ADDR" help:"serve Go's pprof profiles on this address (loopback only; unset = off)"`
+	MetricsAddr   string `env:"METRICS_ADDR" help:"serve Prometheus metrics at /metrics on this address, a listener of its own (never ADDR's); unset = off"`
 
 	TestTopups     bool   `env:"TEST_TOPUPS" help:"1 allows test top-ups ('add test funds', no card); only with a loopback PUBLIC_BASE_URL"`
 	TrustedProxies string `env:"TRUSTED_PROXIES" help:"comma-separated addresses or CIDRs whose X-Forwarded-For is believed"`
@@ -77,8 +78,10 @@ type Config struct {
 
 	MediaURLTTL       time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`
 	MediaRetention    time.Duration `env:"MEDIA_RETENTION" envDefault:"48h" help:"uploaded and imported files are deleted this long after they arrive (kept while an unfinished task uses them)"`
-	MediaSweepEvery   time.Duration `env:"MEDIA_SWEEP_INTERVAL" envDefault:"1m" help:"how often the janitor (on every instance) deletes input media and videos past their retention"`
+	MediaSweepEvery   time.Duration `env:"MEDIA_SWEEP_INTERVAL" envDefault:"1m" help:"how often the janitor (on every instance) deletes input media and videos past their retention; one instance per interval deletes call-log rows past CALL_LOG_RETENTION"`
 	StorageSweepEvery time.Duration `env:"STORAGE_SWEEP_INTERVAL" envDefault:"1h" help:"how often one instance lists the storage and deletes files no row names (left by a crash mid-write) that are over an hour old"`
+	CallLogRetention  time.Duration `env:"CALL_LOG_RETENTION" envDefault:"2160h" help:"call-log rows are deleted this long after the call (90 days; at least 24h, there is no keep-forever); the ledger and the audit log are never deleted"`
+	LedgerCheckEvery  time.Duration `env:"LEDGER_CHECK_INTERVAL" envDefault:"1h" help:"how often one instance checks every balance against the sum of its ledger entries and every finished task's reservation; drift is logged as an error, shown on /support and counted in /metrics (0 = never)"`
 	S3Endpoint        string        `env:"S3_ENDPOINT" help:"S3-compatible endpoint URL (https://s3.eu-west-1.amazonaws.com, http://127.0.0.1:7070); unset = files on local disk under DATA_DIR"`
 	S3Bucket          string        `env:"S3_BUCKET" help:"bucket for media and outputs (it must exist)"`
 	S3AccessKeyID     string        `env:"S3_ACCESS_KEY_ID" help:"S3 access key id"`
@@ -170,6 +173,15 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("PPROF_ADDR %q must be a loopback address: profiles expose internals", c.PprofAddr))
 		}
 	}
+	if err := c.checkMetricsAddr(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.CallLogRetention < 24*time.Hour {
+		errs = append(errs, errors.New("CALL_LOG_RETENTION must be at least 24h: customers read their call log, and a retention promise is never switched off (set a longer one instead)"))
+	}
+	if c.LedgerCheckEvery < 0 || (c.LedgerCheckEvery > 0 && c.LedgerCheckEvery < time.Second) {
+		errs = append(errs, errors.New("LEDGER_CHECK_INTERVAL must be 0 (never) or at least 1s"))
+	}
 	if c.UpstreamBaseURL != "" && strings.TrimSpace(c.UpstreamAPIKeys) == "" {
 		errs = append(errs, errors.New("UPSTREAM_BASE_URL needs UPSTREAM_API_KEYS"))
 	}
@@ -211,6 +223,32 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("POLL_INTERVAL_MIN must be > 0 and <= POLL_INTERVAL_MAX"))
 	}
 	return errors.Join(errs...)
+}
+
+// checkMetricsAddr refuses a METRICS_ADDR that is not host:port, or that is the public listener's: the
+// metrics name routes, credentials and queue depths, which are for the operator's Prometheus only.
+func (c *Config) checkMetricsAddr() error {
+	if c.MetricsAddr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil || port == "" {
+		return fmt.Errorf("METRICS_ADDR %q must be host:port, such as 127.0.0.1:9090 or :9090", c.MetricsAddr)
+	}
+	pubHost, pubPort, err := net.SplitHostPort(c.Addr)
+	if err != nil || port == "0" || port != pubPort {
+		return nil // port 0 is a fresh port each time; different ports never meet
+	}
+	if host == pubHost || isWildcardHost(host) || isWildcardHost(pubHost) {
+		return fmt.Errorf("METRICS_ADDR %q must not be the public listen address ADDR %q: metrics are never served on the public port", c.MetricsAddr, c.Addr)
+	}
+	return nil
+}
+
+// isWildcardHost reports whether a listen host means every interface.
+func isWildcardHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
 }
 
 // TopupBounds returns TOPUP_MIN and TOPUP_MAX as amounts, in whole cents.

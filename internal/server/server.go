@@ -33,14 +33,17 @@ import (
 	"videogen/internal/auth"
 	"videogen/internal/blob"
 	"videogen/internal/calllog"
+	"videogen/internal/callretention"
 	"videogen/internal/config"
 	"videogen/internal/db"
 	"videogen/internal/inflight"
 	"videogen/internal/janitor"
+	"videogen/internal/ledgercheck"
 	"videogen/internal/lingerclose"
 	"videogen/internal/mail"
 	"videogen/internal/media"
 	"videogen/internal/mediafetch"
+	"videogen/internal/metrics"
 	"videogen/internal/notify"
 	"videogen/internal/ratelimit"
 	"videogen/internal/tasks"
@@ -72,6 +75,8 @@ type Server struct {
 	Outbox *mail.Outbox
 	// Payments is Stripe top-ups, auto-recharge and balance warnings (card payments off without keys).
 	Payments *payments.Service
+	// Metrics is what /metrics exports, on METRICS_ADDR (nil when that is unset).
+	Metrics *metrics.Metrics
 
 	listener     atomic.Pointer[lingerclose.Listener] // set by Serve
 	stopRequests context.CancelFunc                   // ends handlers' patience: bodies still arriving get 503 shutting_down
@@ -79,6 +84,8 @@ type Server struct {
 	limits       *ratelimit.Store
 	simServer    *http.Server
 	pprofServer  *http.Server
+	metricsLn    net.Listener // METRICS_ADDR's listener, nil when off
+	metricsSrv   *http.Server
 	workerCancel context.CancelFunc
 	workerDone   chan struct{}
 	// Housekeeping that runs on every instance, workers or not: e-mail delivery and the storage janitor.
@@ -203,10 +210,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		MinTopup: topupMin, MaxTopup: topupMax, RechargeCap: cfg.RechargeCap, Owner: cfg.WorkerID, ReconcileEvery: cfg.ReconcileEvery},
 		payments.Deps{DB: d, Stripe: stripeAPI, Notify: notifier, Log: log.With("part", "payments"), Now: clock})
 	s.Auth = &auth.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL,
-		Throttle: auth.NewThrottles(s.limits), Now: clock}
+		Throttle: auth.NewThrottles(s.limits), Now: clock, Secrets: cfg.Secrets()}
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.MetricsAddr != "" {
+		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock)
 	}
 	stopping, stopRequests := context.WithCancel(context.Background())
 	s.stopRequests = stopRequests
@@ -223,9 +233,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
 		WebhookTimeout: cfg.StripeWebhookTimeout,
 		Stopping:       stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
+		Metrics: s.Metrics,
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
 		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
+	// The call log's retention is swept on the janitor's schedule, by one instance per interval.
+	callSweep := callretention.New(callretention.Config{Owner: cfg.WorkerID, Retention: cfg.CallLogRetention, Every: cfg.MediaSweepEvery},
+		callretention.Deps{DB: d, Log: log.With("part", "janitor"), Now: clock})
+	ledgerCheck := ledgercheck.New(ledgercheck.Config{Owner: cfg.WorkerID, Every: cfg.LedgerCheckEvery},
+		ledgercheck.Deps{DB: d, Log: log.With("part", "ledger-check"), Now: clock,
+			OnResult: func(r ledgercheck.Result) { s.Metrics.LedgerChecked(r.Drift()) }})
 
 	if cfg.PprofAddr != "" {
 		mux := http.NewServeMux()
@@ -234,9 +251,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		s.pprofServer = &http.Server{Addr: cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = s.pprofServer.ListenAndServe() }()
 	}
+	if s.Metrics != nil {
+		if err := s.serveMetrics(cfg.MetricsAddr); err != nil {
+			return nil, err
+		}
+	}
 	cctx, stop := context.WithCancel(context.Background())
 	s.choresStop = stop
-	s.chores.Add(3)
+	s.chores.Add(5)
 	go func() {
 		defer s.chores.Done()
 		s.Outbox.Run(cctx)
@@ -249,6 +271,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		defer s.chores.Done()
 		jan.Run(cctx)
 	}()
+	go func() {
+		defer s.chores.Done()
+		callSweep.Run(cctx)
+	}()
+	go func() {
+		defer s.chores.Done()
+		ledgerCheck.Run(cctx)
+	}()
 	if cfg.Workers {
 		wctx, cancel := context.WithCancel(context.Background())
 		s.workerCancel, s.workerDone = cancel, make(chan struct{})
@@ -259,6 +289,32 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	ok = true
 	return s, nil
+}
+
+// serveMetrics answers GET /metrics on addr, a listener of its own: what it tells (routes, queue depths,
+// credentials) is for the operator's Prometheus, never for the public port, whose router has no such
+// route. Listening here, before the server answers anything, makes a busy port fail the start.
+func (s *Server) serveMetrics(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("METRICS_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.Metrics.Handler())
+	s.metricsLn = ln
+	s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.metricsSrv.Serve(ln) }()
+	s.Log.Info("serving Prometheus metrics", "addr", ln.Addr().String())
+	return nil
+}
+
+// MetricsAddr is the address /metrics is served on ("" when METRICS_ADDR is unset); with port 0, the
+// port chosen.
+func (s *Server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
 }
 
 // stores returns where outputs and input media live: two folders under DATA_DIR by default, or one S3
@@ -444,6 +500,10 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 		if s.pprofServer != nil {
 			_ = s.pprofServer.Close()
+		}
+		if s.metricsSrv != nil {
+			// Before the database closes: a scrape reads it.
+			_ = s.metricsSrv.Shutdown(ctx)
 		}
 		if s.limits != nil {
 			_ = s.limits.Close()

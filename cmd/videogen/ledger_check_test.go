@@ -1,0 +1,162 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"videogen/internal/db"
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+// ledgerCheck runs `videogen ledger check args...` (GORACE as in reconcile: no second of sleep at exit).
+func ledgerCheck(t *testing.T, dir string, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
+	env = maps.Clone(env)
+	env["GORACE"] = "atexit_sleep_ms=0"
+	return run(t, dir, env, append([]string{"ledger", "check"}, args...)...)
+}
+
+// TestLedgerCheck corrupts one account's balance directly in the database, and the ledger self-check
+// reports exactly that account everywhere: `videogen ledger check` (exit 1, one line per problem, all of
+// that account, the check recorded), the server's background check (a ledger_checks row of its own, an
+// error in its log) and /metrics. A finished task whose reservation is resolved a second time is
+// reported as its account's. Without drift the command exits 0; without an answer, 2.
+func TestLedgerCheck(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		dir := t.TempDir()
+		metricsAddr := freeAddr(t)
+		owner := "ledger-test-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "100ms", "POLL_INTERVAL_MIN": "10ms", "POLL_INTERVAL_MAX": "100ms",
+			"LEDGER_CHECK_INTERVAL": "1s", "METRICS_ADDR": metricsAddr, "WORKER_ID": owner}
+		p := serve(t, dir, env)
+		d, err := db.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		drifted, steady := testkit.NewAccount(t, d, "10"), testkit.NewAccount(t, d, "10")
+		r := testkit.Do(t, p.url, "POST", "/v1/videos", steady.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a steady hand"})
+		if r.Status != 200 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
+		}
+		taskID := r.JSON(t)["id"].(string)
+		deadline := time.Now().Add(30 * time.Second)
+		for testkit.Task(t, d, taskID).Status != "completed" {
+			if time.Now().After(deadline) {
+				t.Fatal("the task did not complete")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		out, stderr, code := ledgerCheck(t, dir, env)
+		if code != 0 || !strings.Contains(out, "no drift") {
+			t.Fatalf("a sound ledger: exit %d\n%s%s", code, out, stderr)
+		}
+
+		// One account's available balance is changed behind the ledger's back.
+		if err := d.W.Exec("UPDATE accounts SET available_micros = available_micros + 1 WHERE id = ?", drifted.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code = ledgerCheck(t, dir, env)
+		if code != 1 || !strings.Contains(stderr, "ledger drift") {
+			t.Fatalf("a drifted account: exit %d, want 1\n%s%s", code, out, stderr)
+		}
+		reportsOnly(t, out, drifted.ID, fmt.Sprintf("account %d: ", drifted.ID))
+		var cli models.LedgerCheck
+		if err := d.R.Where("owner LIKE ?", "cli%").Order("id DESC").Take(&cli).Error; err != nil {
+			t.Fatalf("the command recorded no check: %v", err)
+		}
+		if cli.Accounts != strconv.FormatInt(drifted.ID, 10) || cli.Problems < 1 || !strings.Contains(cli.Detail, fmt.Sprintf("account %d", drifted.ID)) {
+			t.Errorf("the command's check: %+v", cli)
+		}
+
+		// The server's own check, on its interval.
+		var bg models.LedgerCheck
+		for {
+			err := d.R.Where("owner = ? AND problems > 0", owner).Order("id DESC").Take(&bg).Error
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline.Add(30 * time.Second)) {
+				t.Fatalf("the server's check recorded no drift: %v\n%s", err, p.stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if bg.Accounts != strconv.FormatInt(drifted.ID, 10) {
+			t.Errorf("the server's check names accounts %q, want %d only", bg.Accounts, drifted.ID)
+		}
+		logLine := regexp.MustCompile(`level=ERROR msg="ledger drift" .*account=` + strconv.FormatInt(drifted.ID, 10) + `\b`)
+		if !logLine.MatchString(p.stderr.String()) {
+			t.Errorf("no error in the server's log names account %d:\n%s", drifted.ID, p.stderr.String())
+		}
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(line, `msg="ledger drift"`) && !strings.Contains(line, fmt.Sprintf("account=%d ", drifted.ID)) && !strings.HasSuffix(line, fmt.Sprintf("account=%d", drifted.ID)) {
+				t.Errorf("the log names drift elsewhere: %s", line)
+			}
+		}
+		m := testkit.Scrape(t, "http://"+metricsAddr+"/metrics")
+		if v, ok := m.Value("videogen_ledger_drift_accounts"); !ok || v != 1 {
+			t.Errorf("videogen_ledger_drift_accounts = %v (found %v), want 1", v, ok)
+		}
+		if v, ok := m.Value("videogen_ledger_drift_found_total"); !ok || v < 1 {
+			t.Errorf("videogen_ledger_drift_found_total = %v (found %v), want at least 1", v, ok)
+		}
+		if v, ok := m.Value("videogen_ledger_check_problems"); !ok || v < 1 {
+			t.Errorf("videogen_ledger_check_problems = %v (found %v)", v, ok)
+		}
+
+		// Put right, then a completed task's reservation is resolved a second time: a release beside its
+		// settle, moving nothing, so every balance still equals its entries.
+		if err := d.W.Exec("UPDATE accounts SET available_micros = available_micros - 1 WHERE id = ?", drifted.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		var acct models.Account
+		if err := d.R.Take(&acct, steady.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := d.W.Create(&models.LedgerEntry{AccountID: steady.ID, Kind: models.KindRelease, TaskID: &taskID,
+			AvailableAfter: acct.AvailableMicros, ReservedAfter: acct.ReservedMicros, CreatedAt: time.Now().UTC()}).Error; err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code = ledgerCheck(t, dir, env)
+		if code != 1 {
+			t.Fatalf("a reservation resolved twice: exit %d, want 1\n%s%s", code, out, stderr)
+		}
+		reportsOnly(t, out, steady.ID, "task "+taskID+": ")
+
+		// No answer: exit 2.
+		if _, stderr, code := ledgerCheck(t, dir, env, "now"); code != 2 || !strings.Contains(stderr, "ledger check --help") {
+			t.Errorf("an argument: exit %d %q, want 2", code, stderr)
+		}
+		unreachable := maps.Clone(env)
+		unreachable["DATABASE_URL"] = "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"
+		if _, stderr, code := ledgerCheck(t, dir, unreachable); code != 2 {
+			t.Errorf("an unreachable database: exit %d %q, want 2", code, stderr)
+		}
+	})
+}
+
+// reportsOnly fails unless every problem line of the command's output starts with prefix and its last
+// line names exactly account id.
+func reportsOnly(t *testing.T, out string, id int64, prefix string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("no problem listed:\n%s", out)
+	}
+	for _, line := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(line, prefix) {
+			t.Errorf("a problem not about %q: %s", prefix, line)
+		}
+	}
+	if want := fmt.Sprintf("drift in 1 account(s): %d ", id); !strings.HasPrefix(lines[len(lines)-1], want) {
+		t.Errorf("last line %q, want it to start %q", lines[len(lines)-1], want)
+	}
+}

@@ -1,0 +1,107 @@
+package handlers_test
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"videogen/internal/testkit"
+	"videogen/models"
+	"videogen/views"
+)
+
+// TestSupportOverview: /support is the staff overview — a 404 for a signed-out visitor and for a member
+// — and shows, from the platform's own records: helpful empty states on a new platform; then tasks and
+// the exact charges of the day (micro-dollars summed from the ledger's settlements), each credential's
+// in-flight tasks against its capacity, the last hour's errors per endpoint with ids folded, the queue
+// with its oldest task's age; and the ledger self-check, run by another instance, naming exactly the
+// account whose balance was changed behind the ledger's back.
+func TestSupportOverview(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "100ms", "LEDGER_CHECK_INTERVAL": "0"})
+		if p := newBrowser(t, s).get("/support"); p.Status != 404 || strings.Contains(p.Body, "Platform overview") {
+			t.Fatalf("signed out: %d", p.Status)
+		}
+		member := signUpVerified(t, s, "member@example.com")
+		if p := member.get("/support"); p.Status != 404 || strings.Contains(p.Body, "Platform overview") {
+			t.Fatalf("a member: %d", p.Status)
+		}
+		staff := signInStaff(t, s, "ops@example.com", models.RoleSupport)
+
+		p := staff.get("/support")
+		if p.Status != 200 {
+			t.Fatalf("staff: %d %s", p.Status, trimPage(p.Body))
+		}
+		p.contains(t, "Platform overview", `action="/support/search"`, `name="q"`,
+			"The ledger self-check has not run yet", "Nothing is queued.", "No tasks were created in the last 30 days.",
+			"Nothing was charged in the last 30 days", "No API calls in the last hour.")
+		var creds []models.UpstreamCredential
+		s.DB.R.Order("label").Find(&creds)
+		if len(creds) != 2 {
+			t.Fatalf("%d credentials, want the simulator's 2", len(creds))
+		}
+		for _, c := range creds {
+			p.contains(t, c.Label, c.ID, "0 / 4")
+		}
+
+		// Three videos complete and are charged; one poll asks for a video that does not exist.
+		acct := s.NewAccount(t, "10")
+		for _, prompt := range []string{"a red kite", "a blue kite", "a kite in a storm"} {
+			id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": prompt, "seconds": 4})["id"].(string)
+			s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed")
+		}
+		if r := s.Do(t, "GET", "/v1/videos/video_noSuchVideoAtAll0000", acct.Key, nil); r.Status != 404 {
+			t.Fatalf("unknown video: %d", r.Status)
+		}
+		var charged int64
+		s.DB.R.Model(&models.LedgerEntry{}).Where("kind = ?", models.KindSettle).Select("COALESCE(SUM(-delta_reserved), 0)").Scan(&charged)
+		if charged <= 0 {
+			t.Fatal("nothing was charged")
+		}
+		endpoint := regexp.MustCompile(`<code>GET /v1/videos/\{id\}</code></td><td>(\d+)</td><td>1</td><td>0</td>`)
+		deadline := time.Now().Add(20 * time.Second)
+		for p = staff.get("/support"); !endpoint.MatchString(p.Body); p = staff.get("/support") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the last hour's calls are not on the overview:\n%s", trimPage(p.Body))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		p.contains(t, `<strong id="charged-total">`+views.Money(charged)+`</strong>`, "<code>POST /v1/videos</code></td><td>3</td><td>0</td><td>0</td><td>0.0%</td>")
+		p.lacks(t, "video_noSuchVideoAtAll0000")
+		if !regexp.MustCompile(`UTC: 3 tasks \(3 completed, 0 failed\)</title>`).MatchString(p.Body) {
+			t.Errorf("no bar of the day's 3 tasks:\n%s", trimPage(p.Body))
+		}
+
+		// No slot anywhere: a new task waits, and the overview says since when.
+		if err := s.DB.W.Model(&models.UpstreamCredential{}).Where("1 = 1").Update("enabled", false).Error; err != nil {
+			t.Fatal(err)
+		}
+		waiting := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "waits"})["id"].(string)
+		created := testkit.Task(t, s.DB, waiting).CreatedAt
+		p = staff.get("/support")
+		p.contains(t, `<div class="label">Waiting for a slot</div><div class="value">1</div>`, `id="oldest-queued"`,
+			"created "+created.UTC().Format("2006-01-02 15:04:05 MST"), "disabled")
+
+		// Another instance on the same database (and the same simulated credentials) checks the ledger
+		// every second; one account's balance is then changed directly in the database.
+		testkit.Start(t, dbURL, map[string]string{"DATA_DIR": s.Cfg.DataDir, "WORKERS": "false", "LEDGER_CHECK_INTERVAL": "1s"})
+		other := s.NewAccount(t, "10")
+		if err := s.DB.W.Exec("UPDATE accounts SET available_micros = available_micros + 1 WHERE id = ?", other.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		deadline = time.Now().Add(30 * time.Second)
+		for p = staff.get("/support"); !strings.Contains(p.Body, "Ledger drift"); p = staff.get("/support") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the drift is not on the overview:\n%s", trimPage(p.Body))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		links := regexp.MustCompile(`class="drift-account" href="([^"]+)"`).FindAllStringSubmatch(p.Body, -1)
+		if len(links) != 1 || links[0][1] != "/support/accounts/"+strconv.FormatInt(other.ID, 10) {
+			t.Fatalf("drift links %v, want account %d only", links, other.ID)
+		}
+		p.contains(t, "account "+strconv.FormatInt(other.ID, 10)+": balances")
+	})
+}
