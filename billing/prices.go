@@ -2,12 +2,17 @@ package billing
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
-	"sync"
+	"sort"
+	"strings"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"videogen/internal/audit"
 	"videogen/internal/catalog"
 	"videogen/internal/db"
 	"videogen/models"
@@ -39,58 +44,131 @@ func SeedPrices(ctx context.Context, d *db.DB, now time.Time) error {
 	return nil
 }
 
-// Prices reads the price table, keeping it in memory for a few seconds: it is read on every create and
-// changes rarely. A task freezes the price it read, so a change never touches existing tasks.
+// Prices reads the price table. It keeps no copy: the table is eight rows read by primary key, and an
+// admin's change must show at once on every instance — on /pricing, on /v1/models and in the price a
+// new task is charged — so each read asks the database (see the benchmark in prices_test.go for its
+// cost). A task freezes the price it read, so a change never touches existing tasks.
 type Prices struct {
-	db  *db.DB
-	ttl time.Duration
-
-	mu      sync.Mutex
-	byModel map[string]Micros
-	loaded  time.Time
+	db *db.DB
 }
 
 // NewPrices returns the price table reader.
-func NewPrices(d *db.DB) *Prices { return &Prices{db: d, ttl: 5 * time.Second} }
+func NewPrices(d *db.DB) *Prices { return &Prices{db: d} }
 
-// PerSecond returns the model's current price per second of output.
+// PerSecond returns the model's current price per second of output. It is on every create's path, so it
+// runs one prepared statement on the driver without GORM's reflection (about half the cost).
 func (p *Prices) PerSecond(ctx context.Context, model string) (Micros, error) {
-	all, err := p.All(ctx)
+	sqlDB, err := p.db.R.DB()
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("read the price of %s: %w", model, err)
 	}
-	price, ok := all[model]
-	if !ok {
+	q := "SELECT micros_per_second FROM prices WHERE model = ?"
+	if p.db.Postgres {
+		q = "SELECT micros_per_second FROM prices WHERE model = $1"
+	}
+	var v int64
+	switch err := sqlDB.QueryRowContext(ctx, q, model).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
 		return 0, fmt.Errorf("no price for model %s", model)
+	case err != nil:
+		return 0, fmt.Errorf("read the price of %s: %w", model, err)
 	}
-	return price, nil
+	return Micros(v), nil
 }
 
 // All returns model → price per second.
 func (p *Prices) All(ctx context.Context) (map[string]Micros, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byModel != nil && time.Since(p.loaded) < p.ttl {
-		return p.byModel, nil
-	}
-	var rows []models.Price
-	if err := p.db.R.WithContext(ctx).Find(&rows).Error; err != nil {
-		if p.byModel != nil {
-			return p.byModel, nil // a passing read error should not stop sales at known prices
-		}
-		return nil, fmt.Errorf("load prices: %w", err)
+	rows, err := PriceRows(ctx, p.db.R)
+	if err != nil {
+		return nil, err
 	}
 	m := make(map[string]Micros, len(rows))
 	for _, r := range rows {
 		m[r.Model] = Micros(r.MicrosPerSecond)
 	}
-	p.byModel, p.loaded = m, time.Now()
 	return m, nil
 }
 
-// Invalidate drops the cached table, after an admin edit.
-func (p *Prices) Invalidate() {
-	p.mu.Lock()
-	p.byModel = nil
-	p.mu.Unlock()
+// PriceRows reads the stored table with who set each price and when, in the catalog's order.
+func PriceRows(ctx context.Context, q *gorm.DB) ([]models.Price, error) {
+	var rows []models.Price
+	if err := q.WithContext(ctx).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("load prices: %w", err)
+	}
+	order := make(map[string]int, len(catalog.Models))
+	for i, m := range catalog.Models {
+		order[m.ID] = i
+	}
+	sort.Slice(rows, func(i, j int) bool { return order[rows[i].Model] < order[rows[j].Model] })
+	return rows, nil
 }
+
+// MaxPricePerSecond bounds a price an admin may set: far above any real price, it catches a slipped digit.
+const MaxPricePerSecond = 1000 * PerUSD
+
+// ParsePrice reads a price per second typed in dollars for a model of the catalog.
+func ParsePrice(model, typed string) (Micros, error) {
+	if _, ok := catalog.Lookup(model); !ok {
+		return 0, invalid("There is no model %q.", model)
+	}
+	m, err := ParseUSD(typed)
+	switch {
+	case strings.TrimSpace(typed) == "":
+		return 0, invalid("Enter a price for %s.", model)
+	case err != nil:
+		return 0, invalid("The price of %s must be dollars per second with at most six decimals, such as 0.300000 (not %q).", model, strings.TrimSpace(typed))
+	case m <= 0:
+		return 0, invalid("The price of %s must be more than zero.", model)
+	case m > MaxPricePerSecond:
+		return 0, invalid("The price of %s is over %s per second. Check it.", model, MaxPricePerSecond.USD())
+	}
+	return m, nil
+}
+
+// PriceChange is one model's new price and the price the admin saw when deciding it.
+type PriceChange struct {
+	Model    string
+	Old, New Micros
+}
+
+// ErrPriceChanged is returned when a price is no longer the one the admin saw: someone else changed it
+// meanwhile, and applying the form would silently undo their change.
+var ErrPriceChanged = errors.New("a price changed since the form was shown")
+
+// SetPrices stores new prices in one transaction, each only if it is still the price the admin saw, with
+// who set it and an audit row per model (old → new). New tasks pay the new price from the commit on, on
+// every instance; tasks already created keep the price they froze.
+func SetPrices(ctx context.Context, d *db.DB, by audit.Actor, reason string, changes []PriceChange, now time.Time) error {
+	reason, err := CheckReason(reason)
+	if err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		return invalid("No price was changed.")
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	return d.Tx(ctx, func(tx *gorm.DB) error {
+		for _, c := range changes {
+			if _, err := ParsePrice(c.Model, c.New.String()); err != nil {
+				return err
+			}
+			res := tx.Model(&models.Price{}).Where("model = ? AND micros_per_second = ?", c.Model, int64(c.Old)).
+				Updates(map[string]any{"micros_per_second": int64(c.New), "updated_at": now, "updated_by": by.Name})
+			if res.Error != nil {
+				return fmt.Errorf("set the price of %s: %w", c.Model, res.Error)
+			}
+			if res.RowsAffected == 0 {
+				return fmt.Errorf("%s: %w", c.Model, ErrPriceChanged)
+			}
+			if err := audit.Record(ctx, tx, now, by, audit.Entry{Action: audit.SetPrice, TargetType: audit.TargetPrice, TargetID: c.Model,
+				Reason: reason, Detail: fmt.Sprintf("%s → %s per second", c.Old.USD(), c.New.USD())}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Invalidate is kept for callers written when the table was cached per instance (tests that edit the
+// table directly): every read now sees the stored table, so there is nothing to drop.
+func (p *Prices) Invalidate() {}

@@ -48,6 +48,12 @@ var notices = map[string]string{
 	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
 	"already-verified":  "Your e-mail address is already confirmed.",
 	"email-confirmed":   "Your e-mail address is confirmed. Welcome!",
+	// Staff (docs/support.md).
+	"balance-adjusted": "The balance was adjusted. The ledger and the audit log show it.",
+	"account-disabled": "The account was disabled: its keys are refused and its users signed out.",
+	"account-enabled":  "The account was re-enabled: its keys work again.",
+	"role-changed":     "The role was changed. It applies from the user's next page.",
+	"prices-saved":     "The prices were changed. New videos are charged the new prices.",
 }
 
 // web prepares every console and public page: it reads the session cookie, makes sure the browser has a

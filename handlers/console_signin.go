@@ -26,6 +26,10 @@ func (h *handler) signIn(c *fiber.Ctx) error {
 		form.Error = "The e-mail address or the password is not right."
 		c.Status(fiber.StatusUnauthorized)
 		return h.render(c, views.SignIn(h.viewer(c, ""), form))
+	case errors.Is(err, auth.ErrAccountDisabled):
+		form.Error = "This account is disabled, so you cannot sign in. Contact support."
+		c.Status(fiber.StatusForbidden)
+		return h.render(c, views.SignIn(h.viewer(c, ""), form))
 	case errors.As(err, &throttled):
 		who := "for this address"
 		if throttled.Scope == "network" {

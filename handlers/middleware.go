@@ -126,6 +126,10 @@ func (h *handler) authenticate(c *fiber.Ctx) error {
 	if errors.Is(err, apikeys.ErrInvalid) {
 		return apierr.InvalidAPIKey
 	}
+	if errors.Is(err, apikeys.ErrAccountDisabled) {
+		c.Locals(localPrincipal, p) // the refusal is logged as the account's call: support sees the attempts
+		return apierr.AccountDisabled
+	}
 	if err != nil {
 		return err
 	}

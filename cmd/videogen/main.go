@@ -46,7 +46,7 @@ func root() *cobra.Command {
 		SilenceErrors: true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
-	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), stripeCmd(), simCmd())
+	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), ledgerCmd(), stripeCmd(), simCmd())
 	return r
 }
 
@@ -191,7 +191,7 @@ func accountsCmd() *cobra.Command {
 	create.Flags().StringVar(&password, "password", "", "password for the console (optional, at least 10 characters; without it a one-time link to choose one is printed)")
 	create.Flags().StringVar(&role, "role", models.RoleMember, "member, support or admin")
 	_ = create.MarkFlagRequired("email")
-	c.AddCommand(create)
+	c.AddCommand(append([]*cobra.Command{create}, accountsAdminCmds()...)...)
 	return c
 }
 

@@ -67,6 +67,9 @@ var (
 	Internal      = &Error{Status: 500, Code: "internal_error", Message: "Something went wrong on our side. Quote the request id to support; do not blindly repeat a create — list your tasks first."}
 	MissingAPIKey = &Error{Status: 401, Code: "missing_api_key", Message: "Send your API key in the header 'Authorization: Bearer <key>'."}
 	InvalidAPIKey = &Error{Status: 401, Code: "invalid_api_key", Message: "This API key is unknown or has been revoked. Check the key, or use a current one."}
+	// AccountDisabled answers every key of an account staff disabled: the key itself is fine, so the
+	// customer is told that a new key will not help and whom to ask.
+	AccountDisabled = &Error{Status: 401, Code: "account_disabled", Message: "This account is disabled, so none of its API keys are accepted. Contact support."}
 
 	VideoNotReady = &Error{Status: 409, Code: "video_not_ready", Message: "The video is not completed yet. Keep polling GET /v1/videos/{id} until status is completed.", Header: map[string]string{"x-should-retry": "false"}}
 	VideoFailed   = &Error{Status: 409, Code: "video_not_ready", Message: "This video failed, so there is no file to download; its error says why, and its reservation was released. Create a new video to try again.", Header: map[string]string{"x-should-retry": "false"}}

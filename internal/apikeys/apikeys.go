@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -28,6 +29,9 @@ const prefixLen = 11
 
 // ErrInvalid is returned for a key that is unknown or revoked.
 var ErrInvalid = errors.New("invalid api key")
+
+// ErrAccountDisabled is returned for a current key of an account that staff disabled.
+var ErrAccountDisabled = errors.New("the key's account is disabled")
 
 // ErrNoSuchKey is returned by Revoke for a prefix no key has.
 var ErrNoSuchKey = errors.New("no api key with this prefix")
@@ -94,17 +98,21 @@ type Principal struct {
 }
 
 type cached struct {
-	p     Principal
-	valid bool
+	p        Principal
+	valid    bool
+	disabled bool // the account is disabled (kept with the key, so a disabled account costs no more lookups)
 }
 
 // Authenticator checks Bearer keys. Answers are cached for ttl, so the database sees at most one lookup
-// per key per ttl however fast the key is used; a revocation made on this instance drops the entry at
-// once, and one made elsewhere is seen when the entry expires.
+// per key per ttl however fast the key is used; a revocation, or an account disabled or enabled, on this
+// instance drops the entries at once, and one made elsewhere is seen when the entry expires.
 type Authenticator struct {
 	db    *db.DB
 	cache *expirable.LRU[string, cached]
 	group singleflight.Group
+	// forgets counts ForgetAccount calls: a lookup that was already reading when one happened does not
+	// cache what it read, which may predate the change.
+	forgets atomic.Uint64
 	// lastUsed remembers when each key's last_used_at was last written, to write it once a minute at most.
 	lastUsed *expirable.LRU[int64, time.Time]
 	now      func() time.Time
@@ -124,45 +132,70 @@ func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authen
 	}
 }
 
-// Authenticate returns the principal of a secret, or ErrInvalid.
+// Authenticate returns the principal of a secret, or ErrInvalid. A current key of a disabled account
+// returns ErrAccountDisabled with its principal, so the refused call can still be told apart in the
+// account's call log.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Principal, error) {
 	if !strings.HasPrefix(secret, "vg_") || len(secret) > 200 {
 		return Principal{}, ErrInvalid
 	}
 	h := Hash(secret)
-	if c, ok := a.cache.Get(h); ok {
-		if !c.valid {
-			return Principal{}, ErrInvalid
+	c, ok := a.cache.Get(h)
+	if !ok {
+		v, err, _ := a.group.Do(h, func() (any, error) { return a.load(ctx, h) })
+		if err != nil {
+			return Principal{}, err
 		}
-		return c.p, nil
+		c = v.(cached)
 	}
-	v, err, _ := a.group.Do(h, func() (any, error) { return a.load(ctx, h) })
-	if err != nil {
-		return Principal{}, err
-	}
-	c := v.(cached)
-	if !c.valid {
+	switch {
+	case !c.valid:
 		return Principal{}, ErrInvalid
+	case c.disabled:
+		return c.p, ErrAccountDisabled
 	}
 	return c.p, nil
 }
 
+// keyRow is a key with its account's state, read in one query.
+type keyRow struct {
+	models.APIKey
+	DisabledAt *time.Time
+}
+
 func (a *Authenticator) load(ctx context.Context, h string) (cached, error) {
-	var k models.APIKey
-	err := a.db.R.WithContext(ctx).Where("secret_hash = ?", h).Take(&k).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		a.cache.Add(h, cached{})
-		return cached{}, nil
-	}
+	forgets := a.forgets.Load()
+	var rows []keyRow
+	err := a.db.R.WithContext(ctx).Raw(`SELECT k.id, k.account_id, k.prefix, k.revoked_at, a.disabled_at
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = ?`, h).Scan(&rows).Error
 	if err != nil {
 		return cached{}, fmt.Errorf("look up api key: %w", err)
 	}
-	c := cached{p: Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, valid: k.RevokedAt == nil}
-	a.cache.Add(h, c)
-	if c.valid {
-		a.touch(k.ID)
+	var c cached
+	if len(rows) > 0 {
+		k := rows[0]
+		c = cached{p: Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, valid: k.RevokedAt == nil, disabled: k.DisabledAt != nil}
+	}
+	if a.forgets.Load() == forgets {
+		a.cache.Add(h, c)
+	}
+	if c.valid && !c.disabled {
+		a.touch(c.p.KeyID)
 	}
 	return c, nil
+}
+
+// ForgetAccount drops this instance's cached answers for an account's keys, after it was disabled or
+// enabled here, so the change holds on this instance at once; other instances see it when their entries
+// expire (API_KEY_CACHE_TTL), as with a revocation. The cache is scanned rather than the database asked
+// for the account's keys, so this cannot fail once the change is committed.
+func (a *Authenticator) ForgetAccount(accountID int64) {
+	a.forgets.Add(1)
+	for _, h := range a.cache.Keys() {
+		if c, ok := a.cache.Peek(h); ok && c.p.AccountID == accountID {
+			a.cache.Remove(h)
+		}
+	}
 }
 
 // touch records that a key was used, at most once a minute per key, off the request path.

@@ -89,7 +89,13 @@ func (s *Service) noticeExisting(ctx context.Context, email string) error {
 	return nil
 }
 
-// SignIn checks an e-mail and password and returns the user; it is throttled per address and per IP.
+// ErrAccountDisabled is returned by SignIn, after the password was checked, for a user of an account
+// staff disabled.
+var ErrAccountDisabled = errors.New("the account is disabled")
+
+// SignIn checks an e-mail and password and returns the user; it is throttled per address and per IP. A
+// user of a disabled account is refused with ErrAccountDisabled — only once the password is right, so
+// the refusal tells nothing to someone who does not know it.
 func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*models.User, error) {
 	norm := strings.ToLower(strings.TrimSpace(email))
 	if err := allowScoped(ctx, s.Throttle.SignInPerIP, ip, "network"); err != nil {
@@ -115,6 +121,13 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*mode
 	}
 	if !ok {
 		return nil, ErrBadCredentials
+	}
+	var acct models.Account
+	if err := s.DB.R.WithContext(ctx).Select("id", "disabled_at").Take(&acct, u.AccountID).Error; err != nil {
+		return nil, fmt.Errorf("read the account of user %d: %w", u.ID, err)
+	}
+	if acct.Disabled() {
+		return nil, ErrAccountDisabled
 	}
 	return u, nil
 }
