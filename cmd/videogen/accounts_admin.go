@@ -107,5 +107,30 @@ func accountsAdminCmds() []*cobra.Command {
 	enable.Flags().StringVar(&enReason, "reason", "", "why (required; kept in the audit log)")
 	_ = enable.MarkFlagRequired("email")
 	_ = enable.MarkFlagRequired("reason")
-	return []*cobra.Command{roleCmd, disable, enable}
+
+	var resetEmail, resetReason string
+	reset := &cobra.Command{
+		Use:   "reset-2fa",
+		Short: "forget a staff member's authenticator and recovery codes, for one who lost both (audited)",
+		Long: "Forget the second factor of the user with this e-mail (their authenticator and recovery codes) and sign them out, " +
+			"recorded in the audit log with actor cli. Their next staff page asks them to enrol a new authenticator. Check who is asking first: " +
+			"this is the door around the second factor.",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, u, done, err := adminService(cmd.Context(), resetEmail)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if err := s.ResetSecondFactor(cmd.Context(), audit.CLI, u.ID, resetReason); err != nil {
+				return fmt.Errorf("%s: %w", u.Email, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s has no second factor now and is signed out; their next staff page asks them to enrol again\n", u.Email)
+			return nil
+		},
+	}
+	reset.Flags().StringVar(&resetEmail, "email", "", "the user's e-mail (required)")
+	reset.Flags().StringVar(&resetReason, "reason", "", "why (required; kept in the audit log)")
+	_ = reset.MarkFlagRequired("email")
+	_ = reset.MarkFlagRequired("reason")
+	return []*cobra.Command{roleCmd, disable, enable, reset}
 }

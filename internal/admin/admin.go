@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,4 +298,28 @@ func (s *Service) SetRole(ctx context.Context, by audit.Actor, userID int64, rol
 		return nil, err
 	}
 	return &out, nil
+}
+
+// ResetSecondFactor clears a staff member's authenticator and recovery codes (they lost both) and ends
+// their sessions; their next staff page asks them to enrol again. Audited with its reason.
+func (s *Service) ResetSecondFactor(ctx context.Context, by audit.Actor, userID int64, reason string) error {
+	reason, err := billing.CheckReason(reason)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var u models.User
+		if err := tx.Take(&u, userID).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return fmt.Errorf("user %d: %w", userID, ErrNoSuchUser)
+			}
+			return fmt.Errorf("read user %d: %w", userID, err)
+		}
+		if err := s.Auth.ResetSecondFactor(ctx, tx, userID); err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, now, by, audit.Entry{Action: audit.ResetTOTP, TargetType: audit.TargetUser,
+			TargetID: strconv.FormatInt(userID, 10), AccountID: u.AccountID, Reason: reason, Detail: u.Email})
+	})
 }

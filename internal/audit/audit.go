@@ -36,6 +36,7 @@ const (
 	SecondFactor  = "2fa.pass"
 	RecoveryUsed  = "2fa.recovery_code"
 	RecoveryReset = "2fa.recovery_codes_new"
+	ResetTOTP     = "2fa.reset"
 )
 
 // Target types.

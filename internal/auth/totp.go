@@ -458,3 +458,17 @@ func isRecoveryCode(c string) bool {
 }
 
 func userRef(id int64) string { return strconv.FormatInt(id, 10) }
+
+// ResetSecondFactor forgets a user's authenticator and recovery codes and ends their sessions, with tx:
+// for a staff member who lost both. Their next staff page sends them to enrolment again.
+func (s *Service) ResetSecondFactor(ctx context.Context, tx *gorm.DB, userID int64) error {
+	res := tx.WithContext(ctx).Model(&models.User{}).Where("id = ?", userID).
+		Updates(map[string]any{"totp_sealed": nil, "totp_enabled_at": nil, "totp_last_step": 0})
+	if res.Error != nil {
+		return fmt.Errorf("reset the second factor of user %d: %w", userID, res.Error)
+	}
+	if err := tx.WithContext(ctx).Where("user_id = ? AND used_at IS NULL", userID).Delete(&models.RecoveryCode{}).Error; err != nil {
+		return fmt.Errorf("drop the recovery codes of user %d: %w", userID, err)
+	}
+	return s.EndAllSessions(ctx, tx, userID)
+}
