@@ -36,6 +36,11 @@ func move(tx *gorm.DB, e *models.LedgerEntry, guardAvailable bool) error {
 		q += " AND available_micros + ? >= 0"
 		args = append(args, e.DeltaAvailable)
 	}
+	if e.Kind == models.KindReserve {
+		// A disabled account takes no new work, whichever instance still accepted its key from its
+		// cache (docs/support.md): the refusal is the same guarded UPDATE as the balance's.
+		q += " AND disabled_at IS NULL"
+	}
 	q += " RETURNING available_micros, reserved_micros"
 	var b []balances
 	if err := tx.Raw(q, args...).Scan(&b).Error; err != nil {
@@ -55,7 +60,8 @@ func move(tx *gorm.DB, e *models.LedgerEntry, guardAvailable bool) error {
 }
 
 // Reserve moves amount from available to reserved for a new task, inside the task's create transaction.
-// It fails with ErrInsufficientBalance, writing nothing, when available < amount.
+// It fails with ErrInsufficientBalance, writing nothing, when available < amount or the account is
+// disabled (the caller tells the two apart).
 func Reserve(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
 	if amount <= 0 {
 		return fmt.Errorf("reserve %s for %s: amount must be positive", amount, taskID)

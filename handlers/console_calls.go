@@ -122,14 +122,16 @@ const (
 func (h *handler) exportCalls(c *fiber.Ctx) error {
 	v := h.tenantViewer(c, "calls")
 	q, _, _ := h.callQuery(c, v)
-	if err := h.auditTenantLook(c, audit.Export, "", ""); err != nil {
-		return err
-	}
 	if !h.startExport(q.AccountID) {
 		c.Status(fiber.StatusTooManyRequests)
 		c.Set(fiber.HeaderRetryAfter, "30")
 		return h.render(c, views.ErrorPage(v, 429, "An export is already running",
 			"Wait for your running exports to finish, then download again."))
+	}
+	// Recorded once the export is sure to run, so a refused one leaves no row.
+	if err := h.auditTenantLook(c, audit.Export, "", ""); err != nil {
+		h.endExport(q.AccountID)
+		return err
 	}
 	loc := v.Location
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")

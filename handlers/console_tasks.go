@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"time"
 
@@ -96,11 +95,13 @@ func (h *handler) taskPage(c *fiber.Ctx, accountID int64, id string, staff bool,
 		st := &views.StaffTask{Summary: tasks.Explain(*t, p.Entries, loc)}
 		if t.CredentialID != nil {
 			st.CredentialID = *t.CredentialID
-			var cred models.UpstreamCredential
-			if err := h.DB.R.WithContext(ctx).Where("id = ?", *t.CredentialID).Limit(1).Find(&cred).Error; err != nil {
-				return nil, fmt.Errorf("read credential of %s: %w", t.ID, err)
+			cred, err := models.Credential(ctx, h.DB.R, *t.CredentialID)
+			if err != nil && !errors.Is(err, models.ErrNotFound) {
+				return nil, err
 			}
-			st.CredentialLabel, st.Provider = cred.Label, cred.Provider
+			if cred != nil {
+				st.CredentialLabel, st.Provider = cred.Label, cred.Provider
+			}
 		}
 		if st.Calls, err = models.TaskCalls(ctx, h.DB.R, t.AccountID, t.ID, 50); err != nil {
 			return nil, err

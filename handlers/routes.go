@@ -183,14 +183,14 @@ func New(d Deps) *fiber.App {
 	// Staff (docs/support.md): roles support and admin only; everyone else gets the 404 of an unknown
 	// path. The second factor comes first: its own pages are the only ones a staff member reaches
 	// without having passed it in this session.
-	secondFactor := app.Group("/support/2fa", h.web, h.requireStaff)
+	secondFactor := app.Group("/support/2fa", h.hideFromNonStaff, h.web, h.requireStaff)
 	secondFactor.Get("", h.showSecondFactor)
 	secondFactor.Post("", h.checkSecondFactor)
 	secondFactor.Get("/setup", h.showTOTPEnrolment)
 	secondFactor.Post("/setup", h.enrolTOTP)
 	secondFactor.Post("/recovery-codes", h.newRecoveryCodes)
 
-	support := app.Group("/support", h.web, h.requireStaff, h.requireSecondFactor)
+	support := app.Group("/support", h.hideFromNonStaff, h.web, h.requireStaff, h.requireSecondFactor)
 	support.Get("", h.showOverview)
 	support.Get("/search", h.searchStaff)
 	support.Get("/calls/:request", h.showStaffCall)

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm"
 
 	"videogen/internal/audit"
+	"videogen/internal/auth"
 	"videogen/models"
 	"videogen/views"
 )
@@ -20,6 +20,20 @@ func (h *handler) notFound(c *fiber.Ctx) error {
 	c.Locals(localUser, nil)
 	c.Locals(localSession, nil)
 	return fiber.ErrNotFound
+}
+
+// hideFromNonStaff runs before anything else on /support: for anyone but staff the answer is made by the
+// same error handler as an unknown path's, before the page middleware sets a cookie or a cache header or
+// checks a form's CSRF token, so nothing tells the two apart.
+func (h *handler) hideFromNonStaff(c *fiber.Ctx) error {
+	u, _, err := h.Auth.Session(c.UserContext(), c.Cookies(sessionCookie))
+	if err != nil && !errors.Is(err, auth.ErrNoSession) {
+		return err
+	}
+	if u == nil || !u.Staff() {
+		return fiber.ErrNotFound
+	}
+	return c.Next()
 }
 
 // requireStaff lets support and admin through; anyone else gets the 404 of an unknown path.
@@ -78,18 +92,16 @@ func (h *handler) staffTenant(c *fiber.Ctx) error {
 	if err != nil || id <= 0 {
 		return fiber.ErrNotFound
 	}
-	var acct models.Account
-	if err := h.DB.R.WithContext(c.UserContext()).Take(&acct, id).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return fiber.ErrNotFound
-		}
+	acct, owner, err := models.AccountWithOwner(c.UserContext(), h.DB.R, id)
+	if errors.Is(err, models.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
 		return err
 	}
-	var owner models.User
-	_ = h.DB.R.WithContext(c.UserContext()).Where("account_id = ?", id).Order("id").Limit(1).Find(&owner).Error
 	base := "/support/accounts/" + strconv.FormatInt(id, 10)
 	c.Locals(localTenant, tenant{AccountID: id, Base: base, Staff: &views.StaffContext{
-		Account: acct, OwnerEmail: owner.Email, Base: base, Admin: currentUser(c).Role == models.RoleAdmin}})
+		Account: *acct, OwnerEmail: owner, Base: base, Admin: currentUser(c).Role == models.RoleAdmin}})
 	return c.Next()
 }
 

@@ -47,19 +47,19 @@ func (h *handler) searchStaff(c *fiber.Ctx) error {
 // the latest of its tasks, ledger and calls, with links to the whole of each.
 func (h *handler) showStaffAccount(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	ctx, r := c.UserContext(), h.DB.R.WithContext(c.UserContext())
+	ctx := c.UserContext()
 	if err := h.auditTenantLook(c, audit.ViewAccount, "", ""); err != nil {
 		return err
 	}
 	p := views.StaffAccountPage{Account: t.Staff.Account}
-	if err := r.Where("account_id = ?", t.AccountID).Order("id").Find(&p.Users).Error; err != nil {
+	var err error
+	if p.Users, err = models.AccountUsers(ctx, h.DB.R, t.AccountID); err != nil {
 		return err
 	}
-	var err error
 	if p.Keys, err = models.AccountKeys(ctx, h.DB.R, t.AccountID); err != nil {
 		return err
 	}
-	if err := r.Where("account_id = ?", t.AccountID).Order("created_at DESC, id DESC").Limit(10).Find(&p.Tasks).Error; err != nil {
+	if p.Tasks, err = models.RecentTasks(ctx, h.DB.R, t.AccountID, 10); err != nil {
 		return err
 	}
 	if p.Entries, _, err = models.LedgerPage(ctx, h.DB.R, t.AccountID, 0, 10); err != nil {
@@ -117,16 +117,11 @@ func (h *handler) showStaffCall(c *fiber.Ctx) error {
 	v := h.viewer(c, "support")
 	p := views.StaffCallPage{Call: *call}
 	if call.AccountID != nil {
-		var acct models.Account
-		if err := h.DB.R.WithContext(c.UserContext()).Take(&acct, *call.AccountID).Error; err != nil {
+		if p.Account, p.Owner, err = models.AccountWithOwner(c.UserContext(), h.DB.R, *call.AccountID); err != nil {
 			return err
 		}
-		p.Account = &acct
-		var owner models.User
-		_ = h.DB.R.WithContext(c.UserContext()).Where("account_id = ?", acct.ID).Order("id").Limit(1).Find(&owner).Error
-		p.Owner = owner.Email
 		if call.TaskID != "" {
-			if p.Task, err = h.taskPage(c, acct.ID, call.TaskID, true, v.Location); err != nil && !errors.Is(err, fiber.ErrNotFound) {
+			if p.Task, err = h.taskPage(c, p.Account.ID, call.TaskID, true, v.Location); err != nil && !errors.Is(err, fiber.ErrNotFound) {
 				return err
 			}
 		}
@@ -136,15 +131,14 @@ func (h *handler) showStaffCall(c *fiber.Ctx) error {
 
 // showStaffTask answers GET /support/tasks/{id}: the task's page under its account.
 func (h *handler) showStaffTask(c *fiber.Ctx) error {
-	var t models.Task
-	err := h.DB.R.WithContext(c.UserContext()).Select("id", "account_id").Where("id = ?", c.Params("id")).Limit(1).Find(&t).Error
+	accountID, err := models.TaskAccount(c.UserContext(), h.DB.R, c.Params("id"))
+	if errors.Is(err, models.ErrNotFound) {
+		return fiber.ErrNotFound
+	}
 	if err != nil {
 		return err
 	}
-	if t.ID == "" {
-		return fiber.ErrNotFound
-	}
-	return redirect(c, "/support/accounts/"+strconv.FormatInt(t.AccountID, 10)+"/tasks/"+t.ID)
+	return redirect(c, "/support/accounts/"+strconv.FormatInt(accountID, 10)+"/tasks/"+c.Params("id"))
 }
 
 // showAuditLog answers GET /support/audit (admins): the audit log, filtered, newest first.
@@ -155,12 +149,12 @@ func (h *handler) showAuditLog(c *fiber.Ctx) error {
 	q := audit.Filter{Actor: f.Actor, Action: f.Action}
 	p := views.AuditPage{}
 	if f.Account != "" {
-		id, err := strconv.ParseInt(f.Account, 10, 64)
-		if err != nil || id <= 0 {
+		if id, err := strconv.ParseInt(f.Account, 10, 64); err == nil && id > 0 {
+			q.AccountID = id
+		} else {
 			p.Error = "Account id is a number; it was ignored."
 			f.Account = ""
 		}
-		q.AccountID = id
 	}
 	var problem string
 	if q.From, q.To, problem = timeRange(f.From, f.To, v.Location); problem != "" {

@@ -23,15 +23,25 @@ func TestSupportIsHiddenFromEveryoneElse(t *testing.T) {
 		if unknown.Status != 404 {
 			t.Fatalf("unknown path: %d", unknown.Status)
 		}
+		same := func(what string, got *page) {
+			t.Helper()
+			if got.Status != 404 || trimPage(got.Body) != trimPage(unknown.Body) {
+				t.Errorf("%s: %d, and the page differs from an unknown path's: %s", what, got.Status, trimPage(got.Body))
+			}
+			for _, h := range []string{"Set-Cookie", "Cache-Control"} {
+				if got.Header.Get(h) != unknown.Header.Get(h) {
+					t.Errorf("%s: %s %q, an unknown path's %q", what, h, got.Header.Get(h), unknown.Header.Get(h))
+				}
+			}
+		}
 		paths := []string{"/support", "/support/", "/support/search?q=x", "/support/2fa", "/support/2fa/setup",
 			fmt.Sprintf("/support/accounts/%d", acct.ID), fmt.Sprintf("/support/accounts/%d/calls.csv", acct.ID),
 			"/support/calls/req_x", "/support/tasks/video_x", "/support/audit", "/support/prices"}
 		for _, b := range []*browser{anon, member} {
 			for _, p := range paths {
-				got := b.get(p)
-				if got.Status != 404 || trimPage(got.Body) != trimPage(unknown.Body) {
-					t.Errorf("GET %s: %d, and the page differs from an unknown path's: %s", p, got.Status, trimPage(got.Body))
-				}
+				same("GET "+p, b.get(p))
+				// A form posted without its token is no different: the page is not there.
+				same("POST "+p, b.postRaw(p, url.Values{"reason": {"x"}}))
 			}
 		}
 		if got := member.post("/console", fmt.Sprintf("/support/accounts/%d/balance", acct.ID), url.Values{"amount": {"5"}, "reason": {"x"}}); got.Status != 404 {
@@ -71,6 +81,7 @@ func TestStaffSearch(t *testing.T) {
 			{"account id with #", fmt.Sprintf("#%d", a.ID), accountA},
 			{"key prefix", key.Prefix, accountA},
 			{"whole key pasted", a.Key, accountA},
+			{"whole key in a header line", "Authorization: Bearer " + a.Key, accountA},
 			{"task id", task, accountA + "/tasks/" + task},
 			{"media id", upload.Files[0].ID, fmt.Sprintf("/support/accounts/%d", b.ID)},
 			{"request id", poll.Header.Get("X-Request-Id"), "/support/calls/" + poll.Header.Get("X-Request-Id")},
@@ -92,6 +103,11 @@ func TestStaffSearch(t *testing.T) {
 			t.Fatalf("two matches: %d", list.Status)
 		}
 		list.contains(t, "twin-one@example.com", "twin-two@example.com")
+		for _, q := range []string{"\x00", "a\x00b", strings.Repeat("é", 200), "%_%", `\`} {
+			if got := sup.get("/support/search?q=" + url.QueryEscape(q)); got.Status != 200 {
+				t.Errorf("q=%q: %d", q, got.Status)
+			}
+		}
 		none := sup.get("/support/search?q=video_doesnotexist")
 		none.contains(t, "Nothing matches")
 		gone := sup.get("/support/search?q=req_nosuchrequest")
@@ -99,8 +115,8 @@ func TestStaffSearch(t *testing.T) {
 		// The search is audited, and a pasted key is kept as its prefix only.
 		var rows []models.AuditEntry
 		s.DB.R.Where("action = ?", "search").Find(&rows)
-		if len(rows) != len(cases)+3 {
-			t.Errorf("%d search rows in the audit log, want %d", len(rows), len(cases)+3)
+		if len(rows) != len(cases)+8 {
+			t.Errorf("%d search rows in the audit log, want %d", len(rows), len(cases)+8)
 		}
 		for _, r := range rows {
 			if strings.Contains(r.Detail, a.Key) || r.Actor != sup.Email || r.IP == "" {
@@ -246,8 +262,14 @@ func TestAuditLogPage(t *testing.T) {
 		if got := adm.get("/support/audit?action=balance."); strings.Contains(got.Body, "<code>account.view</code>") {
 			t.Error("the action filter did not apply")
 		}
-		if got := adm.get("/support/audit?account=abc"); !strings.Contains(got.Body, "Account id is a number") {
-			t.Error("a bad account filter is not explained")
+		for _, bad := range []string{"abc", "-5", "99999999999999999999"} {
+			got := adm.get("/support/audit?account=" + bad)
+			if !strings.Contains(got.Body, "Account id is a number") || !strings.Contains(got.Body, "<code>account.view</code>") {
+				t.Errorf("account=%s is not explained and ignored", bad)
+			}
+		}
+		if got := adm.get("/support/audit?action=" + url.QueryEscape("%.")); strings.Contains(got.Body, "<code>account.view</code>") {
+			t.Error("a % in the action filter matched as a wildcard")
 		}
 		for _, stmt := range []string{"UPDATE audit_log SET actor = 'nobody'", "DELETE FROM audit_log"} {
 			if err := s.DB.W.Exec(stmt).Error; err == nil {

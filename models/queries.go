@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"videogen/internal/storetext"
 )
 
 // LedgerPage returns an account's entries newest first, older than beforeID when it is set, and
@@ -108,7 +109,7 @@ func (q CallQuery) scope(db *gorm.DB) *gorm.DB {
 		db = db.Where("key_prefix = ?", q.KeyPrefix)
 	}
 	if q.PathContains != "" {
-		esc := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.PathContains)
+		esc := storetext.EscapeLike(q.PathContains)
 		db = db.Where(`path LIKE ? ESCAPE '\'`, "%"+esc+"%")
 	}
 	return db
@@ -157,4 +158,63 @@ func CallByRequestID(ctx context.Context, db *gorm.DB, requestID string) (*CallL
 		return nil, ErrNotFound
 	}
 	return &out, nil
+}
+
+// AccountWithOwner returns an account and the e-mail of its first user (its owner), or ErrNotFound.
+func AccountWithOwner(ctx context.Context, db *gorm.DB, id int64) (*Account, string, error) {
+	var a Account
+	err := db.WithContext(ctx).Take(&a, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, "", ErrNotFound
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("read account %d: %w", id, err)
+	}
+	var owner User
+	if err := db.WithContext(ctx).Where("account_id = ?", id).Order("id").Limit(1).Find(&owner).Error; err != nil {
+		return nil, "", fmt.Errorf("read the owner of account %d: %w", id, err)
+	}
+	return &a, owner.Email, nil
+}
+
+// AccountUsers returns an account's users, oldest first.
+func AccountUsers(ctx context.Context, db *gorm.DB, accountID int64) ([]User, error) {
+	var out []User
+	if err := db.WithContext(ctx).Where("account_id = ?", accountID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("read users of account %d: %w", accountID, err)
+	}
+	return out, nil
+}
+
+// RecentTasks returns an account's newest tasks.
+func RecentTasks(ctx context.Context, db *gorm.DB, accountID int64, limit int) ([]Task, error) {
+	var out []Task
+	if err := db.WithContext(ctx).Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("read tasks of account %d: %w", accountID, err)
+	}
+	return out, nil
+}
+
+// TaskAccount returns the account a task belongs to, or ErrNotFound.
+func TaskAccount(ctx context.Context, db *gorm.DB, taskID string) (int64, error) {
+	var t Task
+	if err := db.WithContext(ctx).Select("id", "account_id").Where("id = ?", taskID).Limit(1).Find(&t).Error; err != nil {
+		return 0, fmt.Errorf("read task %s: %w", taskID, err)
+	}
+	if t.ID == "" {
+		return 0, ErrNotFound
+	}
+	return t.AccountID, nil
+}
+
+// Credential returns an upstream credential's row (never a secret: the row holds none), or ErrNotFound.
+func Credential(ctx context.Context, db *gorm.DB, id string) (*UpstreamCredential, error) {
+	var c UpstreamCredential
+	if err := db.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&c).Error; err != nil {
+		return nil, fmt.Errorf("read credential %s: %w", id, err)
+	}
+	if c.ID == "" {
+		return nil, ErrNotFound
+	}
+	return &c, nil
 }

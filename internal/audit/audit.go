@@ -109,7 +109,8 @@ func Page(ctx context.Context, db *gorm.DB, f Filter, beforeID int64, limit int)
 		q = q.Where("actor = ?", f.Actor)
 	}
 	if strings.HasSuffix(f.Action, ".") {
-		q = q.Where("action LIKE ?", f.Action+"%")
+		esc := storetext.EscapeLike(f.Action)
+		q = q.Where(`action LIKE ? ESCAPE '\'`, esc+"%")
 	} else if f.Action != "" {
 		q = q.Where("action = ?", f.Action)
 	}

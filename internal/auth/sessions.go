@@ -57,6 +57,15 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, *mod
 	if err := s.DB.R.WithContext(ctx).Take(&u, sess.UserID).Error; err != nil {
 		return nil, nil, fmt.Errorf("read session user: %w", err)
 	}
+	// A disabled account's users are signed out: its sessions were ended when it was disabled, and one
+	// started since (a verification link, a sign-in racing the disable) opens nothing either.
+	var acct models.Account
+	if err := s.DB.R.WithContext(ctx).Select("id", "disabled_at").Take(&acct, u.AccountID).Error; err != nil {
+		return nil, nil, fmt.Errorf("read session account: %w", err)
+	}
+	if acct.Disabled() {
+		return nil, nil, ErrNoSession
+	}
 	if now.Sub(sess.LastSeenAt) > touchEvery {
 		_ = s.DB.W.WithContext(ctx).Model(&models.Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now).Error
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"videogen/internal/storetext"
 	"videogen/models"
 )
 
@@ -30,28 +31,30 @@ type Result struct {
 }
 
 var (
-	keyPrefixRE = regexp.MustCompile(`^vg_[0-9A-Za-z]{8}`)
-	idRE        = regexp.MustCompile(`^(video|file|req)_[0-9A-Za-z]{1,64}$`)
+	keyPrefixRE = regexp.MustCompile(`^vg_[0-9A-Za-z]{8}$`)
+	// wholeKeyRE finds a secret pasted anywhere in the query ("Bearer vg_…", a line of a log): more than
+	// a prefix's characters after vg_.
+	wholeKeyRE = regexp.MustCompile(`vg_[0-9A-Za-z]{9,}`)
+	idRE       = regexp.MustCompile(`^(video|file|req)_[0-9A-Za-z]{1,64}$`)
 )
 
 const keyPrefixLen = len("vg_") + 8
 
 // Find reads q and looks for what it names; at most limit matches.
 func Find(ctx context.Context, db *gorm.DB, q string, limit int) (Result, error) {
-	q = strings.TrimSpace(q)
-	if len(q) > 254 {
-		q = q[:254]
-	}
+	q, _ = storetext.Clip(strings.TrimSpace(q), 254) // no NUL, no half character: PostgreSQL takes neither
 	r := Result{Term: q}
+	if key := wholeKeyRE.FindString(q); key != "" {
+		// A whole key was pasted: only its prefix is looked at, and only the prefix is kept — the term is
+		// what the audit log records.
+		r.Term = key[:keyPrefixLen]
+		r.Hint = "That contained a whole API key; only its prefix " + r.Term + " was used. Ask the customer to revoke the key: it was shared."
+		return r, r.keys(db.WithContext(ctx), r.Term, limit)
+	}
 	db = db.WithContext(ctx)
 	switch {
 	case keyPrefixRE.MatchString(q):
-		if len(q) > keyPrefixLen {
-			// A whole key was pasted: only its prefix is looked at, and only the prefix is kept.
-			r.Term = q[:keyPrefixLen]
-			r.Hint = "That looked like a whole API key; only its prefix " + r.Term + " was used. Ask the customer to revoke the key if it was shared."
-		}
-		return r, r.keys(db, r.Term, limit)
+		return r, r.keys(db, q, limit)
 	case idRE.MatchString(q):
 		switch {
 		case strings.HasPrefix(q, "video_"):
@@ -136,7 +139,7 @@ func (r *Result) account(db *gorm.DB, id int64) error {
 
 // users finds users whose address starts with q (addresses are stored lower-cased).
 func (r *Result) users(db *gorm.DB, q string, limit int) error {
-	esc := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q)
+	esc := storetext.EscapeLike(q)
 	var users []models.User
 	if err := db.Where(`email LIKE ? ESCAPE '\'`, esc+"%").Order("email").Limit(limit).Find(&users).Error; err != nil {
 		return fmt.Errorf("search users: %w", err)

@@ -20,3 +20,9 @@ func Clip(s string, n int) (string, bool) {
 	}
 	return strings.Clone(s[:n]), true
 }
+
+// likeEscaper escapes LIKE's wildcards for a pattern written with ESCAPE '\'.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+
+// EscapeLike makes s match itself literally in a `LIKE ? ESCAPE '\'` pattern (both databases).
+func EscapeLike(s string) string { return likeEscaper.Replace(s) }

@@ -168,8 +168,11 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		if err := billing.Reserve(tx, who.AccountID, task.ID, amount, now); err != nil {
 			if errors.Is(err, billing.ErrInsufficientBalance) {
 				var a models.Account
-				if err := tx.Select("available_micros").Take(&a, who.AccountID).Error; err != nil {
+				if err := tx.Select("available_micros", "disabled_at").Take(&a, who.AccountID).Error; err != nil {
 					return fmt.Errorf("read balance: %w", err)
+				}
+				if a.Disabled() {
+					return apierr.AccountDisabled
 				}
 				return apierr.NoBalance(amount.USD(), billing.Micros(a.AvailableMicros).USD())
 			}
