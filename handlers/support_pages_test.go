@@ -161,6 +161,12 @@ func TestStaffAccountPage(t *testing.T) {
 		}
 		page.contains(t, "owner@example.com", "member", "Available", "$20.00", "prod", secret[:11], ids[0], "/v1/videos/video_nope", "read-only")
 		page.lacks(t, secret, `action="`+base+`/balance"`, `action="`+base+`/disable"`)
+		// Each user's verification and last sign-in, in the staff member's time zone (UTC here).
+		s.DB.R.Where("email = ?", "owner@example.com").Take(&owner)
+		if owner.LastSignInAt == nil || owner.EmailVerifiedAt == nil {
+			t.Fatal("the owner's sign-in or verification was not recorded")
+		}
+		page.contains(t, owner.LastSignInAt.UTC().Format("2006-01-02 15:04:05 UTC"), owner.EmailVerifiedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 
 		// The customer's own task list, filters and pagination, scoped to this account.
 		tasks := sup.get(base + "/tasks?status=completed")
