@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"videogen/billing"
-	"videogen/internal/db"
 	"videogen/internal/testkit"
 )
 
@@ -22,14 +21,7 @@ func BenchmarkPricePerSecond(b *testing.B) {
 	for name, url := range engines {
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
-			d, err := db.Open(ctx, url(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Close()
-			if _, err := d.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
+			d := testkit.OpenDB(b, url(b))
 			if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
 				b.Fatal(err)
 			}

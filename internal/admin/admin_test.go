@@ -10,7 +10,6 @@ import (
 	"videogen/internal/admin"
 	"videogen/internal/audit"
 	"videogen/internal/auth"
-	"videogen/internal/db"
 	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/models"
@@ -22,14 +21,7 @@ import (
 func TestLastAdminUnderConcurrency(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := testkit.OpenDB(t, dbURL)
 		var ids [2]int64
 		for i, email := range []string{"a@example.com", "b@example.com"} {
 			u, err := accounts.Create(ctx, d, accounts.NewUser{Email: email, Role: models.RoleAdmin, Verified: true})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"videogen/internal/apikeys"
-	"videogen/internal/db"
 	"videogen/internal/testkit"
 )
 
@@ -17,14 +16,7 @@ import (
 func TestDisabledAccount(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := testkit.OpenDB(t, dbURL)
 		acct := testkit.NewAccount(t, d, "")
 		other := testkit.NewAccount(t, d, "")
 		revoked, k, err := apikeys.Create(ctx, d, acct.ID, "old", nil, time.Now())

@@ -9,7 +9,6 @@ import (
 
 	"videogen/internal/accounts"
 	"videogen/internal/apikeys"
-	"videogen/internal/db"
 	"videogen/internal/testkit"
 )
 
@@ -17,14 +16,7 @@ import (
 // and a bad name, and stores a good name trimmed.
 func TestIssueRules(t *testing.T) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, testkit.SQLiteURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := testkit.OpenDB(t, testkit.SQLiteURL(t))
 	verified, err := accounts.Create(ctx, d, accounts.NewUser{Email: "v@example.com", Verified: true})
 	if err != nil {
 		t.Fatal(err)

@@ -51,15 +51,7 @@ type rig struct {
 // newRig is an auth service on a fresh database, its clock 10 s into a 30-second time step.
 func newRig(t *testing.T, dbURL string, secrets ...string) *rig {
 	t.Helper()
-	ctx := context.Background()
-	d, err := db.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if _, err := d.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d := testkit.OpenDB(t, dbURL)
 	if len(secrets) == 0 {
 		secrets = []string{"test-app-secret"}
 	}

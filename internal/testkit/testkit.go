@@ -402,3 +402,19 @@ func (l *LockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// OpenDB opens the database at dbURL with every migration applied, closed when the test ends: for
+// tests of a domain package that need no server.
+func OpenDB(tb testing.TB, dbURL string) *db.DB {
+	tb.Helper()
+	ctx := context.Background()
+	d, err := db.Open(ctx, dbURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = d.Close() })
+	if _, err := d.Migrate(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}

@@ -11,7 +11,6 @@ import (
 
 	"videogen/billing"
 	"videogen/internal/apierr"
-	"videogen/internal/db"
 	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/internal/videos"
@@ -23,14 +22,7 @@ import (
 func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d, err := db.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		d := testkit.OpenDB(t, url)
 		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
 			t.Fatal(err)
 		}
