@@ -60,7 +60,8 @@ var notices = map[string]string{
 // CSRF cookie, refuses state-changing requests whose form token does not match it, and renders errors
 // as pages.
 func (h *handler) web(c *fiber.Ctx) error {
-	if tok := c.Cookies(sessionCookie); tok != "" {
+	// hideFromNonStaff may have read the session already (the staff pages): it is not read twice.
+	if tok := c.Cookies(sessionCookie); tok != "" && currentUser(c) == nil {
 		u, sess, err := h.Auth.Session(c.UserContext(), tok)
 		switch {
 		case err == nil:

@@ -26,13 +26,18 @@ func (h *handler) notFound(c *fiber.Ctx) error {
 // same error handler as an unknown path's, before the page middleware sets a cookie or a cache header or
 // checks a form's CSRF token, so nothing tells the two apart.
 func (h *handler) hideFromNonStaff(c *fiber.Ctx) error {
-	u, _, err := h.Auth.Session(c.UserContext(), c.Cookies(sessionCookie))
+	tok := c.Cookies(sessionCookie)
+	u, sess, err := h.Auth.Session(c.UserContext(), tok)
 	if err != nil && !errors.Is(err, auth.ErrNoSession) {
 		return err
 	}
 	if u == nil || !u.Staff() {
 		return fiber.ErrNotFound
 	}
+	// The page middleware takes the session from here rather than reading it again.
+	c.Locals(localUser, u)
+	c.Locals(localSession, sess)
+	c.Locals(localSessionToken, strings.Clone(tok))
 	return c.Next()
 }
 

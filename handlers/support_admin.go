@@ -165,8 +165,9 @@ func (h *handler) setRole(c *fiber.Ctx) error {
 	}
 	if err != nil {
 		m := views.AdminMessage{Title: "The role was not changed", Back: "/support", BackLabel: "← Staff overview"}
-		var u models.User
-		if h.DB.R.WithContext(c.UserContext()).Take(&u, id).Error == nil {
+		var u models.User // the user as far as it could be read, for the message and the way back
+		if found, uerr := models.UserByID(c.UserContext(), h.DB.R, id); uerr == nil {
+			u = *found
 			m.Back, m.BackLabel = "/support/accounts/"+strconv.FormatInt(u.AccountID, 10), "← Account "+strconv.FormatInt(u.AccountID, 10)
 		}
 		msg, invalid := invalidInput(err)

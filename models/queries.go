@@ -218,3 +218,16 @@ func Credential(ctx context.Context, db *gorm.DB, id string) (*UpstreamCredentia
 	}
 	return &c, nil
 }
+
+// UserByID returns a user, or ErrNotFound.
+func UserByID(ctx context.Context, db *gorm.DB, id int64) (*User, error) {
+	var u User
+	err := db.WithContext(ctx).Take(&u, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read user %d: %w", id, err)
+	}
+	return &u, nil
+}

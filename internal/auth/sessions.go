@@ -53,19 +53,19 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, *mod
 	if err != nil {
 		return nil, nil, fmt.Errorf("read session: %w", err)
 	}
-	var u models.User
-	if err := s.DB.R.WithContext(ctx).Take(&u, sess.UserID).Error; err != nil {
+	// A disabled account's users are signed out: its sessions were ended when it was disabled, and one
+	// started since (a verification link, a sign-in racing the disable) opens nothing either. One read
+	// answers both: the user, if their account is enabled.
+	var users []models.User
+	err = s.DB.R.WithContext(ctx).Select("users.*").Joins("JOIN accounts ON accounts.id = users.account_id").
+		Where("users.id = ? AND accounts.disabled_at IS NULL", sess.UserID).Limit(1).Find(&users).Error
+	if err != nil {
 		return nil, nil, fmt.Errorf("read session user: %w", err)
 	}
-	// A disabled account's users are signed out: its sessions were ended when it was disabled, and one
-	// started since (a verification link, a sign-in racing the disable) opens nothing either.
-	var acct models.Account
-	if err := s.DB.R.WithContext(ctx).Select("id", "disabled_at").Take(&acct, u.AccountID).Error; err != nil {
-		return nil, nil, fmt.Errorf("read session account: %w", err)
-	}
-	if acct.Disabled() {
+	if len(users) == 0 {
 		return nil, nil, ErrNoSession
 	}
+	u := users[0]
 	if now.Sub(sess.LastSeenAt) > touchEvery {
 		_ = s.DB.W.WithContext(ctx).Model(&models.Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now).Error
 	}
