@@ -161,9 +161,31 @@ type UpstreamCredential struct {
 	MaxConcurrency int
 	InFlight       int
 	Enabled        bool
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	BaseURL        string
+	// AuthError says why a configured credential takes no new task: the provider refused the key.
+	AuthError   *string
+	AuthErrorAt *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
+
+// UpstreamHealth is one instance's view of one credential's health (docs/upstreams.md#health).
+type UpstreamHealth struct {
+	CredentialID string `gorm:"primaryKey"`
+	Instance     string `gorm:"primaryKey"`
+	Breaker      string // closed, half-open or open
+	Calls        int64
+	Errors       int64
+	P50Ms        int64 `gorm:"column:p50_ms"`
+	P95Ms        int64 `gorm:"column:p95_ms"`
+	P99Ms        int64 `gorm:"column:p99_ms"`
+	LastError    string
+	LastErrorAt  *time.Time
+	UpdatedAt    time.Time
+}
+
+// TableName keeps GORM from pluralising.
+func (UpstreamHealth) TableName() string { return "upstream_health" }
 
 // Task is one video generation.
 type Task struct {
@@ -199,6 +221,13 @@ type Task struct {
 	LeaseUntil     *time.Time
 	OutputKey      *string
 	OutputBytes    *int64
+	Seed           *int64
+
+	// What the task cost upstream (docs/upstreams.md#cost), recorded when its output is copied.
+	UpstreamModel         *string
+	UsageCompletionTokens *int64
+	UsageTotalTokens      *int64
+	UpstreamCostMicros    *int64
 
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -218,6 +247,8 @@ type VideoRequest struct {
 	AspectRatio   string `json:"aspect_ratio"`
 	GenerateAudio bool   `json:"generate_audio"`
 	Watermark     bool   `json:"watermark"`
+	// Seed, when given, asks the provider for a reproducible generation (-1 or absent: random).
+	Seed *int64 `json:"seed,omitempty"`
 	TaskInputs
 }
 
@@ -225,7 +256,7 @@ type VideoRequest struct {
 func (t *Task) Request() (VideoRequest, error) {
 	in, err := t.StoredInputs()
 	return VideoRequest{Model: t.Model, Prompt: t.Prompt, Seconds: t.Seconds, Size: t.Size, AspectRatio: t.AspectRatio,
-		GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, TaskInputs: in}, err
+		GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Seed: t.Seed, TaskInputs: in}, err
 }
 
 // TaskInputs are the media URLs a task was created with.
