@@ -17,7 +17,8 @@ type modelItem struct {
 	OwnedBy        string            `json:"owned_by"`
 }
 
-// listModels answers GET /v1/models: the eight models with their sizes and current prices.
+// listModels answers GET /v1/models: the models some upstream credential serves now (all eight by
+// default), with their sizes and current prices.
 func (h *handler) listModels(c *fiber.Ctx) error {
 	prices, err := h.Prices.All(c.UserContext())
 	if err != nil {
@@ -25,6 +26,9 @@ func (h *handler) listModels(c *fiber.Ctx) error {
 	}
 	items := make([]modelItem, 0, len(catalog.Models))
 	for _, m := range catalog.Models {
+		if h.ModelServed != nil && !h.ModelServed(m.ID) {
+			continue
+		}
 		items = append(items, modelItem{ID: m.ID, Object: "model", Series: m.Series, Resolution: m.Resolution,
 			Sizes: m.Sizes(), PricePerSecond: prices[m.ID], OwnedBy: "videogen"})
 	}

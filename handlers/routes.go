@@ -31,13 +31,16 @@ import (
 
 // Deps is what the handlers need from the rest of the service.
 type Deps struct {
-	DB          *db.DB
-	Log         *slog.Logger
-	Keys        *apikeys.Authenticator
-	Limiter     ratelimit.Limiter
-	CallLog     *calllog.Writer
-	Videos      *videos.Service
-	Prices      *billing.Prices
+	DB      *db.DB
+	Log     *slog.Logger
+	Keys    *apikeys.Authenticator
+	Limiter ratelimit.Limiter
+	CallLog *calllog.Writer
+	Videos  *videos.Service
+	Prices  *billing.Prices
+	// ModelServed reports whether some upstream credential serves a model alias now (nil: all are);
+	// GET /v1/models lists only those.
+	ModelServed func(alias string) bool
 	MediaPolicy videos.MediaPolicy
 	Media       *media.Service
 	Importer    media.Opener  // fetches import links through the address guard

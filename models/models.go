@@ -187,6 +187,14 @@ type UpstreamHealth struct {
 // TableName keeps GORM from pluralising.
 func (UpstreamHealth) TableName() string { return "upstream_health" }
 
+// ControlSignal is a counter an operator command bumps to tell every running instance to do something
+// (re-read UPSTREAMS_FILE).
+type ControlSignal struct {
+	Name      string `gorm:"primaryKey"`
+	Seq       int64
+	UpdatedAt time.Time
+}
+
 // Task is one video generation.
 type Task struct {
 	ID            string `gorm:"primaryKey"`

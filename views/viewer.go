@@ -188,6 +188,18 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 		return "accepted by the generation service"
 	case strings.Contains(e.Detail, "no clear answer"):
 		return "the generation service did not answer clearly; retrying safely, without starting a second video"
+	case strings.HasPrefix(e.Detail, "refused upstream: "):
+		return "refused by the generation service"
+	case strings.HasPrefix(e.Detail, "failed upstream: "):
+		return "the generation service reported a failure"
+	case strings.HasPrefix(e.Detail, "poll ") && strings.Contains(e.Detail, " failed ("):
+		// What the upstream said is for staff; the customer learns that we keep asking, and when.
+		_, next, _ := strings.Cut(e.Detail, "; next poll in ")
+		return "the generation service did not answer a status check; asking again in " + next
+	case e.ToStatus == tasks.Completed && e.FromStatus != tasks.Completed:
+		// What the video cost us upstream is ours to know.
+		detail, _, _ := strings.Cut(e.Detail, "; upstream cost ")
+		return detail
 	}
 	return e.Detail
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"os/user"
@@ -27,7 +26,6 @@ import (
 	"videogen/internal/db"
 	"videogen/internal/server"
 	"videogen/internal/tasks"
-	"videogen/internal/upstream/sim"
 	"videogen/models"
 )
 
@@ -46,7 +44,8 @@ func root() *cobra.Command {
 		SilenceErrors: true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
-	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), ledgerCmd(), stripeCmd(), simCmd())
+	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), ledgerCmd(), stripeCmd(), simCmd(),
+		upstreamsCmd(), reportCmd())
 	return r
 }
 
@@ -332,49 +331,4 @@ func auditCmd() *cobra.Command {
 			return nil
 		},
 	}
-}
-
-func simCmd() *cobra.Command {
-	var addr, keys string
-	c := &cobra.Command{
-		Use:   "upstream-sim",
-		Short: "run the upstream simulator standalone, speaking the /v1/videos protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_DATA_DIR apply)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(nil)
-			if err != nil {
-				return err
-			}
-			var secrets []string
-			for _, k := range strings.Split(keys, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					secrets = append(secrets, k)
-				}
-			}
-			if len(secrets) == 0 {
-				return errors.New("--keys is required: the credentials the simulator accepts, comma-separated")
-			}
-			log := newLogger(cfg)
-			s, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency, Secrets: secrets, Log: log})
-			if err != nil {
-				return err
-			}
-			srv := &http.Server{Addr: addr, Handler: s, ReadHeaderTimeout: 10 * time.Second}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			go func() {
-				<-ctx.Done()
-				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(sctx)
-			}()
-			log.Info("upstream simulator serving", "addr", addr, "credentials", len(secrets))
-			if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		},
-	}
-	c.Flags().StringVar(&addr, "addr", "127.0.0.1:9090", "listen address")
-	c.Flags().StringVar(&keys, "keys", os.Getenv("UPSTREAM_API_KEYS"), "accepted credentials, comma-separated (default UPSTREAM_API_KEYS)")
-	return c
 }

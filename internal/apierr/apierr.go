@@ -95,6 +95,13 @@ func RateLimited(retryAfter int) *Error {
 		Message: "Too many requests with this API key. Wait for the number of seconds in Retry-After, and poll with growing intervals."}
 }
 
+// NoUpstream is the 429 for a model whose every upstream credential is unhealthy right now: a task
+// created now could not start, so none is queued.
+func NoUpstream(retryAfter int) *Error {
+	return &Error{Status: 429, Code: "no_capacity", RetryAfter: max(retryAfter, 1),
+		Message: "No generation capacity is available for this model right now. Retry after Retry-After seconds; nothing was charged."}
+}
+
 // NoCapacity is the 429 for an account whose backlog of waiting tasks is full.
 func NoCapacity(retryAfter, backlog int) *Error {
 	return &Error{Status: 429, Code: "no_capacity", RetryAfter: max(retryAfter, 1),

@@ -56,10 +56,14 @@ type Config struct {
 	KeyCacheTTL          time.Duration `env:"API_KEY_CACHE_TTL" envDefault:"2s" help:"how long an API key lookup is cached; bounds how late another instance sees a revocation"`
 	PollCacheTTL         time.Duration `env:"POLL_CACHE_TTL" envDefault:"1s" help:"how long a poll may be answered from memory for an unfinished task (0 = always read the database)"`
 
-	UpstreamBaseURL     string        `env:"UPSTREAM_BASE_URL" help:"base URL of an OpenAI-style /v1/videos upstream; unset = the built-in simulator"`
-	UpstreamAPIKeys     string        `env:"UPSTREAM_API_KEYS" help:"comma-separated upstream credentials (kept out of the database)"`
-	UpstreamConcurrency int           `env:"UPSTREAM_CONCURRENCY" envDefault:"4" help:"tasks in flight per upstream credential"`
+	UpstreamsFile       string        `env:"UPSTREAMS_FILE" help:"YAML file of upstream credentials: kind, base URL, secret source, concurrency, models served and their cost (docs/upstreams.md); reloaded on SIGHUP and by 'videogen upstreams reload'; unset = the built-in simulator"`
+	UpstreamBaseURL     string        `env:"UPSTREAM_BASE_URL" help:"deprecated (use UPSTREAMS_FILE): base URL of one OpenAI-style /v1/videos upstream serving every model"`
+	UpstreamAPIKeys     string        `env:"UPSTREAM_API_KEYS" help:"deprecated (use UPSTREAMS_FILE): comma-separated credentials for UPSTREAM_BASE_URL (kept out of the database)"`
+	UpstreamConcurrency int           `env:"UPSTREAM_CONCURRENCY" envDefault:"4" help:"deprecated (use UPSTREAMS_FILE): tasks in flight per UPSTREAM_API_KEYS credential"`
 	UpstreamTimeout     time.Duration `env:"UPSTREAM_TIMEOUT" envDefault:"30s" help:"timeout of one upstream submit or poll call"`
+	BreakerFailures     int           `env:"UPSTREAM_BREAKER_FAILURES" envDefault:"5" help:"failed submissions in a row (no answer, 5xx, refused key) that open a credential's circuit breaker: it takes no new task for UPSTREAM_BREAKER_COOLDOWN"`
+	BreakerCooldown     time.Duration `env:"UPSTREAM_BREAKER_COOLDOWN" envDefault:"30s" help:"how long an open circuit breaker keeps a credential from new tasks before one submission probes it"`
+	UpstreamsWatch      time.Duration `env:"UPSTREAMS_WATCH_INTERVAL" envDefault:"2s" help:"how often each instance publishes its upstream health and checks for 'videogen upstreams reload'"`
 
 	SimDuration    time.Duration `env:"SIM_DURATION" envDefault:"20s" help:"how long a simulated generation takes, queued to completed (0: at once)"`
 	SimCredentials int           `env:"SIM_CREDENTIALS" envDefault:"2" help:"simulated upstream credentials in the pool"`
@@ -183,7 +187,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("LEDGER_CHECK_INTERVAL must be 0 (never) or at least 1s"))
 	}
 	if c.UpstreamBaseURL != "" && strings.TrimSpace(c.UpstreamAPIKeys) == "" {
-		errs = append(errs, errors.New("UPSTREAM_BASE_URL needs UPSTREAM_API_KEYS"))
+		errs = append(errs, errors.New("UPSTREAM_BASE_URL needs UPSTREAM_API_KEYS (or, better, describe the upstream in UPSTREAMS_FILE: docs/upstreams.md)"))
+	}
+	if c.UpstreamsFile != "" && (c.UpstreamBaseURL != "" || c.UpstreamAPIKeys != "") {
+		errs = append(errs, errors.New("UPSTREAMS_FILE replaces UPSTREAM_BASE_URL and UPSTREAM_API_KEYS: unset those two and describe every upstream in the file (docs/upstreams.md)"))
+	}
+	if c.BreakerFailures < 1 || c.BreakerCooldown < 100*time.Millisecond || c.UpstreamsWatch < 100*time.Millisecond {
+		errs = append(errs, errors.New("UPSTREAM_BREAKER_FAILURES must be at least 1, UPSTREAM_BREAKER_COOLDOWN and UPSTREAMS_WATCH_INTERVAL at least 100ms"))
 	}
 	if c.S3Endpoint != "" && (c.S3Bucket == "" || c.S3AccessKeyID == "" || c.S3SecretKey == "") {
 		errs = append(errs, errors.New("S3_ENDPOINT needs S3_BUCKET, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY"))

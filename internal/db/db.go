@@ -205,3 +205,12 @@ func IsUniqueViolation(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505")
 }
+
+// UTCDay is the SQL expression for the UTC day (YYYY-MM-DD) of a time column: per-day reports group
+// by it on either engine.
+func (d *DB) UTCDay(column string) string {
+	if d.Postgres {
+		return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+	}
+	return "date(" + column + ")"
+}

@@ -38,7 +38,7 @@ func Daily(ctx context.Context, d *db.DB, now time.Time, n int) ([]Day, error) {
 		Day                      string
 		Tasks, Completed, Failed int64
 	}
-	if err := r.Raw(`SELECT `+utcDay(d, "created_at")+` AS day, COUNT(*) AS tasks,
+	if err := r.Raw(`SELECT `+d.UTCDay("created_at")+` AS day, COUNT(*) AS tasks,
 			SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END) AS completed,
 			SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed
 		FROM tasks WHERE created_at >= ? GROUP BY 1`, first).Scan(&created).Error; err != nil {
@@ -54,7 +54,7 @@ func Daily(ctx context.Context, d *db.DB, now time.Time, n int) ([]Day, error) {
 		Day    string
 		Micros int64
 	}
-	if err := r.Raw(`SELECT `+utcDay(d, "created_at")+` AS day, CAST(SUM(-delta_reserved) AS BIGINT) AS micros
+	if err := r.Raw(`SELECT `+d.UTCDay("created_at")+` AS day, CAST(SUM(-delta_reserved) AS BIGINT) AS micros
 		FROM ledger_entries WHERE kind = 'settle' AND created_at >= ? GROUP BY 1`, first).Scan(&charged).Error; err != nil {
 		return nil, fmt.Errorf("sum charges per day: %w", err)
 	}
@@ -64,13 +64,4 @@ func Daily(ctx context.Context, d *db.DB, now time.Time, n int) ([]Day, error) {
 		}
 	}
 	return days, nil
-}
-
-// utcDay is the SQL for the UTC day of a time column, as YYYY-MM-DD. SQLite stores times as text with
-// their offset, and date() turns them to UTC first.
-func utcDay(d *db.DB, column string) string {
-	if d.Postgres {
-		return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
-	}
-	return "date(" + column + ")"
 }

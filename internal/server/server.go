@@ -14,11 +14,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"path/filepath"
 	rtpprof "runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	_ "time/tzdata" // time zones of console viewers, even where the system has none
 
@@ -48,7 +50,6 @@ import (
 	"videogen/internal/ratelimit"
 	"videogen/internal/tasks"
 	"videogen/internal/upstream"
-	"videogen/internal/upstream/httpapi"
 	"videogen/internal/upstream/sim"
 	"videogen/internal/videos"
 	"videogen/internal/worker"
@@ -56,12 +57,14 @@ import (
 
 // Server is a running videogen instance.
 type Server struct {
-	Cfg     *config.Config
-	Log     *slog.Logger
-	DB      *db.DB
-	App     *fiber.App
-	Worker  *worker.Worker
-	Sim     *sim.Sim // nil when a real upstream is configured
+	Cfg    *config.Config
+	Log    *slog.Logger
+	DB     *db.DB
+	App    *fiber.App
+	Worker *worker.Worker
+	Sim    *sim.Sim // nil when a real upstream is configured
+	// Pool is the upstream credentials (reloaded by ReloadUpstreams) and their health.
+	Pool    *upstream.Pool
 	Videos  *videos.Service
 	Tasks   *tasks.Store
 	Media   *media.Service
@@ -92,6 +95,7 @@ type Server struct {
 	chores     sync.WaitGroup
 	choresStop context.CancelFunc
 	closeOnce  sync.Once
+	reloadMu   sync.Mutex // one reload at a time
 }
 
 // Options replace parts a test needs to observe.
@@ -153,13 +157,19 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 
-	pool, err := s.upstreamPool()
+	creds, err := s.upstreamCredentials()
 	if err != nil {
 		return nil, err
 	}
-	if err := pool.Sync(ctx, d, clock()); err != nil {
+	pool := upstream.NewPool(d, upstream.NewHealth(upstream.HealthConfig{Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown,
+		Instance: cfg.WorkerID, Log: log.With("part", "upstreams")}), creds)
+	if err := pool.Check(ctx, creds); err != nil {
 		return nil, err
 	}
+	if err := pool.Sync(ctx, clock()); err != nil {
+		return nil, err
+	}
+	s.Pool = pool
 	blobs, mediaStore, err := stores(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -194,7 +204,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	prices := billing.NewPrices(d)
 	s.Videos = &videos.Service{DB: d, Tasks: s.Tasks, Prices: prices, Blobs: blobs, Media: s.Media, Polls: polls,
-		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Notify: wakeWorker, Now: clock}
+		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Admit: pool.Admit, Notify: wakeWorker, Now: clock}
 	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
 	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL, clock)
 	notifier := &notify.Notifier{Outbox: s.Outbox}
@@ -226,7 +236,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	s.App = handlers.New(handlers.Deps{
 		DB: d, Log: log, Keys: s.Keys, Limiter: s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst)),
-		CallLog: s.CallLog, Videos: s.Videos, Prices: prices,
+		CallLog: s.CallLog, Videos: s.Videos, Prices: prices, ModelServed: pool.Serves,
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL, Now: clock,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
@@ -258,7 +268,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	cctx, stop := context.WithCancel(context.Background())
 	s.choresStop = stop
-	s.chores.Add(5)
+	s.chores.Add(6)
+	go func() {
+		defer s.chores.Done()
+		s.watchUpstreams(cctx)
+	}()
 	go func() {
 		defer s.chores.Done()
 		s.Outbox.Run(cctx)
@@ -344,47 +358,6 @@ func mailSender(cfg *config.Config, log *slog.Logger) (mail.Sender, error) {
 		return mail.NewLog(log.With("part", "mail")), nil
 	}
 	return mail.NewResend(cfg.ResendAPIKey, cfg.MailFrom, cfg.ResendAPIBase)
-}
-
-// upstreamPool returns the configured provider, or starts the built-in simulator on a loopback port and
-// returns a pool of its credentials — spoken to over HTTP like any real provider.
-func (s *Server) upstreamPool() (*upstream.Pool, error) {
-	cfg := s.Cfg
-	if cfg.UpstreamBaseURL != "" {
-		var creds []upstream.Credential
-		for i, secret := range strings.Split(cfg.UpstreamAPIKeys, ",") {
-			if secret = strings.TrimSpace(secret); secret == "" {
-				continue
-			}
-			creds = append(creds, upstream.Credential{ID: upstream.CredentialID("upstream", secret),
-				Label: fmt.Sprintf("upstream key %d", i+1), Secret: secret, MaxConcurrency: cfg.UpstreamConcurrency})
-		}
-		return upstream.NewPool(httpapi.New("upstream", cfg.UpstreamBaseURL, cfg.UpstreamTimeout), creds), nil
-	}
-	secrets, err := simSecrets(cfg.SimDataDir, cfg.SimCredentials)
-	if err != nil {
-		return nil, err
-	}
-	sm, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency,
-		Secrets: secrets, Log: s.Log.With("part", "simulator")})
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("simulator listener: %w", err)
-	}
-	s.Sim = sm
-	s.simServer = &http.Server{Handler: sm, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.simServer.Serve(ln) }()
-	creds := make([]upstream.Credential, len(secrets))
-	for i, secret := range secrets {
-		creds[i] = upstream.Credential{ID: upstream.CredentialID("sim", secret), Label: fmt.Sprintf("simulated credential %d", i+1),
-			Secret: secret, MaxConcurrency: cfg.SimConcurrency}
-	}
-	base := "http://" + ln.Addr().String()
-	s.Log.Info("built-in upstream simulator started", "credentials", len(creds), "concurrency", cfg.SimConcurrency, "duration", cfg.SimDuration)
-	return upstream.NewPool(httpapi.New("sim", base, cfg.UpstreamTimeout), creds), nil
 }
 
 // simSecrets returns n simulator credentials, kept in dir so that tasks keep their credential across
@@ -530,11 +503,20 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	log.Info("videogen serving", "addr", ln.Addr().String(), "public_base_url", cfg.PublicBaseURL, "database", dbKind(cfg))
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
-	select {
-	case err := <-served:
-		_ = s.Close(context.Background())
-		return err
-	case <-ctx.Done():
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for waiting := true; waiting; {
+		select {
+		case err := <-served:
+			_ = s.Close(context.Background())
+			return err
+		case <-hup:
+			// The error is logged by the reload; the running pool stays as it was.
+			_ = s.ReloadUpstreams(ctx, "SIGHUP")
+		case <-ctx.Done():
+			waiting = false
+		}
 	}
 	log.Info("shutting down: finishing requests and tasks in hand")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

@@ -47,16 +47,23 @@ func leaveBacklog(tx *gorm.DB, accountID int64) error {
 	return nil
 }
 
-// AssignSlot takes the least-loaded credential among credIDs with room, counts the task against it and
-// records the first submission attempt with a fresh upstream idempotency key — one transaction, before
-// any upstream call. ok is false when no credential has room or the task no longer waits (a deadline
+// AssignSlot takes the least-loaded credential among credIDs with room (in flight over capacity, then
+// id), counts the task against it and records the first submission attempt with a fresh upstream
+// idempotency key and the provider model the credential serves the task's alias as — one transaction,
+// before any upstream call. A credential whose key a provider refused (auth_error) is skipped whatever
+// instance saw it. ok is false when no credential has room or the task no longer waits (a deadline
 // failed it meanwhile).
-func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string, runTimeout time.Duration, owner string) (credID string, ok bool, err error) {
+func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string, upstreamModel func(credID string) string, runTimeout time.Duration, owner string) (credID string, ok bool, err error) {
+	if len(credIDs) == 0 {
+		return "", false, nil
+	}
 	now := s.Now()
 	key := ids.NewUpstreamIdempotencyKey()
 	var cred models.UpstreamCredential
+	var model string
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		q := tx.Where("enabled = ? AND in_flight < max_concurrency AND id IN ?", true, credIDs).Order("in_flight ASC, id ASC")
+		q := tx.Where("enabled = ? AND auth_error IS NULL AND in_flight < max_concurrency AND id IN ?", true, credIDs).
+			Order("in_flight * 1000000 / max_concurrency ASC, in_flight ASC, id ASC")
 		if s.db.Postgres {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
@@ -67,9 +74,10 @@ func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string
 		if res.Error != nil || res.RowsAffected == 0 {
 			return errors.Join(res.Error, gorm.ErrRecordNotFound)
 		}
-		res = tx.Exec(`UPDATE tasks SET credential_id = ?, upstream_key = ?, submit_attempts = 1, submitted_at = ?,
+		model = upstreamModel(cred.ID)
+		res = tx.Exec(`UPDATE tasks SET credential_id = ?, upstream_key = ?, upstream_model = ?, submit_attempts = 1, submitted_at = ?,
 			run_deadline = ?, updated_at = ? WHERE id = ? AND status = 'queued' AND credential_id IS NULL`,
-			cred.ID, key, now, now.Add(runTimeout), now, t.ID)
+			cred.ID, key, model, now, now.Add(runTimeout), now, t.ID)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -79,7 +87,7 @@ func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string
 		if err := leaveBacklog(tx, t.AccountID); err != nil {
 			return err
 		}
-		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s, idempotency key %s (worker %s)", cred.ID, key, owner))
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s (model %s), idempotency key %s (worker %s)", cred.ID, model, key, owner))
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return "", false, nil
@@ -87,7 +95,7 @@ func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string
 	if err != nil {
 		return "", false, fmt.Errorf("assign a slot to %s: %w", t.ID, err)
 	}
-	t.CredentialID, t.UpstreamKey, t.SubmitAttempts, t.SubmittedAt = &cred.ID, &key, 1, &now
+	t.CredentialID, t.UpstreamKey, t.UpstreamModel, t.SubmitAttempts, t.SubmittedAt = &cred.ID, &key, &model, 1, &now
 	return cred.ID, true, nil
 }
 
@@ -175,12 +183,14 @@ func (s *Store) Reschedule(ctx context.Context, t *models.Task, owner string, ne
 // Complete marks the task completed with its stored output and, in the same transaction, charges its
 // reservation and frees its credential slot. won is false when the task had already ended (a deadline):
 // then nothing changes and the caller deletes its copy.
-func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, size int64, expires time.Time) (won bool, err error) {
+func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, size int64, expires time.Time, cost Cost) (won bool, err error) {
 	now := s.Now()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
-			output_bytes = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND billing_state = ?`,
-			Completed, billing.Settled, now, expires, outputKey, size, now, t.ID, movingTo(Completed), billing.Reserved)
+			output_bytes = ?, usage_completion_tokens = ?, usage_total_tokens = ?, upstream_cost_micros = ?,
+			lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND billing_state = ?`,
+			Completed, billing.Settled, now, expires, outputKey, size, cost.CompletionTokens, cost.TotalTokens, int64(cost.Micros),
+			now, t.ID, movingTo(Completed), billing.Reserved)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -196,7 +206,8 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 		if err := billing.Settle(tx, t.AccountID, t.ID, billing.Micros(t.AmountMicros), now); err != nil {
 			return err
 		}
-		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged", size, billing.Micros(t.AmountMicros).USD()))
+		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s%s",
+			size, billing.Micros(t.AmountMicros).USD(), cost.Micros.String(), cost.usage()))
 	})
 	if err != nil {
 		return false, fmt.Errorf("complete %s: %w", t.ID, err)
@@ -205,6 +216,21 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &outputKey
 	}
 	return won, nil
+}
+
+// Cost is what a completed task cost upstream: the usage the provider reported (nil when it reports
+// none) and the cost at the operator's price for the credential and model (docs/upstreams.md#cost).
+type Cost struct {
+	CompletionTokens *int64
+	TotalTokens      *int64
+	Micros           billing.Micros
+}
+
+func (c Cost) usage() string {
+	if c.CompletionTokens == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%d tokens)", *c.CompletionTokens)
 }
 
 // Fail ends the task as failed, refunds its reservation in full, frees its slot or its place in the
@@ -260,6 +286,15 @@ func (s *Store) NoteLateCompletion(ctx context.Context, taskID string) error {
 		return fmt.Errorf("read %s: %w", taskID, err)
 	}
 	return logEvent(s.db.W.WithContext(ctx), taskID, s.Now(), cur.Status, cur.Status, "upstream reported completion after the task had ended; ignored")
+}
+
+// Note adds a line to a task's log without changing it: what the upstream said, for staff (customers
+// see it in plain words, views.eventDetail).
+func (s *Store) Note(ctx context.Context, t *models.Task, detail string) error {
+	if err := logEvent(s.db.W.WithContext(ctx), t.ID, s.Now(), t.Status, t.Status, detail); err != nil {
+		return fmt.Errorf("note on %s: %w", t.ID, err)
+	}
+	return nil
 }
 
 // ForgetOutput records that a task's stored video was deleted (its retention ended), if the task still

@@ -37,6 +37,9 @@ type Credential struct {
 	Draining bool
 	// Provider speaks the credential's protocol at its base URL.
 	Provider Provider
+	// Check, when set, refuses requests the protocol cannot serve (an *UnsupportedError), before any
+	// task is created for them.
+	Check func(models.VideoRequest) error
 }
 
 // Route is how one credential serves one public model alias.

@@ -60,8 +60,10 @@ func (r *CreateRequest) Hash() string {
 		StartImageURL string           `json:"start_image_url"`
 		EndImageURL   string           `json:"end_image_url"`
 		Files         []media.FieldRef `json:"files"`
+		// Added later, omitted when absent, so every request without a seed hashes as it always did.
+		Seed *int64 `json:"seed,omitempty"`
 	}{Model: r.Model, Prompt: r.Prompt, Seconds: r.Seconds, AspectRatio: r.AspectRatio, Size: r.Size,
-		GenerateAudio: r.GenerateAudio, Watermark: r.Watermark, Files: r.Media})
+		GenerateAudio: r.GenerateAudio, Watermark: r.Watermark, Files: r.Media, Seed: r.Seed})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -75,7 +77,7 @@ type MediaPolicy struct {
 var knownFields = map[string]bool{
 	"model": true, "prompt": true, "seconds": true, "duration": true, "aspect_ratio": true, "size": true,
 	"generate_audio": true, "watermark": true, "image_urls": true, "video_urls": true, "audio_urls": true,
-	"start_image_url": true, "end_image_url": true,
+	"start_image_url": true, "end_image_url": true, "seed": true,
 }
 
 var sizePattern = regexp.MustCompile(`^([1-9][0-9]{0,4})x([1-9][0-9]{0,4})$`)
@@ -93,7 +95,7 @@ type parsing struct {
 type rule func(p *parsing) *apierr.Error
 
 var createRules = []rule{
-	onlyKnownFields, readModel, readPrompt, readSeconds, readRatioAndSize, readFlags,
+	onlyKnownFields, readModel, readPrompt, readSeconds, readRatioAndSize, readFlags, readSeed,
 	readMediaURLs, countMedia, acceptOnlyOurMedia,
 }
 
@@ -116,7 +118,7 @@ func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error
 func onlyKnownFields(p *parsing) *apierr.Error {
 	for _, name := range sortedKeys(p.fields) {
 		if !knownFields[name] {
-			return apierr.Field(400, "unknown_field", name, "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", name)
+			return apierr.Field(400, "unknown_field", name, "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", name)
 		}
 	}
 	return nil
@@ -225,6 +227,26 @@ func readFlags(p *parsing) *apierr.Error {
 	}
 	p.r.Watermark, aerr = boolField(p.fields, "watermark")
 	return aerr
+}
+
+// MaxSeed is the largest seed: providers take an unsigned 32-bit seed (docs/api.md).
+const MaxSeed = 1<<32 - 1
+
+// readSeed: optional; a whole number from -1 to MaxSeed, where -1 (like leaving it out) means a random
+// seed. It asks the provider for a reproducible generation where it supports one.
+func readSeed(p *parsing) *apierr.Error {
+	raw, ok := p.fields["seed"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil || v < -1 || v > MaxSeed {
+		return apierr.Field(400, "invalid_seed", "seed", "seed must be a whole number from -1 (random) to %d.", int64(MaxSeed))
+	}
+	if v >= 0 {
+		p.r.Seed = &v
+	}
+	return nil
 }
 
 func readMediaURLs(p *parsing) *apierr.Error {

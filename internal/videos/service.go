@@ -17,6 +17,7 @@ import (
 	"videogen/internal/ids"
 	"videogen/internal/media"
 	"videogen/internal/tasks"
+	"videogen/internal/upstream"
 	"videogen/models"
 )
 
@@ -34,6 +35,8 @@ type Service struct {
 	MaxQueued int
 	// QueueTimeout is how long a task may wait for an upstream slot.
 	QueueTimeout time.Duration
+	// Admit, when set, refuses a new task no upstream credential could start (upstream.Pool.Admit).
+	Admit func(models.VideoRequest) error
 	// Notify, when set, is called after a task is created, to wake the worker.
 	Notify func()
 	// Now is the clock; tests move it.
@@ -111,7 +114,7 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 	task := &models.Task{
 		ID: ids.NewVideoID(), AccountID: who.AccountID, APIKeyID: &keyID,
 		Model: req.Model, Prompt: req.Prompt, Seconds: req.Seconds, Size: req.Size, AspectRatio: req.AspectRatio,
-		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Inputs: string(inputs),
+		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Seed: req.Seed, Inputs: string(inputs),
 		PriceMicros: int64(price), AmountMicros: int64(amount),
 		NextCheckAt: now, QueueDeadline: now.Add(s.QueueTimeout),
 		CreatedAt: now, UpdatedAt: now,
@@ -139,6 +142,10 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 			case !errors.Is(err, gorm.ErrRecordNotFound):
 				return fmt.Errorf("look up idempotency key: %w", err)
 			}
+		}
+		// After the replay check: a retried create finds its task whatever the upstreams' state now.
+		if err := s.admit(req.VideoRequest); err != nil {
+			return err
 		}
 		if err := s.Tasks.Enqueue(tx, task, fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())); err != nil {
 			return err
@@ -188,6 +195,27 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		s.Notify()
 	}
 	return out, nil
+}
+
+// admit asks the upstream pool whether a task for req could start, and words its refusal for the client.
+func (s *Service) admit(req models.VideoRequest) error {
+	if s.Admit == nil {
+		return nil
+	}
+	err := s.Admit(req)
+	var unsupported *upstream.UnsupportedError
+	var busy *upstream.NoCapacityError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unsupported):
+		return apierr.Field(400, "unsupported_input_combination", unsupported.Param, "%s", unsupported.Message)
+	case errors.As(err, &busy):
+		return apierr.NoUpstream(int((busy.RetryAfter + time.Second - 1) / time.Second))
+	case errors.Is(err, upstream.ErrNotServed):
+		return apierr.Field(400, "model_unavailable", "model", "The model %s is not available at the moment. GET /v1/models lists the models you can use now.", req.Model)
+	}
+	return err
 }
 
 // Poll returns a task of the account for GET /v1/videos/{id}, from the poll cache when it may.

@@ -7,7 +7,8 @@ import (
 )
 
 // Claim leases due tasks: those in flight whose next check is due, and as many waiting tasks (oldest
-// first) as the pool has free slots.
+// first) as the healthy credentials have free slots — only tasks of the aliases those credentials serve,
+// so a task no free credential can take does not hold a handler.
 func (w *Worker) Claim(ctx context.Context, limit int) ([]models.Task, error) {
 	out, err := w.Tasks.ClaimDue(ctx, w.cfg.ID, w.cfg.Lease, limit)
 	if err != nil {
@@ -17,11 +18,23 @@ func (w *Worker) Claim(ctx context.Context, limit int) ([]models.Task, error) {
 	if limit <= 0 {
 		return out, nil
 	}
-	free, err := w.Tasks.FreeSlots(ctx, w.Pool.IDs())
-	if err != nil || free <= 0 {
+	var healthy []string
+	for _, id := range w.Pool.IDs() {
+		if w.Pool.Health.Healthy(id) {
+			healthy = append(healthy, id)
+		}
+	}
+	slots, err := w.Tasks.FreeSlots(ctx, healthy)
+	if err != nil || len(slots) == 0 {
 		return out, err
 	}
-	waiting, err := w.Tasks.ClaimWaiting(ctx, w.cfg.ID, w.cfg.Lease, min(free, int64(limit)))
+	var free int64
+	ids := make([]string, 0, len(slots))
+	for id, n := range slots {
+		free += n
+		ids = append(ids, id)
+	}
+	waiting, err := w.Tasks.ClaimWaiting(ctx, w.cfg.ID, w.cfg.Lease, min(free, int64(limit)), w.Pool.Aliases(ids))
 	if err != nil {
 		return out, err
 	}

@@ -6,7 +6,9 @@ import (
 	"io"
 	"time"
 
+	"videogen/billing"
 	"videogen/internal/ids"
+	"videogen/internal/tasks"
 	"videogen/internal/upstream"
 	"videogen/models"
 )
@@ -21,13 +23,13 @@ const (
 // complete copies the output into the platform's storage and only then has the task store mark the task
 // completed, charge it and free its slot, in one transaction. A copy that fails is retried on the next
 // poll.
-func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Credential) {
+func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Credential, st upstream.Status) {
 	log := w.Log.With("task", t.ID)
 	dctx, cancel := context.WithTimeout(ctx, downloadTimeout)
 	defer cancel()
 	idle := time.AfterFunc(downloadIdle, cancel)
 	defer idle.Stop()
-	body, size, err := w.Pool.Provider.Download(dctx, cred, *t.UpstreamTaskID)
+	body, size, err := w.Pool.Download(dctx, cred, *t.UpstreamTaskID)
 	if err != nil {
 		log.Warn("download output", "err", err)
 		w.reschedule(ctx, t, t.Progress)
@@ -47,7 +49,7 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 		w.reschedule(ctx, t, t.Progress)
 		return
 	}
-	won, err := w.Tasks.Complete(ctx, t, key, n, w.Tasks.Now().Add(w.cfg.OutputRetention))
+	won, err := w.Tasks.Complete(ctx, t, key, n, w.Tasks.Now().Add(w.cfg.OutputRetention), taskCost(t, cred, st.Usage))
 	if err != nil {
 		log.Error("complete task", "err", err)
 		_ = w.Blobs.Delete(ctx, key)
@@ -60,6 +62,23 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 		return
 	}
 	w.changed(t)
+}
+
+// taskCost is what the task cost upstream at the operator's price for its credential and alias: per
+// million tokens when that price is set and the provider reported tokens, else per second of video.
+// Tokens are rounded to the nearest micro-dollar, half up.
+func taskCost(t *models.Task, cred upstream.Credential, u upstream.Usage) tasks.Cost {
+	var c tasks.Cost
+	if u.CompletionTokens > 0 || u.TotalTokens > 0 {
+		c.CompletionTokens, c.TotalTokens = &u.CompletionTokens, &u.TotalTokens
+	}
+	route := cred.Models[t.Model]
+	if route.CostPerMillionTokens > 0 && u.CompletionTokens > 0 {
+		c.Micros = billing.Micros((u.CompletionTokens*int64(route.CostPerMillionTokens) + 500_000) / 1_000_000)
+		return c
+	}
+	c.Micros = route.CostPerSecond * billing.Micros(t.Seconds)
+	return c
 }
 
 // lateCompletion notes an upstream completion for a task that had already ended here (its deadline

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -12,11 +13,12 @@ import (
 
 // poll asks the upstream where a submitted task stands, with the credential that submitted it.
 func (w *Worker) poll(ctx context.Context, t *models.Task, cred upstream.Credential) {
-	st, err := w.Pool.Provider.Poll(ctx, cred, *t.UpstreamTaskID)
+	st, err := w.Pool.Poll(ctx, cred, *t.UpstreamTaskID)
 	if err != nil {
 		// A lost poll is not a failure: try again later, further apart each time.
-		w.Log.Warn("poll upstream", "task", t.ID, "err", err)
-		w.reschedule(ctx, t, t.Progress)
+		next := w.reschedule(ctx, t, t.Progress)
+		w.Log.Warn("poll upstream", "task", t.ID, "credential", cred.ID, "poll", t.PollCount, "next_in", next, "err", err)
+		w.note(ctx, t, fmt.Sprintf("poll %d failed (%s); next poll in %s", t.PollCount+1, clip(err.Error(), 200), next.Round(time.Millisecond)))
 		return
 	}
 	w.apply(ctx, t, cred, st)
@@ -26,13 +28,14 @@ func (w *Worker) poll(ctx context.Context, t *models.Task, cred upstream.Credent
 func (w *Worker) apply(ctx context.Context, t *models.Task, cred upstream.Credential, st upstream.Status) {
 	switch st.State {
 	case upstream.StateCompleted:
-		w.complete(ctx, t, cred)
+		w.complete(ctx, t, cred, st)
 	case upstream.StateFailed:
-		msg := "The generation failed upstream"
-		if st.ErrorMessage != "" {
-			msg += ": " + clip(st.ErrorMessage, 300)
+		w.note(ctx, t, fmt.Sprintf("failed upstream: %s %s", st.ErrorCode, clip(st.ErrorMessage, 500)))
+		if st.PolicyFailure {
+			w.fail(ctx, t, "content_policy_violation", msgFailedPolicy)
+			return
 		}
-		w.fail(ctx, t, "generation_failed", msg+". Your reservation was released.")
+		w.fail(ctx, t, "generation_failed", msgFailed)
 	case upstream.StateInProgress:
 		progress := min(max(st.Progress, 0), 99)
 		if t.Status == tasks.Queued {
@@ -48,15 +51,17 @@ func (w *Worker) apply(ctx context.Context, t *models.Task, cred upstream.Creden
 	}
 }
 
-// reschedule releases the claim and sets the next poll, further apart with each poll.
-func (w *Worker) reschedule(ctx context.Context, t *models.Task, progress int) {
-	next := w.Tasks.Now().Add(backoff(w.cfg.PollMin, w.cfg.PollMax, t.PollCount, 1.5))
-	if err := w.Tasks.Reschedule(ctx, t, w.cfg.ID, next, progress); err != nil {
+// reschedule releases the claim and sets the next poll, further apart with each poll; it returns the
+// interval.
+func (w *Worker) reschedule(ctx context.Context, t *models.Task, progress int) time.Duration {
+	wait := backoff(w.cfg.PollMin, w.cfg.PollMax, t.PollCount, 1.5)
+	if err := w.Tasks.Reschedule(ctx, t, w.cfg.ID, w.Tasks.Now().Add(wait), progress); err != nil {
 		w.Log.Error("reschedule", "task", t.ID, "err", err)
 	}
 	if progress != t.Progress {
 		w.changed(t)
 	}
+	return wait
 }
 
 // backoff is min·factor^n, capped at max.

@@ -10,10 +10,19 @@ import (
 	"videogen/models"
 )
 
-// assignAndSubmit gives a waiting task the least-loaded credential with room and submits it; without a
-// free slot the task waits for the next round.
+// assignAndSubmit gives a waiting task the least-loaded healthy credential with room that serves its
+// alias and accepts its inputs, and submits it; without one the task waits for the next round.
 func (w *Worker) assignAndSubmit(ctx context.Context, t *models.Task) {
-	credID, ok, err := w.Tasks.AssignSlot(ctx, t, w.Pool.IDs(), w.cfg.RunTimeout, w.cfg.ID)
+	req, err := t.Request()
+	if err != nil {
+		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read. Your reservation was released.")
+		return
+	}
+	upstreamModel := func(id string) string {
+		c, _ := w.Pool.Credential(id)
+		return c.Models[t.Model].UpstreamModel
+	}
+	credID, ok, err := w.Tasks.AssignSlot(ctx, t, w.Pool.Candidates(req), upstreamModel, w.cfg.RunTimeout, w.cfg.ID)
 	if err != nil {
 		w.Log.Error("assign credential", "task", t.ID, "err", err)
 	}
@@ -52,7 +61,7 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 		log.Error("prepare submission", "err", err)
 		return
 	}
-	st, err := w.Pool.Provider.Submit(ctx, cred, req)
+	st, err := w.Pool.Submit(ctx, cred, req)
 	switch {
 	case err == nil:
 		// The claim is kept only when the answer already says more (in progress, done, failed): apply acts
@@ -67,7 +76,13 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 		}
 	case errors.Is(err, upstream.ErrRejected):
 		log.Info("upstream rejected task", "err", err)
-		w.fail(ctx, t, "upstream_rejected", "The generation service refused this request: "+rejectReason(err)+". Your reservation was released.")
+		w.note(ctx, t, "refused upstream: "+err.Error())
+		var re *upstream.RejectedError
+		if errors.As(err, &re) && re.Policy {
+			w.fail(ctx, t, "content_policy_violation", msgPolicy)
+			return
+		}
+		w.fail(ctx, t, "upstream_rejected", msgRejected)
 	default:
 		// Timeout, 5xx or a busy credential: the outcome is unknown or deferred. Retry later on the same
 		// credential with the same key, so the upstream finds the first submission if it took it.
@@ -97,16 +112,22 @@ func (w *Worker) submitRequest(ctx context.Context, t *models.Task) (upstream.Su
 			req.TaskInputs = signed
 		}
 	}
-	return upstream.SubmitRequest{VideoRequest: req, IdempotencyKey: *t.UpstreamKey}, nil
+	sr := upstream.SubmitRequest{VideoRequest: req, IdempotencyKey: *t.UpstreamKey}
+	if t.UpstreamModel != nil {
+		sr.UpstreamModel = *t.UpstreamModel
+	}
+	return sr, nil
 }
 
-func rejectReason(err error) string {
-	var re *upstream.RejectedError
-	if errors.As(err, &re) && re.Message != "" {
-		return clip(re.Message, 300)
-	}
-	return "request refused"
-}
+// What a customer is told when the provider refuses or fails a task: our words, never the provider's
+// (they may name the provider, its models or its internals); staff read the provider's own in the task
+// log.
+const (
+	msgPolicy       = "The request was refused because its prompt or media may break the content policy. Your reservation was released; change the prompt or media and create the task again."
+	msgRejected     = "The generation service could not accept this request's parameters or media. Your reservation was released; check the inputs (for example that every media URL is still valid) and create the task again."
+	msgFailed       = "The generation failed. Your reservation was released; you can create the task again."
+	msgFailedPolicy = "The generated video was withheld because it may break the content policy. Your reservation was released; change the prompt or media and create the task again."
+)
 
 // clip shortens s to at most n bytes on a character boundary, valid UTF-8 (it may end up in PostgreSQL).
 func clip(s string, n int) string {

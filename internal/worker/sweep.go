@@ -54,7 +54,7 @@ func (w *Worker) Recheck(ctx context.Context, taskID string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("credential %s is not configured", *t.CredentialID)
 	}
-	st, err := w.Pool.Provider.Poll(ctx, cred, *t.UpstreamTaskID)
+	st, err := w.Pool.Poll(ctx, cred, *t.UpstreamTaskID)
 	if err != nil {
 		return "", fmt.Errorf("poll %s: %w", taskID, err)
 	}

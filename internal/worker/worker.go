@@ -141,8 +141,9 @@ func (w *Worker) handle(ctx context.Context, t *models.Task) {
 	}
 	cred, ok := w.Pool.Credential(*t.CredentialID)
 	if !ok {
-		// The credential was removed from the configuration: nobody else may poll this task, so it waits
-		// for an operator (or its run deadline).
+		// The credential is not configured on this instance (removed from the file before this process
+		// started): nobody else may poll this task, so it waits for an operator to configure it again —
+		// as draining — or for its run deadline.
 		w.Log.Error("task's credential is not configured on this instance", "task", t.ID, "credential", *t.CredentialID)
 		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMax))
 		return
@@ -180,6 +181,13 @@ func (w *Worker) keepLease(ctx context.Context, t *models.Task) func() {
 func (w *Worker) unclaim(ctx context.Context, t *models.Task, next time.Time) {
 	if err := w.Tasks.Unclaim(ctx, t.ID, w.cfg.ID, next); err != nil {
 		w.Log.Error("unclaim", "task", t.ID, "err", err)
+	}
+}
+
+// note adds a line to the task's log; a failure to write it is only logged.
+func (w *Worker) note(ctx context.Context, t *models.Task, detail string) {
+	if err := w.Tasks.Note(ctx, t, detail); err != nil {
+		w.Log.Error("task log", "task", t.ID, "err", err)
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package httpapi is the upstream adapter for providers that speak an OpenAI-style /v1/videos protocol
-// (and for the built-in simulator, which speaks the same): Bearer credential, Idempotency-Key on submit.
+// (and for the built-in simulator, which speaks the same by default): Bearer credential,
+// Idempotency-Key on submit, the video streamed from GET /v1/videos/{id}/content.
 package httpapi
 
 import (
@@ -46,9 +47,14 @@ type wireVideo struct {
 	} `json:"error"`
 }
 
-// Submit creates the task upstream, carrying the idempotency key.
+// Submit creates the task upstream, carrying the idempotency key. The body is our video request with
+// the provider's name for the model in place of the public alias.
 func (c *Client) Submit(ctx context.Context, cred upstream.Credential, req upstream.SubmitRequest) (upstream.Status, error) {
-	body, err := json.Marshal(req.VideoRequest)
+	vr := req.VideoRequest
+	if req.UpstreamModel != "" {
+		vr.Model = req.UpstreamModel
+	}
+	body, err := json.Marshal(vr)
 	if err != nil {
 		return upstream.Status{}, fmt.Errorf("encode submit: %w", err)
 	}
@@ -117,6 +123,7 @@ func (c *Client) doStatus(r *http.Request, cred upstream.Credential) (upstream.S
 	st := upstream.Status{ID: v.ID, State: v.Status, Progress: v.Progress}
 	if v.Error != nil {
 		st.ErrorCode, st.ErrorMessage = v.Error.Code, v.Error.Message
+		st.PolicyFailure = st.State == upstream.StateFailed && policyCode(v.Error.Code)
 	}
 	switch st.State {
 	case upstream.StateQueued, upstream.StateInProgress, upstream.StateCompleted, upstream.StateFailed:
@@ -144,10 +151,20 @@ func classify(resp *http.Response) error {
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500:
 		return fmt.Errorf("%w: %s", upstream.ErrTransient, detail)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		// A bad credential is our configuration's fault, not the customer's: keep the task and retry
-		// (an operator fixes the key) rather than failing every task submitted meanwhile.
-		return fmt.Errorf("%w: credential refused: %s", upstream.ErrTransient, detail)
+		// A bad credential is our configuration's fault, not the customer's: the credential is marked
+		// unhealthy and the task kept for a retry once an operator fixed the key. The provider's message
+		// is left out: OpenAI's quotes the start and end of the key it refused.
+		return fmt.Errorf("%w: HTTP %d %s", upstream.ErrAuth, resp.StatusCode, body.Error.Code)
+	case resp.StatusCode >= 400:
+		return &upstream.RejectedError{Code: body.Error.Code, Message: body.Error.Message, Status: resp.StatusCode, Policy: policyCode(body.Error.Code)}
 	default:
-		return &upstream.RejectedError{Code: body.Error.Code, Message: body.Error.Message, Status: resp.StatusCode}
+		return fmt.Errorf("%w: unexpected %s", upstream.ErrTransient, detail)
 	}
+}
+
+// policyCode reports whether an error code says the content broke the provider's content policy:
+// OpenAI's video API fails such jobs with moderation_blocked, its image API refuses with
+// moderation_blocked and its older endpoints with content_policy_violation.
+func policyCode(code string) bool {
+	return code == "moderation_blocked" || code == "content_policy_violation"
 }

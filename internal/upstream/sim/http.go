@@ -1,8 +1,8 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,65 +14,45 @@ import (
 	"time"
 
 	"videogen/internal/mp4synth"
-	"videogen/models"
 )
 
-// ServeHTTP answers the upstream protocol: POST /v1/videos, GET /v1/videos/{id}, GET /v1/videos/{id}/content.
+// ServeHTTP answers the simulator's protocol: for OpenAI-style, POST /v1/videos, GET /v1/videos/{id},
+// GET /v1/videos/{id}/content; for Ark, POST /api/v3/contents/generations/tasks,
+// GET /api/v3/contents/generations/tasks/{id} and the presigned video URLs under /files/.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux().ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, r)
 }
 
-func (s *Sim) mux() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("POST /v1/videos", s.authed(s.handleCreate))
-	m.HandleFunc("GET /v1/videos/{id}", s.authed(s.handleGet))
-	m.HandleFunc("GET /v1/videos/{id}/content", s.authed(s.handleContent))
-	return m
-}
-
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
-}
-
+// authed checks the Bearer credential: unknown, or revoked by [sim:401], answers 401.
 func (s *Sim) authed(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		own := owner(secret)
-		if !ok || !s.owners[own] {
-			writeErr(w, http.StatusUnauthorized, "invalid_api_key", "unknown credential")
+		if !ok || !s.owners[own] || s.isRevoked(own) {
+			s.unauthorized(w)
 			return
 		}
 		h(w, r, own)
 	}
 }
 
-// createBody is the platform's video request as the simulator reads it; seconds may come as a number or
-// as a string of digits, as from OpenAI's SDKs.
-type createBody struct {
-	models.VideoRequest
-	Seconds json.RawMessage `json:"seconds"`
+func (s *Sim) unauthorized(w http.ResponseWriter) {
+	if s.cfg.Protocol == ProtocolArk {
+		arkErr(w, http.StatusUnauthorized, "AuthenticationError", "The API key or AK/SK in the request is missing or invalid.")
+		return
+	}
+	openaiErr(w, http.StatusUnauthorized, "invalid_api_key", "unknown or revoked credential")
 }
 
 // fetchInputs downloads every media URL of a submission, as a real provider does before it generates:
 // a URL it cannot fetch (expired, unknown) makes it refuse the task. It returns the bytes read.
-func fetchInputs(r *http.Request, b createBody) (int64, error) {
-	var urls []string
-	urls = append(urls, b.ImageURLs...)
-	urls = append(urls, b.VideoURLs...)
-	urls = append(urls, b.AudioURLs...)
-	for _, u := range []string{b.StartImageURL, b.EndImageURL} {
-		if u != "" {
-			urls = append(urls, u)
-		}
-	}
+func fetchInputs(ctx context.Context, media []Media) (int64, error) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	var total int64
-	for _, u := range urls {
-		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
+	for _, m := range media {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL, nil)
 		if err != nil {
-			return total, fmt.Errorf("bad media URL %q: %w", u, err)
+			return total, fmt.Errorf("bad media URL %q: %w", m.URL, err)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -91,108 +71,23 @@ func fetchInputs(r *http.Request, b createBody) (int64, error) {
 	return total, nil
 }
 
-func (s *Sim) handleCreate(w http.ResponseWriter, r *http.Request, own string) {
-	var b createBody
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b); err != nil {
-		writeErr(w, http.StatusBadRequest, "invalid_json", err.Error())
-		return
-	}
-	secs, err := strconv.Atoi(strings.Trim(string(b.Seconds), `"`))
-	if err != nil || secs < 1 || secs > 60 {
-		writeErr(w, http.StatusBadRequest, "invalid_seconds", "seconds must be 1..60")
-		return
-	}
-	if _, _, err := parseSize(b.Size); err != nil {
-		writeErr(w, http.StatusBadRequest, "invalid_size", err.Error())
-		return
-	}
-	if strings.Contains(b.Prompt, DirectiveReject) {
-		writeErr(w, http.StatusBadRequest, "content_policy_violation", "the simulator refuses prompts containing [sim:reject]")
-		return
-	}
-	fetched, err := fetchInputs(r, b)
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, "invalid_media", "the simulator could not fetch an input: "+err.Error())
-		return
-	}
-	d := s.cfg.Duration
-	if strings.Contains(b.Prompt, DirectiveSlow) {
-		d *= 10
-	}
-	t := &Task{
-		IdemKey: r.Header.Get("Idempotency-Key"), Model: b.Model, Prompt: b.Prompt, Seconds: secs, Size: b.Size,
-		AspectRatio: b.AspectRatio, GenerateAudio: b.GenerateAudio, Watermark: b.Watermark,
-		Duration: d, Fail: strings.Contains(b.Prompt, DirectiveFail), InputBytes: fetched,
-	}
-	t, isNew, err := s.create(own, t)
-	if errors.Is(err, errCapacity) {
-		w.Header().Set("Retry-After", "1")
-		writeErr(w, http.StatusTooManyRequests, "concurrency_limit", "this credential runs its maximum number of tasks")
-		return
-	}
-	if err != nil {
-		s.cfg.Log.Error("simulator create", "err", err)
-		writeErr(w, http.StatusInternalServerError, "internal_error", "simulator storage failed")
-		return
-	}
-	if isNew && strings.Contains(b.Prompt, Directive5xxOnce) {
-		// Accepted, but the answer is lost: the client must retry with the same key and find this task.
-		if err := s.markAnswered5xx(t); err == nil {
-			writeErr(w, http.StatusServiceUnavailable, "upstream_overloaded", "simulated 503 after accepting the task")
-			return
-		}
-	}
-	s.writeTask(w, t)
-}
-
-func (s *Sim) handleGet(w http.ResponseWriter, r *http.Request, own string) {
-	t, ok := s.get(own, r.PathValue("id"))
-	if !ok {
-		writeErr(w, http.StatusNotFound, "not_found", "no such task for this credential")
-		return
-	}
-	s.writeTask(w, t)
-}
-
-func (s *Sim) writeTask(w http.ResponseWriter, t *Task) {
-	status, progress := t.state(s.cfg.Now())
-	out := map[string]any{
-		"id": t.ID, "object": "video", "model": t.Model, "status": status, "progress": progress,
-		"created_at": t.CreatedAt.Unix(), "seconds": strconv.Itoa(t.Seconds), "size": t.Size,
-		"generate_audio": t.GenerateAudio,
-	}
-	if status == "failed" {
-		out["error"] = map[string]string{"code": "generation_failed", "message": "the simulator failed this task as its prompt asked ([sim:fail])"}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
-}
-
-func (s *Sim) handleContent(w http.ResponseWriter, r *http.Request, own string) {
-	t, ok := s.get(own, r.PathValue("id"))
-	if !ok {
-		writeErr(w, http.StatusNotFound, "not_found", "no such task for this credential")
-		return
-	}
-	if st, _ := t.state(s.cfg.Now()); st != "completed" {
-		writeErr(w, http.StatusConflict, "video_not_ready", "task is "+st)
-		return
-	}
+// serveVideo streams the task's rendered MP4.
+func (s *Sim) serveVideo(w http.ResponseWriter, t *Task, fail func(status int, msg string)) {
 	path, err := s.rendered(t)
 	if err != nil {
 		s.cfg.Log.Error("simulator render", "task", t.ID, "err", err)
-		writeErr(w, http.StatusInternalServerError, "internal_error", "rendering failed")
+		fail(http.StatusInternalServerError, "rendering failed")
 		return
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "internal_error", "output missing")
+		fail(http.StatusInternalServerError, "output missing")
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "internal_error", "output unreadable")
+		fail(http.StatusInternalServerError, "output unreadable")
 		return
 	}
 	w.Header().Set("Content-Type", "video/mp4")
@@ -218,7 +113,7 @@ func (s *Sim) rendered(t *Task) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("render %s: %w", t.ID, err)
 	}
-	_, err = mp4synth.Write(f, mp4synth.Params{Width: wd, Height: ht, Seconds: t.Seconds, FPS: 24, Seed: seed(t.ID)})
+	_, err = mp4synth.Write(f, mp4synth.Params{Width: wd, Height: ht, Seconds: t.Seconds, FPS: fps, Seed: t.renderSeed()})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -232,13 +127,8 @@ func (s *Sim) rendered(t *Task) (string, error) {
 	return path, nil
 }
 
-func seed(id string) int64 {
-	var h int64
-	for _, c := range id {
-		h = h*31 + int64(c)
-	}
-	return h
-}
+// fps is the frame rate of every simulated video, as Seedance renders.
+const fps = 24
 
 func parseSize(s string) (int, int, error) {
 	ws, hs, ok := strings.Cut(s, "x")
@@ -248,4 +138,10 @@ func parseSize(s string) (int, int, error) {
 		return 0, 0, fmt.Errorf("size %q must be <even width>x<even height> within 16..4096", s)
 	}
 	return w, h, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }

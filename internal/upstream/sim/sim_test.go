@@ -99,8 +99,12 @@ func TestSimulatorCapacityAndDirectives(t *testing.T) {
 	if _, err := c.Submit(ctx, credB, req("on b", "3")); err != nil {
 		t.Fatalf("other credential has room: %v", err)
 	}
-	if _, err := c.Submit(ctx, credB, req("[sim:reject] no", "4")); !errors.Is(err, upstream.ErrRejected) {
-		t.Fatalf("reject: %v", err)
+	var rej *upstream.RejectedError
+	if _, err := c.Submit(ctx, credB, req("[sim:reject] no", "4")); !errors.As(err, &rej) || rej.Policy || rej.Code != "invalid_request" {
+		t.Fatalf("reject: %v, want a refusal of the parameters", err)
+	}
+	if _, err := c.Submit(ctx, credB, req("[sim:policy] no", "4b")); !errors.As(err, &rej) || !rej.Policy || rej.Status != 400 {
+		t.Fatalf("policy: %v, want a content-policy refusal", err)
 	}
 	s2, c2 := start(t, t.TempDir(), 4)
 	_, err := c2.Submit(ctx, credA, req("[sim:5xx-once] x", "5"))
@@ -110,6 +114,13 @@ func TestSimulatorCapacityAndDirectives(t *testing.T) {
 	st, err := c2.Submit(ctx, credA, req("[sim:5xx-once] x", "5"))
 	if err != nil || st.ID != s2.Tasks()[0].ID {
 		t.Fatalf("5xx-once retry: %+v %v", st, err)
+	}
+	refused, err := c2.Submit(ctx, credB, req("[sim:fail-policy] y", "6"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := waitState(t, c2, credB, refused.ID, upstream.StateFailed); !st.PolicyFailure || st.ErrorCode != "moderation_blocked" {
+		t.Fatalf("[sim:fail-policy] %+v", st)
 	}
 	if s.Refused() != 1 {
 		t.Fatalf("refused %d, want 1", s.Refused())

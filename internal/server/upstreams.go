@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"videogen/internal/catalog"
+	"videogen/internal/upstream"
+	"videogen/internal/upstream/httpapi"
+	"videogen/internal/upstream/providers"
+	"videogen/internal/upstream/sim"
+	"videogen/internal/upstream/status"
+	"videogen/models"
+)
+
+// ReloadSignal is the control_signals row `videogen upstreams reload` bumps.
+const ReloadSignal = "upstreams_reload"
+
+// upstreamCredentials returns the credentials to start with: those of UPSTREAMS_FILE; or, deprecated,
+// one OpenAI-style credential per UPSTREAM_API_KEYS key at UPSTREAM_BASE_URL; or, with neither, the
+// built-in simulator, started on a loopback port and spoken to over HTTP like any real provider.
+func (s *Server) upstreamCredentials() ([]upstream.Credential, error) {
+	cfg := s.Cfg
+	switch {
+	case cfg.UpstreamsFile != "":
+		creds, err := providers.Load(cfg.UpstreamsFile, cfg.Production(), os.Getenv, cfg.UpstreamTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("UPSTREAMS_FILE refused: %w", err)
+		}
+		s.Log.Info("upstream credentials loaded", "file", cfg.UpstreamsFile, "credentials", ids(creds))
+		return creds, nil
+	case cfg.UpstreamBaseURL != "":
+		s.Log.Warn("UPSTREAM_BASE_URL and UPSTREAM_API_KEYS are deprecated: describe upstreams in UPSTREAMS_FILE (docs/upstreams.md); they record no upstream cost")
+		provider := httpapi.New("upstream", cfg.UpstreamBaseURL, cfg.UpstreamTimeout)
+		var creds []upstream.Credential
+		for i, secret := range strings.Split(cfg.UpstreamAPIKeys, ",") {
+			if secret = strings.TrimSpace(secret); secret == "" {
+				continue
+			}
+			creds = append(creds, upstream.Credential{ID: upstream.CredentialID("upstream", secret), Name: fmt.Sprintf("upstream key %d", i+1),
+				Kind: "openai", BaseURL: strings.TrimRight(cfg.UpstreamBaseURL, "/"), Secret: secret, MaxConcurrency: cfg.UpstreamConcurrency,
+				Models: everyModel(), Provider: provider})
+		}
+		return creds, nil
+	}
+	return s.builtinSimulator()
+}
+
+// everyModel serves each public alias under its own name, at no recorded cost.
+func everyModel() map[string]upstream.Route {
+	m := make(map[string]upstream.Route, len(catalog.Models))
+	for _, x := range catalog.Models {
+		m[x.ID] = upstream.Route{UpstreamModel: x.ID}
+	}
+	return m
+}
+
+func (s *Server) builtinSimulator() ([]upstream.Credential, error) {
+	cfg := s.Cfg
+	secrets, err := simSecrets(cfg.SimDataDir, cfg.SimCredentials)
+	if err != nil {
+		return nil, err
+	}
+	sm, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency,
+		Secrets: secrets, Log: s.Log.With("part", "simulator")})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("simulator listener: %w", err)
+	}
+	s.Sim = sm
+	s.simServer = &http.Server{Handler: sm, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.simServer.Serve(ln) }()
+	provider := httpapi.New("sim", "http://"+ln.Addr().String(), cfg.UpstreamTimeout)
+	creds := make([]upstream.Credential, len(secrets))
+	for i, secret := range secrets {
+		// No base URL is recorded: the built-in simulator's port changes with every start.
+		creds[i] = upstream.Credential{ID: upstream.CredentialID("sim", secret), Name: fmt.Sprintf("simulated credential %d", i+1),
+			Kind: "sim", Secret: secret, MaxConcurrency: cfg.SimConcurrency, Models: everyModel(), Provider: provider}
+	}
+	s.Log.Info("built-in upstream simulator started", "credentials", len(creds), "concurrency", cfg.SimConcurrency, "duration", cfg.SimDuration)
+	return creds, nil
+}
+
+func ids(creds []upstream.Credential) []string {
+	out := make([]string, len(creds))
+	for i, c := range creds {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// ErrNoUpstreamsFile: a reload was asked for, but the pool does not come from a file.
+var ErrNoUpstreamsFile = errors.New("nothing to reload: UPSTREAMS_FILE is not set")
+
+// ReloadUpstreams re-reads UPSTREAMS_FILE and installs it whole, or not at all: new credentials take new
+// tasks at once; removed ones take no new task but keep the tasks they hold; an invalid file is refused
+// with the reason logged, and the running pool stays as it was. why says who asked (SIGHUP, a signal
+// through the database).
+func (s *Server) ReloadUpstreams(ctx context.Context, why string) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	log := s.Log.With("part", "upstreams", "asked_by", why)
+	if s.Cfg.UpstreamsFile == "" {
+		log.Warn("upstream reload ignored", "err", ErrNoUpstreamsFile)
+		return ErrNoUpstreamsFile
+	}
+	creds, err := providers.Load(s.Cfg.UpstreamsFile, s.Cfg.Production(), os.Getenv, s.Cfg.UpstreamTimeout)
+	if err == nil {
+		err = s.Pool.Check(ctx, creds)
+	}
+	if err != nil {
+		log.Error("upstreams file refused; the running pool is unchanged", "file", s.Cfg.UpstreamsFile, "err", err)
+		return fmt.Errorf("UPSTREAMS_FILE refused, the running pool is unchanged: %w", err)
+	}
+	added, removed := s.Pool.Replace(creds)
+	if err := s.Pool.Sync(ctx, s.Tasks.Now()); err != nil {
+		log.Error("record reloaded upstreams", "err", err)
+		return err
+	}
+	log.Info("upstreams reloaded", "file", s.Cfg.UpstreamsFile, "credentials", ids(creds), "added", added, "removed", removed)
+	if s.Worker != nil {
+		s.Worker.Notify() // new capacity may start waiting tasks now
+	}
+	return nil
+}
+
+// watchUpstreams runs on every instance: every UPSTREAMS_WATCH_INTERVAL it publishes this instance's
+// view of each credential's health and reloads the pool when `videogen upstreams reload` has bumped
+// the reload signal since it last looked.
+func (s *Server) watchUpstreams(ctx context.Context) {
+	seen, _ := s.reloadSeq(ctx)
+	t := time.NewTicker(s.Cfg.UpstreamsWatch)
+	defer t.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// Health rows of instances gone for a day are forgotten (any instance may do it; it is idempotent).
+		if now := s.Tasks.Now(); now.Sub(pruned) > 10*time.Minute {
+			pruned = now
+			if _, err := status.Stale(ctx, s.DB, now, 24*time.Hour); err != nil && ctx.Err() == nil {
+				s.Log.Warn("forget old upstream health", "err", err)
+			}
+		}
+		ids := s.Pool.IDs()
+		for _, c := range s.Pool.Configured() {
+			if c.Draining {
+				ids = append(ids, c.ID)
+			}
+		}
+		if err := s.Pool.Health.Publish(ctx, s.DB, ids); err != nil && ctx.Err() == nil {
+			s.Log.Warn("publish upstream health", "err", err)
+		}
+		seq, err := s.reloadSeq(ctx)
+		if err != nil || seq == seen {
+			continue
+		}
+		seen = seq
+		_ = s.ReloadUpstreams(ctx, "videogen upstreams reload")
+	}
+}
+
+func (s *Server) reloadSeq(ctx context.Context) (int64, error) {
+	var rows []models.ControlSignal
+	if err := s.DB.R.WithContext(ctx).Where("name = ?", ReloadSignal).Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("read the reload signal: %w", err)
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	return rows[0].Seq, nil
+}

@@ -1,0 +1,494 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"videogen/internal/margin"
+	"videogen/internal/testkit"
+	"videogen/internal/upstream/sim"
+	"videogen/models"
+)
+
+// upstreamSim is a simulator speaking protocol ("openai" or "ark") over real HTTP.
+type upstreamSim struct {
+	*sim.Sim
+	srv  *httptest.Server
+	Base string // the base_url a credential of its protocol is configured with
+}
+
+func startSim(t *testing.T, protocol string, duration time.Duration, concurrency int, keys ...string) *upstreamSim {
+	t.Helper()
+	s, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: duration, Concurrency: concurrency, Secrets: keys, Protocol: protocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	u := &upstreamSim{Sim: s, srv: srv, Base: srv.URL}
+	if protocol == "ark" {
+		u.Base += "/api/v3"
+	}
+	return u
+}
+
+// writeFile writes an upstreams file and returns its path.
+func writeFile(t *testing.T, path, text string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// cred is one credential entry of an upstreams file.
+func cred(id, kind, base, secret string, max int, models string) string {
+	return fmt.Sprintf("  - id: %s\n    name: %s credential\n    kind: %s\n    base_url: %s\n    secret: %s\n    max_concurrency: %d\n    models:\n%s",
+		id, id, kind, base, secret, max, models)
+}
+
+func route(alias, model, cost string) string {
+	return fmt.Sprintf("      %s: {upstream_model: %s, cost_per_second: %q}\n", alias, model, cost)
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func upstreamEnv(file string, over map[string]string) map[string]string {
+	env := map[string]string{"UPSTREAMS_FILE": file, "UPSTREAMS_WATCH_INTERVAL": "100ms"}
+	for k, v := range over {
+		env[k] = v
+	}
+	return env
+}
+
+func taskCount(t *testing.T, s *testkit.Server) int64 {
+	t.Helper()
+	var n int64
+	if err := s.DB.R.Model(&models.Task{}).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func credentialRow(t *testing.T, s *testkit.Server, id string) models.UpstreamCredential {
+	t.Helper()
+	var c models.UpstreamCredential
+	if err := s.DB.R.Where("id = ?", id).Take(&c).Error; err != nil {
+		t.Fatalf("credential %s: %v", id, err)
+	}
+	return c
+}
+
+// TestUpstreamPoolServesMixedTraffic: a pool of an Ark and an OpenAI-style credential (two simulators
+// speaking those wire formats) serves the aliases the file gives each, under each provider's model
+// name, least-loaded first; /v1/models lists only what the pool serves; each task records its
+// credential, the provider's model, the usage Ark reports and the cost at the configured price; and the
+// margin report adds it up to the micro-dollar. Requests only an Ark model would be asked, and cannot
+// serve, are refused before anything is written; provider refusals reach the customer in our words.
+func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		arkSim := startSim(t, "ark", 300*time.Millisecond, 4, "ark-secret-0001")
+		oaiSim := startSim(t, "openai", 300*time.Millisecond, 4, "oai-secret-0001")
+		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
+			cred("ark-main", "ark", arkSim.Base, "ark-secret-0001", 2,
+				route("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+route("videogen-2.0-fast-720p", "seedance-2-0-fast", "0.09"))+
+			cred("oai-main", "openai", oaiSim.Base, "oai-secret-0001", 2,
+				route("videogen-2.0-720p", "sora-2", "0.1")+route("videogen-2.0-mini-480p", "sora-2-mini", "0.05")))
+		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
+		acct := s.NewAccount(t, "100")
+
+		// Only the served aliases are offered.
+		r := s.Do(t, "GET", "/v1/models", acct.Key, nil)
+		var listed []string
+		for _, m := range r.JSON(t)["data"].([]any) {
+			listed = append(listed, m.(map[string]any)["id"].(string))
+		}
+		if strings.Join(listed, " ") != "videogen-2.0-720p videogen-2.0-fast-720p videogen-2.0-mini-480p" {
+			t.Fatalf("/v1/models lists %v", listed)
+		}
+		// An alias nobody serves, and inputs the only (Ark) credential of an alias cannot combine: refused, nothing written.
+		if r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "x"}); r.Status != 400 || r.ErrorCode() != "model_unavailable" {
+			t.Fatalf("unserved alias: %d %s", r.Status, r.Body)
+		}
+		up := s.Upload(t, acct.Key, "", testkit.File("input_reference", "first.png", testkit.PNG(t, 64, 64)),
+			testkit.File("image_files", "style.png", testkit.PNG(t, 32, 32))).Answer(t)
+		mixed := map[string]any{"model": "videogen-2.0-fast-720p", "prompt": "frames and references",
+			"start_image_url": *up.StartImageURL, "image_urls": up.ImageURLs}
+		if r := s.Do(t, "POST", "/v1/videos", acct.Key, mixed); r.Status != 400 || r.ErrorCode() != "unsupported_input_combination" ||
+			!strings.Contains(string(r.Body), `"param":"start_image_url"`) {
+			t.Fatalf("frames with references for an Ark-only alias: %d %s", r.Status, r.Body)
+		}
+		if n := taskCount(t, s); n != 0 {
+			t.Fatalf("%d tasks written by refusals", n)
+		}
+		// The same inputs are fine where an OpenAI-style credential serves the alias: it goes there.
+		mixed["model"] = "videogen-2.0-720p"
+		onlyOAI := s.CreateVideo(t, acct.Key, mixed)["id"].(string)
+
+		var ids []string
+		for i, model := range []string{"videogen-2.0-720p", "videogen-2.0-720p", "videogen-2.0-720p", "videogen-2.0-fast-720p", "videogen-2.0-mini-480p"} {
+			ids = append(ids, s.CreateVideo(t, acct.Key, map[string]any{"model": model, "prompt": fmt.Sprintf("harbour %d", i), "seconds": 5, "seed": 42})["id"].(string))
+		}
+		policy := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-fast-720p", "prompt": "something [sim:policy]"})["id"].(string)
+		rejected := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "bad parameters [sim:reject]"})["id"].(string)
+
+		costs := map[string]map[string]int64{ // credential → alias → micro-dollars per second
+			"ark-main": {"videogen-2.0-720p": 180_000, "videogen-2.0-fast-720p": 90_000},
+			"oai-main": {"videogen-2.0-720p": 100_000, "videogen-2.0-mini-480p": 50_000},
+		}
+		upstreamModels := map[string]string{"ark-main/videogen-2.0-720p": "seedance-2-0-pro", "ark-main/videogen-2.0-fast-720p": "seedance-2-0-fast",
+			"oai-main/videogen-2.0-720p": "sora-2", "oai-main/videogen-2.0-mini-480p": "sora-2-mini"}
+		used := map[string]int{}
+		for _, id := range append([]string{onlyOAI}, ids...) {
+			if v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
+				t.Fatalf("task %s: %v", id, v)
+			}
+			task := testkit.Task(t, s.DB, id)
+			c := *task.CredentialID
+			used[c]++
+			if task.UpstreamModel == nil || *task.UpstreamModel != upstreamModels[c+"/"+task.Model] {
+				t.Fatalf("task %s on %s for %s ran as %v", id, c, task.Model, task.UpstreamModel)
+			}
+			if want := costs[c][task.Model] * int64(task.Seconds); task.UpstreamCostMicros == nil || *task.UpstreamCostMicros != want {
+				t.Fatalf("task %s cost %v, want %d", id, task.UpstreamCostMicros, want)
+			}
+			if (c == "ark-main") != (task.UsageCompletionTokens != nil && *task.UsageCompletionTokens > 0) {
+				t.Fatalf("task %s on %s: usage %v (Ark reports tokens, the OpenAI protocol none)", id, c, task.UsageCompletionTokens)
+			}
+			if task.Seed == nil || *task.Seed != 42 {
+				if id != onlyOAI {
+					t.Fatalf("task %s seed %v", id, task.Seed)
+				}
+			}
+		}
+		if testkit.Task(t, s.DB, onlyOAI).CredentialID == nil || *testkit.Task(t, s.DB, onlyOAI).CredentialID != "oai-main" {
+			t.Fatal("frames with references went to the Ark credential")
+		}
+		if used["ark-main"] < 2 || used["oai-main"] < 3 {
+			t.Fatalf("tasks per credential %v: the 720p tasks were not spread least-loaded first", used)
+		}
+		// The providers saw their own model names.
+		for _, st := range arkSim.Tasks() {
+			if st.Model != "seedance-2-0-pro" && st.Model != "seedance-2-0-fast" {
+				t.Fatalf("Ark simulator got model %q", st.Model)
+			}
+		}
+		for _, st := range oaiSim.Tasks() {
+			if st.Model != "sora-2" && st.Model != "sora-2-mini" {
+				t.Fatalf("OpenAI-style simulator got model %q", st.Model)
+			}
+		}
+
+		// Refusals: failed, released, told in our words (no provider, no secret, no provider code).
+		for id, code := range map[string]string{policy: "content_policy_violation", rejected: "upstream_rejected"} {
+			v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed")
+			e := v["error"].(map[string]any)
+			msg := e["message"].(string)
+			if v["status"] != "failed" || e["code"] != code || v["billing"].(map[string]any)["state"] != "released" || !strings.Contains(msg, "reservation was released") {
+				t.Fatalf("%s: %v", code, v)
+			}
+			for _, leak := range []string{"ark", "Ark", "sim", "openai", "OpenAI", "secret", "Sensitive", "invalid_request", "InvalidParameter"} {
+				if strings.Contains(msg, leak) {
+					t.Fatalf("%s message %q leaks %q", code, msg, leak)
+				}
+			}
+		}
+
+		// The margin report: revenue charged, cost at the configured prices, to the micro-dollar.
+		var tasks []models.Task
+		s.DB.R.Where("billing_state = 'settled'").Find(&tasks)
+		want := map[string][2]int64{}
+		for _, task := range tasks {
+			w := want[task.Model]
+			w[0] += task.AmountMicros
+			w[1] += costs[*task.CredentialID][task.Model] * int64(task.Seconds)
+			want[task.Model] = w
+		}
+		day := time.Now().UTC().Truncate(24 * time.Hour)
+		rep, err := margin.Report(context.Background(), s.DB, day, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMargin(t, rep, want)
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+// TestUpstreamReloadKeepsTasksOnTheirCredential: a reload takes effect for new tasks at once; a task a
+// removed credential holds is still polled and copied with it until it ends; an invalid file is refused
+// whole and the running pool stays; and after a restart, a task keeps the credential that took it.
+func TestUpstreamReloadKeepsTasksOnTheirCredential(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		simA := startSim(t, "openai", 1500*time.Millisecond, 4, "key-a-0001")
+		simB := startSim(t, "ark", 1500*time.Millisecond, 4, "key-b-0001")
+		credA := cred("cred-a", "openai", simA.Base, "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))
+		credB := cred("cred-b", "ark", simB.Base, "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2"))
+		dir := t.TempDir()
+		file := writeFile(t, filepath.Join(dir, "upstreams.yaml"), "upstreams:\n"+credA)
+		dataDir := t.TempDir()
+		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"DATA_DIR": dataDir}))
+		acct := s.NewAccount(t, "100")
+		create := func(s *testkit.Server, prompt string) string {
+			return s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": prompt})["id"].(string)
+		}
+		onCred := func(s *testkit.Server, id string) string {
+			var c string
+			waitFor(t, "task "+id+" to get a credential", 10*time.Second, func() bool {
+				task := testkit.Task(t, s.DB, id)
+				if task.CredentialID != nil && task.UpstreamTaskID != nil {
+					c = *task.CredentialID
+					return true
+				}
+				return false
+			})
+			return c
+		}
+		t1 := create(s, "first, on A")
+		if c := onCred(s, t1); c != "cred-a" {
+			t.Fatalf("t1 on %s", c)
+		}
+
+		// Replace A by B: new work goes to B at once; A keeps polling t1.
+		writeFile(t, file, "upstreams:\n"+credB)
+		if err := s.ReloadUpstreams(context.Background(), "test"); err != nil {
+			t.Fatal(err)
+		}
+		t2 := create(s, "second, on B")
+		if c := onCred(s, t2); c != "cred-b" {
+			t.Fatalf("t2 on %s after the reload", c)
+		}
+		if a, b := credentialRow(t, s, "cred-a"), credentialRow(t, s, "cred-b"); a.Enabled || !b.Enabled {
+			t.Fatalf("after the reload: a enabled %v, b enabled %v", a.Enabled, b.Enabled)
+		}
+
+		// An invalid file is refused whole; the pool stays as it was.
+		writeFile(t, file, "upstreams:\n"+credA+strings.Replace(credB, "kind: ark", "kind: runway", 1))
+		if err := s.ReloadUpstreams(context.Background(), "test"); err == nil || !strings.Contains(err.Error(), "kind") || !strings.Contains(err.Error(), "line") && !strings.Contains(err.Error(), ".yaml:") {
+			t.Fatalf("invalid file: %v", err)
+		}
+		t3 := create(s, "third, still on B")
+		if c := onCred(s, t3); c != "cred-b" {
+			t.Fatalf("t3 on %s after a refused reload", c)
+		}
+		// An id reused for another account (kind or base URL) is refused too.
+		writeFile(t, file, "upstreams:\n"+strings.Replace(credB, simB.Base, "https://elsewhere.example/api/v3", 1))
+		if err := s.ReloadUpstreams(context.Background(), "test"); err == nil || !strings.Contains(err.Error(), "give the new account a new id") {
+			t.Fatalf("reused id: %v", err)
+		}
+		for _, id := range []string{t1, t2, t3} {
+			if v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
+				t.Fatalf("%s: %v", id, v)
+			}
+		}
+		if len(simA.Tasks()) != 1 || len(simB.Tasks()) != 2 {
+			t.Fatalf("simulator A ran %d tasks, B %d; want 1 and 2", len(simA.Tasks()), len(simB.Tasks()))
+		}
+
+		// Restart with B draining and A back: a task B took before the restart finishes on B; new work goes to A.
+		writeFile(t, file, "upstreams:\n"+credB)
+		if err := s.ReloadUpstreams(context.Background(), "test"); err != nil {
+			t.Fatal(err)
+		}
+		t4 := create(s, "fourth, on B across a restart")
+		if c := onCred(s, t4); c != "cred-b" {
+			t.Fatalf("t4 on %s", c)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, file, "upstreams:\n"+credA+strings.Replace(credB, "    models:", "    draining: true\n    models:", 1))
+		s2 := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"DATA_DIR": dataDir}))
+		t5 := create(s2, "fifth, on A: B drains")
+		if c := onCred(s2, t5); c != "cred-a" {
+			t.Fatalf("t5 on %s while B drains", c)
+		}
+		for _, id := range []string{t4, t5} {
+			if v := s2.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
+				t.Fatalf("%s: %v", id, v)
+			}
+		}
+		if c := *testkit.Task(t, s2.DB, t4).CredentialID; c != "cred-b" || len(simB.Tasks()) != 3 {
+			t.Fatalf("t4 ended on %s; simulator B ran %d tasks", c, len(simB.Tasks()))
+		}
+		testkit.CheckLedger(t, s2.DB)
+	})
+}
+
+// TestRefusedKeyTakesNoNewWork: a credential whose key the provider refuses (401) is marked unhealthy in
+// the database with the reason, for every instance and for staff, and takes no new task; the task it
+// holds keeps it and is retried, never failed for it. With every credential of an alias refused, create
+// answers 429 no_capacity with Retry-After and writes nothing. A reload after the key is fixed puts the
+// credential back, and its task completes.
+func TestRefusedKeyTakesNoNewWork(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		simA := startSim(t, "openai", 200*time.Millisecond, 4, "key-a-0001")
+		simB := startSim(t, "ark", 200*time.Millisecond, 4, "key-b-0001")
+		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
+			cred("cred-a", "openai", simA.Base, "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))+
+			cred("cred-b", "ark", simB.Base, "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2")))
+		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
+		acct := s.NewAccount(t, "100")
+		create := func(prompt string) string {
+			return s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": prompt})["id"].(string)
+		}
+		revoked := create("the key is revoked [sim:401]") // least loaded, first by id: cred-a
+		waitFor(t, "cred-a to be marked refused", 10*time.Second, func() bool { return credentialRow(t, s, "cred-a").AuthError != nil })
+		if msg := *credentialRow(t, s, "cred-a").AuthError; !strings.Contains(msg, "401") || strings.Contains(msg, "key-a-0001") {
+			t.Fatalf("recorded reason %q", msg)
+		}
+		for i := 0; i < 3; i++ {
+			id := create(fmt.Sprintf("healthy work %d", i))
+			if v := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed", "failed"); v["status"] != "completed" || *testkit.Task(t, s.DB, id).CredentialID != "cred-b" {
+				t.Fatalf("task %d: %v on %v", i, v, testkit.Task(t, s.DB, id).CredentialID)
+			}
+		}
+		task := testkit.Task(t, s.DB, revoked)
+		if task.Status != "queued" || *task.CredentialID != "cred-a" || task.SubmitAttempts < 2 {
+			t.Fatalf("the refused task: %s on %v after %d attempts", task.Status, task.CredentialID, task.SubmitAttempts)
+		}
+
+		// Both keys refused: no task is queued that could not start.
+		revokedB := create("the other key is revoked too [sim:401]")
+		waitFor(t, "cred-b to be marked refused", 10*time.Second, func() bool { return credentialRow(t, s, "cred-b").AuthError != nil })
+		before := taskCount(t, s)
+		r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "no capacity"})
+		if r.Status != 429 || r.ErrorCode() != "no_capacity" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("create with every key refused: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
+		}
+		if taskCount(t, s) != before {
+			t.Fatal("a refused create wrote a task")
+		}
+
+		// The operator fixes the keys and reloads: both take work again and the held tasks complete.
+		simA.Reinstate()
+		simB.Reinstate()
+		if err := s.ReloadUpstreams(context.Background(), "test"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{revoked, revokedB, create("after the fix")} {
+			if v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
+				t.Fatalf("%s: %v", id, v)
+			}
+		}
+		if *testkit.Task(t, s.DB, revoked).CredentialID != "cred-a" || *testkit.Task(t, s.DB, revokedB).CredentialID != "cred-b" {
+			t.Fatal("a held task moved to another credential")
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+// TestBreakerMovesNewWorkAway: submissions a credential answers with 5xx open its circuit breaker after
+// UPSTREAM_BREAKER_FAILURES in a row; new tasks then go to the other credential; the task it holds is
+// retried on it with backoff — a 5xx is never a failure by itself — and completes once the upstream
+// recovers. The open breaker is published for the operator. With every credential open, create answers
+// 429 no_capacity with Retry-After.
+func TestBreakerMovesNewWorkAway(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		simA := startSim(t, "openai", 200*time.Millisecond, 4, "key-a-0001")
+		simB := startSim(t, "openai", 200*time.Millisecond, 4, "key-b-0001")
+		var downA, downB atomic.Bool
+		failing := func(u *upstreamSim, down *atomic.Bool) string {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if down.Load() {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadGateway)
+					_, _ = w.Write([]byte(`{"error":{"code":"bad_gateway","message":"upstream down"}}`))
+					return
+				}
+				u.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			return srv.URL
+		}
+		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
+			cred("cred-a", "openai", failing(simA, &downA), "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))+
+			cred("cred-b", "openai", failing(simB, &downB), "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2")))
+		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"UPSTREAM_BREAKER_FAILURES": "2", "UPSTREAM_BREAKER_COOLDOWN": "1s"}))
+		acct := s.NewAccount(t, "100")
+		create := func(prompt string) string {
+			return s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": prompt})["id"].(string)
+		}
+		downA.Store(true)
+		held := create("held by A while it is down")
+		waitFor(t, "cred-a's breaker to open", 10*time.Second, func() bool { return !s.Pool.Health.Healthy("cred-a") })
+		waitFor(t, "the open breaker to be published", 10*time.Second, func() bool {
+			var h models.UpstreamHealth
+			return s.DB.R.Where("credential_id = ? AND breaker = 'open'", "cred-a").Take(&h).Error == nil && h.Errors >= 2 && strings.Contains(h.LastError, "502")
+		})
+		moved := create("new work while A is open")
+		if v := s.WaitStatus(t, acct.Key, moved, 20*time.Second, "completed", "failed"); v["status"] != "completed" || *testkit.Task(t, s.DB, moved).CredentialID != "cred-b" {
+			t.Fatalf("new work: %v", v)
+		}
+
+		// Both down and open: refused with Retry-After, nothing written.
+		downB.Store(true)
+		victim := create("opens B")
+		waitFor(t, "cred-b's breaker to open", 10*time.Second, func() bool { return !s.Pool.Health.Healthy("cred-b") })
+		before := taskCount(t, s)
+		r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "no capacity"})
+		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); r.Status != 429 || r.ErrorCode() != "no_capacity" || ra < 1 || ra > 1 {
+			t.Fatalf("create with every breaker open: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
+		}
+		if taskCount(t, s) != before {
+			t.Fatal("a refused create wrote a task")
+		}
+
+		// Recovery: the held tasks complete on their own credentials; nothing failed for the outage.
+		downA.Store(false)
+		downB.Store(false)
+		for _, id := range []string{held, victim} {
+			if v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
+				t.Fatalf("%s: %v", id, v)
+			}
+		}
+		if *testkit.Task(t, s.DB, held).CredentialID != "cred-a" || *testkit.Task(t, s.DB, victim).CredentialID != "cred-b" {
+			t.Fatal("a held task moved")
+		}
+		waitFor(t, "cred-a's breaker to close", 10*time.Second, func() bool { return s.Pool.Health.Healthy("cred-a") })
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+// checkMargin compares the margin report's per-model totals with want (model → revenue, cost).
+func checkMargin(t *testing.T, rep margin.Result, want map[string][2]int64) {
+	t.Helper()
+	got := map[string][2]int64{}
+	var total [2]int64
+	for _, m := range rep.Models {
+		got[m.Model] = [2]int64{int64(m.Revenue), int64(m.Cost)}
+		if m.Uncosted != 0 {
+			t.Errorf("%s: %d uncosted tasks", m.Model, m.Uncosted)
+		}
+	}
+	for model, w := range want {
+		if got[model] != w {
+			t.Errorf("%s: revenue, cost %v; want %v", model, got[model], w)
+		}
+		total[0] += w[0]
+		total[1] += w[1]
+	}
+	if len(got) != len(want) || int64(rep.Total.Revenue) != total[0] || int64(rep.Total.Cost) != total[1] ||
+		rep.Total.Margin() != rep.Total.Revenue-rep.Total.Cost {
+		t.Errorf("report %+v; want models %v", rep, want)
+	}
+}
