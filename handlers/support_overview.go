@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/ops"
+	"videogen/internal/upstream/status"
 	"videogen/views"
 )
 
@@ -15,5 +16,9 @@ func (h *handler) showOverview(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return h.render(c, views.SupportOverviewPage(h.viewer(c, "support"), views.OverviewPage{Overview: o}))
+	ups, err := status.Read(c.UserContext(), h.DB, h.Now(), status.DefaultFresh)
+	if err != nil {
+		return err
+	}
+	return h.render(c, views.SupportOverviewPage(h.viewer(c, "support"), views.OverviewPage{Overview: o, Upstreams: ups}))
 }

@@ -20,7 +20,7 @@ import (
 // account whose balance was changed behind the ledger's back.
 func TestSupportOverview(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "100ms", "LEDGER_CHECK_INTERVAL": "0"})
+		s := testkit.Start(t, dbURL, map[string]string{"SIM_DURATION": "100ms", "LEDGER_CHECK_INTERVAL": "0", "UPSTREAMS_WATCH_INTERVAL": "100ms"})
 		if p := newBrowser(t, s).get("/support"); p.Status != 404 || strings.Contains(p.Body, "Platform overview") {
 			t.Fatalf("signed out: %d", p.Status)
 		}
@@ -68,6 +68,15 @@ func TestSupportOverview(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		// Each credential's health as the instance publishes it: its breaker and its latest calls.
+		healthy := regexp.MustCompile(`<span class="badge completed">closed</span></td><td>0 of [1-9]\d* \(0\.0%\)</td><td>\d+ / \d+ / \d+ ms</td>`)
+		for !healthy.MatchString(p.Body) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no credential health on the overview:\n%s", trimPage(p.Body))
+			}
+			time.Sleep(100 * time.Millisecond)
+			p = staff.get("/support")
+		}
 		p.contains(t, `<strong id="charged-total">`+views.Money(charged)+`</strong>`, "<code>POST /v1/videos</code></td><td>3</td><td>0</td><td>0</td><td>0.0%</td>")
 		p.lacks(t, "video_noSuchVideoAtAll0000")
 		if !regexp.MustCompile(`UTC: 3 tasks \(3 completed, 0 failed\)</title>`).MatchString(p.Body) {
@@ -82,7 +91,7 @@ func TestSupportOverview(t *testing.T) {
 		created := testkit.Task(t, s.DB, waiting).CreatedAt
 		p = staff.get("/support")
 		p.contains(t, `<div class="label">Waiting for a slot</div><div class="value">1</div>`, `id="oldest-queued"`,
-			"created "+created.UTC().Format("2006-01-02 15:04:05 MST"), "disabled")
+			"created "+created.UTC().Format("2006-01-02 15:04:05 MST"), "not taking new tasks")
 
 		// Another instance on the same database (and the same simulated credentials) checks the ledger
 		// every second; one account's balance is then changed directly in the database.

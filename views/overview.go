@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"videogen/internal/ops"
+	"videogen/internal/upstream/status"
 	"videogen/models"
 )
 
 // OverviewPage is the staff overview (/support): the platform's figures as internal/ops read them.
 type OverviewPage struct {
 	*ops.Overview
+	// Upstreams is each credential's health as the running instances report it (docs/upstreams.md#health).
+	Upstreams []status.Row
 }
 
 // Today is the chart's last day: today, UTC.
@@ -118,6 +121,32 @@ func Age(d time.Duration) string {
 
 // Percent formats a share from 0 to 1: "12.5%".
 func Percent(share float64) string { return strconv.FormatFloat(share*100, 'f', 1, 64) + "%" }
+
+// UpstreamLoadClass is LoadClass for a credential's health row.
+func UpstreamLoadClass(r status.Row) string {
+	return LoadClass(ops.Credential{InFlight: r.InFlight, MaxConcurrency: r.MaxConcurrency, Enabled: r.Enabled && r.AuthError == ""})
+}
+
+// BreakerClass colours a circuit breaker's state: open is trouble, half-open is being probed.
+func BreakerClass(b string) string {
+	switch b {
+	case status.BreakerClosed:
+		return "completed"
+	case status.BreakerHalfOpen:
+		return "queued"
+	case status.BreakerOpen:
+		return "failed"
+	}
+	return "muted"
+}
+
+// Latencies formats a credential's latency percentiles.
+func Latencies(r status.Row) string {
+	if r.Calls == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d / %d / %d ms", r.P50Ms, r.P95Ms, r.P99Ms)
+}
 
 // LoadClass names a credential's load for the badge colour: full, busy (half or more) or idle.
 func LoadClass(c ops.Credential) string {

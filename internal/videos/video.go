@@ -30,6 +30,7 @@ type Video struct {
 	AspectRatio        string      `json:"aspect_ratio"`
 	GenerateAudio      bool        `json:"generate_audio"`
 	Watermark          bool        `json:"watermark"`
+	Seed               *int64      `json:"seed,omitempty"` // only when the request gave one
 	Billing            Billing     `json:"billing"`
 }
 
@@ -51,7 +52,7 @@ func ToVideo(t *models.Task) Video {
 	v := Video{
 		ID: t.ID, Object: "video", Model: t.Model, Status: t.Status, Progress: t.Progress,
 		CreatedAt: t.CreatedAt.Unix(), Prompt: t.Prompt, Size: t.Size, Seconds: strconv.Itoa(t.Seconds),
-		AspectRatio: t.AspectRatio, GenerateAudio: t.GenerateAudio, Watermark: t.Watermark,
+		AspectRatio: t.AspectRatio, GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Seed: t.Seed,
 		Billing: Billing{Amount: billing.Micros(t.AmountMicros), Currency: "usd", State: t.BillingState},
 	}
 	if t.CompletedAt != nil {

@@ -175,3 +175,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestDocumentedExample: the example in docs/upstreams.md is docs/examples/upstreams.yaml, and it is
+// accepted as it stands, in production too.
+func TestDocumentedExample(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/upstreams.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../../../docs/examples/upstreams.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+string(example)+"```") {
+		t.Fatal("docs/upstreams.md does not show docs/examples/upstreams.yaml as its example")
+	}
+	specs, err := poolfile.Parse("upstreams.yaml", example, poolfile.Options{Kinds: kinds.Kinds, Production: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 3 || !specs[2].Draining || specs[0].Models["videogen-2.0-1080p"].CostPerMillionTokens != 2_500_000 {
+		t.Fatalf("example specs %+v", specs)
+	}
+}
