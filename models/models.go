@@ -163,10 +163,11 @@ type UpstreamCredential struct {
 	Enabled        bool
 	BaseURL        string
 	// AuthError says why a configured credential takes no new task: the provider refused the key.
-	AuthError   *string
-	AuthErrorAt *time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	AuthError    *string
+	AuthErrorAt  *time.Time
+	AuthErrorKey *string // digest of the refused key (KeyDigest), never the key
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // UpstreamHealth is one instance's view of one credential's health (docs/upstreams.md#health).
@@ -186,6 +187,15 @@ type UpstreamHealth struct {
 
 // TableName keeps GORM from pluralising.
 func (UpstreamHealth) TableName() string { return "upstream_health" }
+
+// UpstreamReloadAck is an instance's answer to a reload signal: the seq it acted on and why it refused
+// the file ("" when it installed it).
+type UpstreamReloadAck struct {
+	Instance string `gorm:"primaryKey"`
+	Seq      int64
+	Error    string
+	At       time.Time
+}
 
 // ControlSignal is a counter an operator command bumps to tell every running instance to do something
 // (re-read UPSTREAMS_FILE).

@@ -181,13 +181,15 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 		// rather than say it all twice.
 		code, _, _ := strings.Cut(e.Detail, ": ")
 		return "error code " + code
+	case strings.Contains(e.Detail, "no clear answer"):
+		return "the generation service did not answer clearly; retrying safely, without starting a second video"
+	case strings.HasPrefix(e.Detail, "accepted upstream as "):
+		return "accepted by the generation service"
 	case strings.HasPrefix(e.Detail, "submission attempt "):
 		n, _, _ := strings.Cut(strings.TrimPrefix(e.Detail, "submission attempt "), " ")
 		return "sent to the generation service (attempt " + n + ")"
-	case strings.HasPrefix(e.Detail, "accepted upstream as "):
-		return "accepted by the generation service"
-	case strings.Contains(e.Detail, "no clear answer"):
-		return "the generation service did not answer clearly; retrying safely, without starting a second video"
+	case strings.HasPrefix(e.Detail, "returned to the queue: "):
+		return "waiting for another generation slot (nothing was started or charged)"
 	case strings.HasPrefix(e.Detail, "refused upstream: "):
 		return "refused by the generation service"
 	case strings.HasPrefix(e.Detail, "failed upstream: "):

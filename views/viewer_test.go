@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"videogen/models"
 )
 
 func TestPromptPreview(t *testing.T) {
@@ -39,6 +41,32 @@ func TestFieldDescribedBy(t *testing.T) {
 		html := b.String()
 		if strings.Count(html, "aria-describedby") != min(1, len(c.want)) || !strings.Contains(html, c.want) || strings.Contains(html, " else") {
 			t.Errorf("hint %q, error %q: %s", c.hint, c.err, html)
+		}
+	}
+}
+
+// TestEventDetailForCustomers: the task-log lines the worker writes for staff reach a customer in plain
+// words — never the provider's name, codes or text, never the upstream cost, never a credential.
+func TestEventDetailForCustomers(t *testing.T) {
+	cases := []struct {
+		detail, from, to string
+		want             string
+	}{
+		{"submission attempt 1 on upstream credential ark-main (model seedance-2-0-pro), idempotency key k (worker w)", "queued", "queued", "sent to the generation service (attempt 1)"},
+		{"submission attempt 2: no clear answer (ark submit: HTTP 502); will retry with the same key", "queued", "queued", "the generation service did not answer clearly; retrying safely, without starting a second video"},
+		{"refused upstream: ark submit: HTTP 400 InputTextSensitiveContentDetected: BytePlus says no", "queued", "queued", "refused by the generation service"},
+		{"failed upstream: OutputVideoSensitiveContentDetected the Seedance output was flagged", "in_progress", "in_progress", "the generation service reported a failure"},
+		{"poll 3 failed (ark poll: connection refused to ark.example.com); next poll in 2.25s", "in_progress", "in_progress", "the generation service did not answer a status check; asking again in 2.25s"},
+		{"returned to the queue: credential ark-main did not take it (HTTP 401 AuthenticationError); nothing was created upstream", "queued", "queued", "waiting for another generation slot (nothing was started or charged)"},
+		{"output copied (1234 bytes); $0.50 charged; upstream cost 0.180000 (108900 tokens)", "in_progress", "completed", "output copied (1234 bytes); $0.50 charged"},
+	}
+	for _, c := range cases {
+		e := models.TaskEvent{Detail: c.detail, FromStatus: c.from, ToStatus: c.to}
+		if got := eventDetail(e, false); got != c.want {
+			t.Errorf("customer sees %q for %q, want %q", got, c.detail, c.want)
+		}
+		if got := eventDetail(e, true); got != c.detail {
+			t.Errorf("staff see %q, want the whole line", got)
 		}
 	}
 }

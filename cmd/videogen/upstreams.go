@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"videogen/internal/config"
 	"videogen/internal/db"
@@ -95,7 +93,9 @@ new credentials take new tasks at once; removed ones take no new task but finish
 An instance that refuses the file logs why and keeps its pool. Sending SIGHUP to one instance does
 the same for that instance alone.
 
-It waits (--wait) until an instance has recorded the reloaded pool and prints it; exit 1 when none did.`,
+It waits (--wait) until every running instance (each publishes its upstream health every
+UPSTREAMS_WATCH_INTERVAL) has answered, and prints each answer: "reloaded", or why it refused the file.
+Exit 1 when any refused, any did not answer, or none answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, d, err := openConfigDB(cmd.Context())
@@ -114,54 +114,67 @@ It waits (--wait) until an instance has recorded the reloaded pool and prints it
 			if err != nil {
 				return fmt.Errorf("%s is refused, no instance was told to reload:\n%w", cfg.UpstreamsFile, err)
 			}
-			asked, err := bumpReload(cmd.Context(), d)
+			seq, err := server.BumpReload(cmd.Context(), d)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "asked every instance to reload %s (%d credential(s))\n", cfg.UpstreamsFile, len(specs))
-			return awaitReload(cmd.Context(), cmd.OutOrStdout(), d, specs, asked, wait)
+			return awaitReload(cmd.Context(), cmd.OutOrStdout(), d, seq, wait)
 		},
 	}
 	c.Flags().DurationVar(&wait, "wait", 15*time.Second, "how long to wait for an instance to confirm (0: do not wait)")
 	return c
 }
 
-// bumpReload increments the reload signal and returns when it did, as the database keeps times.
-func bumpReload(ctx context.Context, d *db.DB) (time.Time, error) {
-	now := db.Now()
-	err := d.Tx(ctx, func(tx *gorm.DB) error {
-		return tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "name"}},
-			DoUpdates: clause.Assignments(map[string]any{"seq": gorm.Expr("control_signals.seq + 1"), "updated_at": now}),
-		}).Create(&models.ControlSignal{Name: server.ReloadSignal, Seq: 1, UpdatedAt: now}).Error
-	})
-	if err != nil {
-		return now, fmt.Errorf("signal the reload: %w", err)
-	}
-	return now, nil
-}
-
-// awaitReload waits until every credential of the file is recorded as configured after asked.
-func awaitReload(ctx context.Context, out io.Writer, d *db.DB, specs []poolfile.Spec, asked time.Time, wait time.Duration) error {
+// awaitReload waits until every live instance — one that published upstream health in the last minute
+// — has acknowledged reload signal seq, and prints each one's answer. It fails when an instance refused
+// the file or none answered within wait.
+func awaitReload(ctx context.Context, out io.Writer, d *db.DB, seq int64, wait time.Duration) error {
 	if wait <= 0 {
 		return nil
 	}
-	ids := make([]string, len(specs))
-	for i, s := range specs {
-		ids[i] = s.ID
-	}
 	deadline := time.Now().Add(wait)
 	for {
-		var n int64
-		if err := d.R.WithContext(ctx).Model(&models.UpstreamCredential{}).Where("id IN ? AND updated_at >= ?", ids, asked).Count(&n).Error; err != nil {
-			return fmt.Errorf("read the credentials: %w", err)
+		live, err := liveInstances(ctx, d, time.Minute)
+		if err != nil {
+			return err
 		}
-		if n == int64(len(ids)) {
-			fmt.Fprintf(out, "reloaded: %s\n", strings.Join(ids, ", "))
+		var acks []models.UpstreamReloadAck
+		if err := d.R.WithContext(ctx).Where("seq >= ?", seq).Order("instance").Find(&acks).Error; err != nil {
+			return fmt.Errorf("read the reload answers: %w", err)
+		}
+		answered := map[string]models.UpstreamReloadAck{}
+		for _, a := range acks {
+			answered[a.Instance] = a
+		}
+		missing := 0
+		for _, in := range live {
+			if _, ok := answered[in]; !ok {
+				missing++
+			}
+		}
+		if len(answered) > 0 && missing == 0 || time.Now().After(deadline) {
+			refused := 0
+			for _, a := range acks {
+				if a.Error != "" {
+					refused++
+					fmt.Fprintf(out, "%s refused the file and keeps its pool: %s\n", a.Instance, a.Error)
+				} else {
+					fmt.Fprintf(out, "%s reloaded\n", a.Instance)
+				}
+			}
+			for _, in := range live {
+				if _, ok := answered[in]; !ok {
+					fmt.Fprintf(out, "%s did not answer within %s\n", in, wait)
+				}
+			}
+			switch {
+			case len(acks) == 0:
+				return fmt.Errorf("no instance answered within %s: is one running against this database?", wait)
+			case refused > 0 || missing > 0:
+				return fmt.Errorf("%d instance(s) refused the file, %d did not answer: their pools are unchanged", refused, missing)
+			}
 			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no instance confirmed the reload within %s: is one running against this database? Its log says why it refused the file (a secret_env not set there, an id reused)", wait)
 		}
 		select {
 		case <-ctx.Done():
@@ -169,4 +182,23 @@ func awaitReload(ctx context.Context, out io.Writer, d *db.DB, specs []poolfile.
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// liveInstances lists the instances that published upstream health within fresh (compared here, since
+// SQLite keeps times as text in the zone they were written in).
+func liveInstances(ctx context.Context, d *db.DB, fresh time.Duration) ([]string, error) {
+	var rows []models.UpstreamHealth
+	if err := d.R.WithContext(ctx).Select("instance", "updated_at").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the running instances: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rows {
+		if time.Since(r.UpdatedAt) <= fresh && !seen[r.Instance] {
+			seen[r.Instance] = true
+			out = append(out, r.Instance)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -166,7 +166,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err := pool.Check(ctx, creds); err != nil {
 		return nil, err
 	}
-	if err := pool.Sync(ctx, clock()); err != nil {
+	if err := pool.Sync(ctx, creds, false, clock()); err != nil {
+		return nil, err
+	}
+	if err := pool.Health.Refresh(ctx, d, ids(creds), 3*cfg.UpstreamsWatch); err != nil {
 		return nil, err
 	}
 	s.Pool = pool
@@ -512,8 +515,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			_ = s.Close(context.Background())
 			return err
 		case <-hup:
-			// The error is logged by the reload; the running pool stays as it was.
-			_ = s.ReloadUpstreams(ctx, "SIGHUP")
+			// The error is logged by the reload, and the running pool stays as it was. Installed here, the
+			// file is then announced to the other instances, so that none meets a credential it does not
+			// know on a task.
+			if err := s.ReloadUpstreams(ctx, "SIGHUP"); err == nil {
+				if _, err := BumpReload(ctx, s.DB); err != nil {
+					log.Error("announce the reload to the other instances", "err", err)
+				}
+			}
 		case <-ctx.Done():
 			waiting = false
 		}

@@ -10,7 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
 	"videogen/internal/catalog"
+	"videogen/internal/db"
+	"videogen/internal/storetext"
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/httpapi"
 	"videogen/internal/upstream/providers"
@@ -52,11 +57,11 @@ func (s *Server) upstreamCredentials() ([]upstream.Credential, error) {
 	return s.builtinSimulator()
 }
 
-// everyModel serves each public alias under its own name, at no recorded cost.
+// everyModel serves each public alias under its own name, with no price (costs are not recorded).
 func everyModel() map[string]upstream.Route {
 	m := make(map[string]upstream.Route, len(catalog.Models))
 	for _, x := range catalog.Models {
-		m[x.ID] = upstream.Route{UpstreamModel: x.ID}
+		m[x.ID] = upstream.Route{UpstreamModel: x.ID, Unpriced: true}
 	}
 	return m
 }
@@ -121,10 +126,14 @@ func (s *Server) ReloadUpstreams(ctx context.Context, why string) error {
 		log.Error("upstreams file refused; the running pool is unchanged", "file", s.Cfg.UpstreamsFile, "err", err)
 		return fmt.Errorf("UPSTREAMS_FILE refused, the running pool is unchanged: %w", err)
 	}
-	added, removed := s.Pool.Replace(creds)
-	if err := s.Pool.Sync(ctx, s.Tasks.Now()); err != nil {
-		log.Error("record reloaded upstreams", "err", err)
+	now := s.Tasks.Now()
+	if err := s.Pool.Sync(ctx, creds, true, now); err != nil {
+		log.Error("record reloaded upstreams; the running pool is unchanged", "err", err)
 		return err
+	}
+	added, removed := s.Pool.Replace(creds)
+	if err := s.Pool.Health.Refresh(ctx, s.DB, ids(creds), 3*s.Cfg.UpstreamsWatch); err != nil {
+		log.Warn("read upstream health after the reload", "err", err)
 	}
 	log.Info("upstreams reloaded", "file", s.Cfg.UpstreamsFile, "credentials", ids(creds), "added", added, "removed", removed)
 	if s.Worker != nil {
@@ -160,7 +169,7 @@ func (s *Server) watchUpstreams(ctx context.Context) {
 				ids = append(ids, c.ID)
 			}
 		}
-		if err := s.Pool.Health.Publish(ctx, s.DB, ids); err != nil && ctx.Err() == nil {
+		if err := s.Pool.Health.Publish(ctx, s.DB, ids, 3*s.Cfg.UpstreamsWatch); err != nil && ctx.Err() == nil {
 			s.Log.Warn("publish upstream health", "err", err)
 		}
 		seq, err := s.reloadSeq(ctx)
@@ -168,8 +177,45 @@ func (s *Server) watchUpstreams(ctx context.Context) {
 			continue
 		}
 		seen = seq
-		_ = s.ReloadUpstreams(ctx, "videogen upstreams reload")
+		s.ackReload(ctx, seq, s.ReloadUpstreams(ctx, "videogen upstreams reload"))
 	}
+}
+
+// ackReload records this instance's answer to reload signal seq, for `videogen upstreams reload`.
+func (s *Server) ackReload(ctx context.Context, seq int64, reloadErr error) {
+	msg := ""
+	if reloadErr != nil {
+		msg, _ = storetext.Clip(reloadErr.Error(), 2000)
+	}
+	ack := models.UpstreamReloadAck{Instance: s.Cfg.WorkerID, Seq: seq, Error: msg, At: s.Tasks.Now()}
+	err := s.DB.W.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "instance"}},
+		DoUpdates: clause.AssignmentColumns([]string{"seq", "error", "at"}),
+	}).Create(&ack).Error
+	if err != nil && ctx.Err() == nil {
+		s.Log.Warn("acknowledge the reload", "err", err)
+	}
+}
+
+// BumpReload asks every running instance to re-read UPSTREAMS_FILE; it returns the signal's new seq,
+// which each instance acknowledges in upstream_reload_acks.
+func BumpReload(ctx context.Context, d *db.DB) (int64, error) {
+	now := db.Now()
+	var seq int64
+	err := d.Tx(ctx, func(tx *gorm.DB) error {
+		err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "name"}},
+			DoUpdates: clause.Assignments(map[string]any{"seq": gorm.Expr("control_signals.seq + 1"), "updated_at": now}),
+		}).Create(&models.ControlSignal{Name: ReloadSignal, Seq: 1, UpdatedAt: now}).Error
+		if err != nil {
+			return err
+		}
+		return tx.Model(&models.ControlSignal{}).Where("name = ?", ReloadSignal).Select("seq").Scan(&seq).Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("signal the reload: %w", err)
+	}
+	return seq, nil
 }
 
 func (s *Server) reloadSeq(ctx context.Context) (int64, error) {

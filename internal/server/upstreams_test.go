@@ -109,7 +109,8 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		oaiSim := startSim(t, "openai", 300*time.Millisecond, 4, "oai-secret-0001")
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
 			cred("ark-main", "ark", arkSim.Base, "ark-secret-0001", 2,
-				route("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+route("videogen-2.0-fast-720p", "seedance-2-0-fast", "0.09"))+
+				route("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+
+					"      videogen-2.0-fast-720p: {upstream_model: seedance-2-0-fast, cost_per_second: \"0.09\", cost_per_million_tokens: \"1.234567\"}\n")+
 			cred("oai-main", "openai", oaiSim.Base, "oai-secret-0001", 2,
 				route("videogen-2.0-720p", "sora-2", "0.1")+route("videogen-2.0-mini-480p", "sora-2-mini", "0.05")))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
@@ -156,6 +157,18 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		}
 		upstreamModels := map[string]string{"ark-main/videogen-2.0-720p": "seedance-2-0-pro", "ark-main/videogen-2.0-fast-720p": "seedance-2-0-fast",
 			"oai-main/videogen-2.0-720p": "sora-2", "oai-main/videogen-2.0-mini-480p": "sora-2-mini"}
+		// Priced per second, except Ark's fast model, priced per million tokens: 5 s of 1280x720 at 24 fps
+		// is 1280×720×121/1024 = 108900 tokens (Ark's documented count), × $1.234567 per million =
+		// $0.1344443463, $0.134444 to the micro-dollar.
+		costOf := func(task models.Task) int64 {
+			if *task.CredentialID == "ark-main" && task.Model == "videogen-2.0-fast-720p" {
+				if task.UsageCompletionTokens == nil || *task.UsageCompletionTokens != 108900 || task.Seconds != 5 {
+					t.Fatalf("task %s: %v tokens for %d s", task.ID, task.UsageCompletionTokens, task.Seconds)
+				}
+				return 134444
+			}
+			return costs[*task.CredentialID][task.Model] * int64(task.Seconds)
+		}
 		used := map[string]int{}
 		for _, id := range append([]string{onlyOAI}, ids...) {
 			if v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
@@ -167,7 +180,7 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 			if task.UpstreamModel == nil || *task.UpstreamModel != upstreamModels[c+"/"+task.Model] {
 				t.Fatalf("task %s on %s for %s ran as %v", id, c, task.Model, task.UpstreamModel)
 			}
-			if want := costs[c][task.Model] * int64(task.Seconds); task.UpstreamCostMicros == nil || *task.UpstreamCostMicros != want {
+			if want := costOf(task); task.UpstreamCostMicros == nil || *task.UpstreamCostMicros != want {
 				t.Fatalf("task %s cost %v, want %d", id, task.UpstreamCostMicros, want)
 			}
 			if (c == "ark-main") != (task.UsageCompletionTokens != nil && *task.UsageCompletionTokens > 0) {
@@ -219,7 +232,7 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		for _, task := range tasks {
 			w := want[task.Model]
 			w[0] += task.AmountMicros
-			w[1] += costs[*task.CredentialID][task.Model] * int64(task.Seconds)
+			w[1] += costOf(task)
 			want[task.Model] = w
 		}
 		day := time.Now().UTC().Truncate(24 * time.Hour)
@@ -335,41 +348,50 @@ func TestUpstreamReloadKeepsTasksOnTheirCredential(t *testing.T) {
 }
 
 // TestRefusedKeyTakesNoNewWork: a credential whose key the provider refuses (401) is marked unhealthy in
-// the database with the reason, for every instance and for staff, and takes no new task; the task it
-// holds keeps it and is retried, never failed for it. With every credential of an alias refused, create
-// answers 429 no_capacity with Retry-After and writes nothing. A reload after the key is fixed puts the
-// credential back, and its task completes.
+// the database with the reason, for every instance and for staff, and takes no new task. A task whose
+// only submission was refused goes back to the queue and runs on the other credential; a task already
+// accepted upstream keeps its credential and is retried, never failed for it. With every key refused,
+// create answers 429 no_capacity with Retry-After and writes nothing. A reload after the keys are fixed
+// puts the credentials back, and the held task completes on its own credential.
 func TestRefusedKeyTakesNoNewWork(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		simA := startSim(t, "openai", 200*time.Millisecond, 4, "key-a-0001")
+		simA := startSim(t, "openai", 1500*time.Millisecond, 4, "key-a-0001")
 		simB := startSim(t, "ark", 200*time.Millisecond, 4, "key-b-0001")
+		var revokedA, revokedB atomic.Bool
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
-			cred("cred-a", "openai", simA.Base, "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))+
-			cred("cred-b", "ark", simB.Base, "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2")))
+			cred("cred-a", "openai", refusing(t, simA, &revokedA, `{"error":{"code":"invalid_api_key","message":"Incorrect API key provided: key-a-0001"}}`), "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))+
+			cred("cred-b", "ark", refusing(t, simB, &revokedB, `{"error":{"code":"AuthenticationError","message":"invalid key key-b-0001"}}`)+"/api/v3", "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2")))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
 		acct := s.NewAccount(t, "100")
 		create := func(prompt string) string {
 			return s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": prompt})["id"].(string)
 		}
-		revoked := create("the key is revoked [sim:401]") // least loaded, first by id: cred-a
+		// Accepted on A (least loaded, first by id), then A's key is revoked while it runs.
+		held := create("accepted before the key was revoked")
+		waitFor(t, "the held task to be accepted upstream", 10*time.Second, func() bool { return testkit.Task(t, s.DB, held).UpstreamTaskID != nil })
+		if c := *testkit.Task(t, s.DB, held).CredentialID; c != "cred-a" {
+			t.Fatalf("held task on %s", c)
+		}
+		revokedA.Store(true)
 		waitFor(t, "cred-a to be marked refused", 10*time.Second, func() bool { return credentialRow(t, s, "cred-a").AuthError != nil })
 		if msg := *credentialRow(t, s, "cred-a").AuthError; !strings.Contains(msg, "401") || strings.Contains(msg, "key-a-0001") {
 			t.Fatalf("recorded reason %q", msg)
 		}
+		// New work goes to B and completes.
 		for i := 0; i < 3; i++ {
 			id := create(fmt.Sprintf("healthy work %d", i))
 			if v := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed", "failed"); v["status"] != "completed" || *testkit.Task(t, s.DB, id).CredentialID != "cred-b" {
 				t.Fatalf("task %d: %v on %v", i, v, testkit.Task(t, s.DB, id).CredentialID)
 			}
 		}
-		task := testkit.Task(t, s.DB, revoked)
-		if task.Status != "queued" || *task.CredentialID != "cred-a" || task.SubmitAttempts < 2 {
-			t.Fatalf("the refused task: %s on %v after %d attempts", task.Status, task.CredentialID, task.SubmitAttempts)
-		}
-
-		// Both keys refused: no task is queued that could not start.
-		revokedB := create("the other key is revoked too [sim:401]")
+		// B's key is refused too: a task it could not submit goes back to the queue, and creates are refused.
+		revokedB.Store(true)
+		bounced := create("refused by B's key")
 		waitFor(t, "cred-b to be marked refused", 10*time.Second, func() bool { return credentialRow(t, s, "cred-b").AuthError != nil })
+		waitFor(t, "the refused task to return to the queue", 10*time.Second, func() bool {
+			task := testkit.Task(t, s.DB, bounced)
+			return task.CredentialID == nil && task.Status == "queued"
+		})
 		before := taskCount(t, s)
 		r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "no capacity"})
 		if r.Status != 429 || r.ErrorCode() != "no_capacity" || r.Header.Get("Retry-After") == "" {
@@ -378,23 +400,46 @@ func TestRefusedKeyTakesNoNewWork(t *testing.T) {
 		if taskCount(t, s) != before {
 			t.Fatal("a refused create wrote a task")
 		}
+		if task := testkit.Task(t, s.DB, held); task.Status == "failed" || *task.CredentialID != "cred-a" {
+			t.Fatalf("the held task: %s on %v", task.Status, task.CredentialID)
+		}
 
-		// The operator fixes the keys and reloads: both take work again and the held tasks complete.
-		simA.Reinstate()
-		simB.Reinstate()
+		// The operator fixes the keys and reloads: the held task completes on A, the bounced one somewhere.
+		revokedA.Store(false)
+		revokedB.Store(false)
 		if err := s.ReloadUpstreams(context.Background(), "test"); err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range []string{revoked, revokedB, create("after the fix")} {
+		for _, id := range []string{held, bounced, create("after the fix")} {
 			if v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
 				t.Fatalf("%s: %v", id, v)
 			}
 		}
-		if *testkit.Task(t, s.DB, revoked).CredentialID != "cred-a" || *testkit.Task(t, s.DB, revokedB).CredentialID != "cred-b" {
-			t.Fatal("a held task moved to another credential")
+		if *testkit.Task(t, s.DB, held).CredentialID != "cred-a" {
+			t.Fatal("the held task moved to another credential")
+		}
+		var events []models.TaskEvent
+		s.DB.R.Where("task_id = ? AND detail LIKE ?", bounced, "returned to the queue%").Find(&events)
+		if len(events) == 0 {
+			t.Fatal("the bounced task's log does not say it returned to the queue")
 		}
 		testkit.CheckLedger(t, s.DB)
 	})
+}
+
+// refusing serves u, or answers 401 with body while revoked is set — a provider refusing a revoked key.
+func refusing(t *testing.T, u *upstreamSim, revoked *atomic.Bool, body string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if revoked.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(body))
+			return
+		}
+		u.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // TestBreakerMovesNewWorkAway: submissions a credential answers with 5xx open its circuit breaker after
@@ -423,7 +468,7 @@ func TestBreakerMovesNewWorkAway(t *testing.T) {
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
 			cred("cred-a", "openai", failing(simA, &downA), "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))+
 			cred("cred-b", "openai", failing(simB, &downB), "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2")))
-		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"UPSTREAM_BREAKER_FAILURES": "2", "UPSTREAM_BREAKER_COOLDOWN": "1s"}))
+		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"UPSTREAM_BREAKER_FAILURES": "2", "UPSTREAM_BREAKER_COOLDOWN": "4s"}))
 		acct := s.NewAccount(t, "100")
 		create := func(prompt string) string {
 			return s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": prompt})["id"].(string)
@@ -446,7 +491,7 @@ func TestBreakerMovesNewWorkAway(t *testing.T) {
 		waitFor(t, "cred-b's breaker to open", 10*time.Second, func() bool { return !s.Pool.Health.Healthy("cred-b") })
 		before := taskCount(t, s)
 		r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "no capacity"})
-		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); r.Status != 429 || r.ErrorCode() != "no_capacity" || ra < 1 || ra > 1 {
+		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); r.Status != 429 || r.ErrorCode() != "no_capacity" || ra < 1 || ra > 4 {
 			t.Fatalf("create with every breaker open: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
 		}
 		if taskCount(t, s) != before {

@@ -63,7 +63,7 @@ func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string
 	var model string
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		q := tx.Where("enabled = ? AND auth_error IS NULL AND in_flight < max_concurrency AND id IN ?", true, credIDs).
-			Order("in_flight * 1000000 / max_concurrency ASC, in_flight ASC, id ASC")
+			Order("CAST(in_flight AS BIGINT) * 1000000 / max_concurrency ASC, in_flight ASC, id ASC")
 		if s.db.Postgres {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
@@ -74,7 +74,10 @@ func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string
 		if res.Error != nil || res.RowsAffected == 0 {
 			return errors.Join(res.Error, gorm.ErrRecordNotFound)
 		}
-		model = upstreamModel(cred.ID)
+		if model = upstreamModel(cred.ID); model == "" {
+			// A reload took the alias from this credential since it was chosen: the next round picks again.
+			return gorm.ErrRecordNotFound
+		}
 		res = tx.Exec(`UPDATE tasks SET credential_id = ?, upstream_key = ?, upstream_model = ?, submit_attempts = 1, submitted_at = ?,
 			run_deadline = ?, updated_at = ? WHERE id = ? AND status = 'queued' AND credential_id IS NULL`,
 			cred.ID, key, model, now, now.Add(runTimeout), now, t.ID)
@@ -97,6 +100,40 @@ func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string
 	}
 	t.CredentialID, t.UpstreamKey, t.UpstreamModel, t.SubmitAttempts, t.SubmittedAt = &cred.ID, &key, &model, 1, &now
 	return cred.ID, true, nil
+}
+
+// ReturnToQueue gives a task's slot back and puts it back among the tasks waiting for a credential,
+// when its first and only submission certainly created nothing upstream (the key or the model was
+// refused, or the submission was not sent): another credential may take it, with a new idempotency
+// key. Its queue deadline stays as it was. It returns false when the task is no longer in that state.
+func (s *Store) ReturnToQueue(ctx context.Context, t *models.Task, owner string, next time.Time, reason string) (bool, error) {
+	now := s.Now()
+	done := false
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE tasks SET credential_id = NULL, upstream_key = NULL, upstream_model = NULL, submit_attempts = 0,
+			submitted_at = NULL, run_deadline = NULL, next_check_at = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			WHERE id = ? AND status = ? AND credential_id = ? AND upstream_task_id IS NULL AND submit_attempts = 1 AND lease_owner = ?`,
+			next, now, t.ID, Queued, *t.CredentialID, owner)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		done = true
+		if err := freeSlot(tx, t.CredentialID, now); err != nil {
+			return err
+		}
+		// It was admitted to the backlog at create; it only comes back to it.
+		if err := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = ?", t.AccountID).Error; err != nil {
+			return fmt.Errorf("return to backlog: %w", err)
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("returned to the queue: credential %s did not take it (%s); nothing was created upstream", *t.CredentialID, reason))
+	})
+	if err != nil {
+		return false, fmt.Errorf("return %s to the queue: %w", t.ID, err)
+	}
+	if done {
+		t.CredentialID, t.UpstreamKey, t.UpstreamModel, t.SubmitAttempts = nil, nil, nil, 0
+	}
+	return done, nil
 }
 
 // RecordAttempt notes a repeated submission (same credential, same key) before it is made.
@@ -189,7 +226,7 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
 			output_bytes = ?, usage_completion_tokens = ?, usage_total_tokens = ?, upstream_cost_micros = ?,
 			lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND billing_state = ?`,
-			Completed, billing.Settled, now, expires, outputKey, size, cost.CompletionTokens, cost.TotalTokens, int64(cost.Micros),
+			Completed, billing.Settled, now, expires, outputKey, size, cost.CompletionTokens, cost.TotalTokens, cost.column(),
 			now, t.ID, movingTo(Completed), billing.Reserved)
 		if res.Error != nil {
 			return res.Error
@@ -206,8 +243,8 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 		if err := billing.Settle(tx, t.AccountID, t.ID, billing.Micros(t.AmountMicros), now); err != nil {
 			return err
 		}
-		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s%s",
-			size, billing.Micros(t.AmountMicros).USD(), cost.Micros.String(), cost.usage()))
+		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
+			size, billing.Micros(t.AmountMicros).USD(), cost.text()))
 	})
 	if err != nil {
 		return false, fmt.Errorf("complete %s: %w", t.ID, err)
@@ -223,14 +260,26 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 type Cost struct {
 	CompletionTokens *int64
 	TotalTokens      *int64
-	Micros           billing.Micros
+	Micros           *billing.Micros // nil: no price configured, so unknown
 }
 
-func (c Cost) usage() string {
-	if c.CompletionTokens == nil {
-		return ""
+// column is the upstream_cost_micros value: NULL when unknown.
+func (c Cost) column() any {
+	if c.Micros == nil {
+		return nil
 	}
-	return fmt.Sprintf(" (%d tokens)", *c.CompletionTokens)
+	return int64(*c.Micros)
+}
+
+func (c Cost) text() string {
+	s := "unknown (no price configured)"
+	if c.Micros != nil {
+		s = c.Micros.String()
+	}
+	if c.CompletionTokens != nil {
+		s += fmt.Sprintf(" (%d tokens)", *c.CompletionTokens)
+	}
+	return s
 }
 
 // Fail ends the task as failed, refunds its reservation in full, frees its slot or its place in the

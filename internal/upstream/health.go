@@ -46,7 +46,10 @@ type credHealth struct {
 	next     int
 	lastErr  string
 	lastAt   time.Time
-	authErr  string // the provider refused the key (here or, through the database, on another instance)
+	authErr  string    // the provider refused the key (here or, through the database, on another instance)
+	authAt   time.Time // when authErr was set here
+	// remoteOpen: another instance published this credential's breaker as open, recently.
+	remoteOpen bool
 }
 
 type call struct {
@@ -74,10 +77,11 @@ func NewHealth(cfg HealthConfig) *Health {
 	return &Health{cfg: cfg, creds: map[string]*credHealth{}}
 }
 
-// failure is what counts against a credential: no answer, a 5xx, or a refused key. A refusal of the
+// failure is what counts against a credential: no answer, a 5xx, a refused key, or a model the provider
+// does not serve for it. A refusal of the
 // request itself, a busy credential or an unknown task say the credential works.
 func failure(err error) bool {
-	return errors.Is(err, ErrTransient) || errors.Is(err, ErrAuth)
+	return errors.Is(err, ErrTransient) || errors.Is(err, ErrAuth) || errors.Is(err, ErrRoute)
 }
 
 func (h *Health) get(id string) *credHealth {
@@ -115,7 +119,7 @@ func (h *Health) Submit(id string, fn func() (Status, error)) (Status, error) {
 	start := h.cfg.Now()
 	st, err := c.breaker.Execute(fn)
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return st, fmt.Errorf("%w: circuit breaker %s", ErrTransient, err)
+		return st, fmt.Errorf("%w (%v)", ErrNotSent, err)
 	}
 	h.record(c, h.cfg.Now().Sub(start), err)
 	return st, err
@@ -153,9 +157,9 @@ func (h *Health) record(c *credHealth, took time.Duration, err error) {
 func (h *Health) Healthy(id string) bool {
 	c := h.get(id)
 	h.mu.Lock()
-	auth := c.authErr
+	auth, remote := c.authErr, c.remoteOpen
 	h.mu.Unlock()
-	if auth != "" {
+	if auth != "" || remote {
 		return false
 	}
 	switch c.breaker.State() {
@@ -188,7 +192,7 @@ func (h *Health) MarkAuthFailed(id, msg string) {
 	if msg == "" {
 		msg = "the provider refused the key"
 	}
-	c.authErr = msg
+	c.authErr, c.authAt = msg, h.cfg.Now()
 }
 
 // ClearAuth forgets a refused key (the credential was reloaded).
@@ -237,9 +241,9 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1]
 }
 
-// Publish writes this instance's view of each of ids to upstream_health and reads back which keys any
-// instance found refused, so every instance stops giving them new tasks.
-func (h *Health) Publish(ctx context.Context, d *db.DB, ids []string) error {
+// Publish writes this instance's view of each of ids to upstream_health, then refreshes what it knows
+// from the other instances (Refresh).
+func (h *Health) Publish(ctx context.Context, d *db.DB, ids []string, fresh time.Duration) error {
 	now := h.cfg.Now().UTC()
 	rows := make([]models.UpstreamHealth, 0, len(ids))
 	for _, id := range ids {
@@ -261,16 +265,42 @@ func (h *Health) Publish(ctx context.Context, d *db.DB, ids []string) error {
 			return fmt.Errorf("publish upstream health: %w", err)
 		}
 	}
+	return h.Refresh(ctx, d, ids, fresh)
+}
+
+// Refresh reads which keys any instance found refused, and which breakers other instances published as
+// open within fresh, so this instance gives those credentials no new task either (and an instance that
+// only answers the API, never submitting, still refuses creates no task could start).
+func (h *Health) Refresh(ctx context.Context, d *db.DB, ids []string, fresh time.Duration) error {
+	started := h.cfg.Now()
 	var creds []models.UpstreamCredential
 	if err := d.R.WithContext(ctx).Select("id", "auth_error").Where("id IN ?", ids).Find(&creds).Error; err != nil {
 		return fmt.Errorf("read refused upstream keys: %w", err)
 	}
-	for _, c := range creds {
-		if c.AuthError != nil {
-			h.MarkAuthFailed(c.ID, *c.AuthError)
-		} else {
-			h.ClearAuth(c.ID)
+	var open []models.UpstreamHealth
+	if err := d.R.WithContext(ctx).Select("credential_id", "updated_at").
+		Where("credential_id IN ? AND instance <> ? AND breaker = ?", ids, h.cfg.Instance, gobreaker.StateOpen.String()).Find(&open).Error; err != nil {
+		return fmt.Errorf("read other instances' breakers: %w", err)
+	}
+	remote := map[string]bool{}
+	for _, o := range open {
+		// Compared in Go: SQLite keeps times as text in the zone they were written in.
+		if started.Sub(o.UpdatedAt) <= fresh {
+			remote[o.CredentialID] = true
 		}
+	}
+	for _, r := range creds {
+		c := h.get(r.ID)
+		h.mu.Lock()
+		switch {
+		case r.AuthError != nil && c.authErr == "":
+			c.authErr, c.authAt = *r.AuthError, started
+		case r.AuthError == nil && c.authErr != "" && c.authAt.Before(started):
+			// Cleared by a reload somewhere; a mark set here after the read began is newer than what was read.
+			c.authErr = ""
+		}
+		c.remoteOpen = remote[r.ID]
+		h.mu.Unlock()
 	}
 	return nil
 }

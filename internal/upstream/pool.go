@@ -222,13 +222,20 @@ func (p *Pool) Admit(req models.VideoRequest) error {
 
 // Submit sends a task upstream.
 func (p *Pool) Submit(ctx context.Context, cred Credential, req SubmitRequest) (Status, error) {
-	st, err := p.Health.Submit(cred.ID, func() (Status, error) { return cred.Provider.Submit(ctx, cred, req) })
+	st, err := p.Health.Submit(cred.ID, func() (Status, error) {
+		st, err := cred.Provider.Submit(ctx, cred, req)
+		return st, Redact(err, cred.Secret) // before Health keeps it as the last error
+	})
 	return st, p.note(ctx, cred, err)
 }
 
 // Poll reads a task's upstream state.
 func (p *Pool) Poll(ctx context.Context, cred Credential, upstreamID string) (Status, error) {
-	st, err := p.Health.Call(cred.ID, func() (Status, error) { return cred.Provider.Poll(ctx, cred, upstreamID) })
+	st, err := p.Health.Call(cred.ID, func() (Status, error) {
+		st, err := cred.Provider.Poll(ctx, cred, upstreamID)
+		st.ErrorMessage = RedactText(st.ErrorMessage, cred.Secret)
+		return st, Redact(err, cred.Secret)
+	})
 	return st, p.note(ctx, cred, err)
 }
 
@@ -239,7 +246,7 @@ func (p *Pool) Download(ctx context.Context, cred Credential, upstreamID string)
 	_, err := p.Health.Call(cred.ID, func() (Status, error) {
 		var err error
 		body, size, err = cred.Provider.Download(ctx, cred, upstreamID)
-		return Status{}, err
+		return Status{}, Redact(err, cred.Secret)
 	})
 	return body, size, p.note(ctx, cred, err)
 }
@@ -252,17 +259,26 @@ func (p *Pool) note(ctx context.Context, cred Credential, err error) error {
 	}
 	err = Redact(err, cred.Secret)
 	if errors.Is(err, ErrAuth) {
-		p.Health.MarkAuthFailed(cred.ID, err.Error())
+		// The database first, then this instance's memory: Publish, reading the database, never clears
+		// a mark it has not seen.
 		if p.db != nil {
 			now := time.Now().UTC()
 			msg, _ := storetext.Clip(err.Error(), 500)
 			if dbErr := p.db.W.WithContext(context.WithoutCancel(ctx)).Model(&models.UpstreamCredential{}).Where("id = ?", cred.ID).
-				Updates(map[string]any{"auth_error": msg, "auth_error_at": now}).Error; dbErr != nil {
-				return errors.Join(err, fmt.Errorf("record the refused key of %s: %w", cred.ID, dbErr))
+				Updates(map[string]any{"auth_error": msg, "auth_error_at": now, "auth_error_key": KeyDigest(cred.Secret)}).Error; dbErr != nil {
+				err = errors.Join(err, fmt.Errorf("record the refused key of %s: %w", cred.ID, dbErr))
 			}
 		}
+		p.Health.MarkAuthFailed(cred.ID, err.Error())
 	}
 	return err
+}
+
+// KeyDigest identifies a key without revealing it (a truncated SHA-256 of a high-entropy API key), so
+// that a start with another key can tell that a refused one was replaced.
+func KeyDigest(secret string) string {
+	sum := sha256.Sum256([]byte("videogen upstream key\x00" + secret))
+	return hex.EncodeToString(sum[:12])
 }
 
 // Redact returns err with every occurrence of secret replaced, keeping errors.Is and errors.As working.
@@ -270,7 +286,15 @@ func Redact(err error, secret string) error {
 	if err == nil || len(secret) < 4 || !strings.Contains(err.Error(), secret) {
 		return err
 	}
-	return &redacted{err: err, msg: strings.ReplaceAll(err.Error(), secret, "[redacted]")}
+	return &redacted{err: err, msg: RedactText(err.Error(), secret)}
+}
+
+// RedactText replaces every occurrence of secret in s.
+func RedactText(s, secret string) string {
+	if len(secret) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[redacted]")
 }
 
 type redacted struct {
@@ -285,9 +309,9 @@ func (r *redacted) Unwrap() error { return r.err }
 // it were made at.
 var ErrIDReused = errors.New("upstream credential id reused for another upstream account")
 
-// Check refuses credentials whose id the database knows with another kind or base URL: tasks stored
-// under an id are polled at the account that made them, so an id is never reused (give the new
-// account a new id).
+// Check refuses credentials whose id the database knows with another kind or base URL while unfinished
+// tasks are stored under it: they are polled at the account that made them, so such an id is never
+// reused (give the new account a new id).
 func (p *Pool) Check(ctx context.Context, creds []Credential) error {
 	ids := make([]string, len(creds))
 	for i, c := range creds {
@@ -308,19 +332,29 @@ func (p *Pool) Check(ctx context.Context, creds []Credential) error {
 			continue
 		}
 		if r.Provider != c.Kind || r.BaseURL != c.BaseURL {
-			errs = append(errs, fmt.Errorf("%w: %q was %s at %s and is now %s at %s; tasks stored under it must be polled where they were made, so give the new account a new id",
-				ErrIDReused, c.ID, r.Provider, r.BaseURL, c.Kind, c.BaseURL))
+			// With nothing in flight under the id there is nothing to poll elsewhere: a corrected typo
+			// in a base URL is fine.
+			var held int64
+			if err := p.db.R.WithContext(ctx).Model(&models.Task{}).Where("credential_id = ? AND status IN ?", c.ID, []string{"queued", "in_progress"}).
+				Count(&held).Error; err != nil {
+				return fmt.Errorf("count the tasks of %s: %w", c.ID, err)
+			}
+			if held == 0 {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%w: %q was %s at %s and is now %s at %s, with %d unfinished task(s) that must be polled where they were made: give the new account a new id",
+				ErrIDReused, c.ID, r.Provider, r.BaseURL, c.Kind, c.BaseURL, held))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Sync makes the credentials table match the pool: configured credentials that take new tasks are
-// enabled with their concurrency and their refused-key mark cleared (a reload is how an operator says
-// the key was fixed); draining, retired and no longer configured ones are disabled — their running tasks
-// keep their row but get no new ones.
-func (p *Pool) Sync(ctx context.Context, now time.Time) error {
-	creds := p.Configured()
+// Sync makes the credentials table match creds, the pool about to be installed (call it before
+// Replace, so that a failure leaves both as they were): configured credentials that take new tasks are
+// enabled with their concurrency; draining, retired and no longer configured ones are disabled — their
+// running tasks keep their row but get no new ones. A refused-key mark is cleared where the key is not
+// the one refused or, with reload (an operator saying the key was fixed), everywhere.
+func (p *Pool) Sync(ctx context.Context, creds []Credential, reload bool, now time.Time) error {
 	err := p.db.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Model(&models.UpstreamCredential{}).Where("enabled = ?", true).
 			Updates(map[string]any{"enabled": false, "updated_at": now}).Error; err != nil {
@@ -329,7 +363,7 @@ func (p *Pool) Sync(ctx context.Context, now time.Time) error {
 		for _, c := range creds {
 			res := tx.Model(&models.UpstreamCredential{}).Where("id = ?", c.ID).
 				Updates(map[string]any{"enabled": !c.Draining, "max_concurrency": c.MaxConcurrency, "label": c.Name,
-					"provider": c.Kind, "base_url": c.BaseURL, "auth_error": nil, "auth_error_at": nil, "updated_at": now})
+					"provider": c.Kind, "base_url": c.BaseURL, "updated_at": now})
 			if res.Error != nil {
 				return fmt.Errorf("update credential %s: %w", c.ID, res.Error)
 			}
@@ -341,14 +375,15 @@ func (p *Pool) Sync(ctx context.Context, now time.Time) error {
 					return fmt.Errorf("insert credential %s: %w", c.ID, err)
 				}
 			}
+			clear := tx.Model(&models.UpstreamCredential{}).Where("id = ? AND auth_error IS NOT NULL", c.ID)
+			if !reload {
+				clear = clear.Where("(auth_error_key IS NULL OR auth_error_key <> ?)", KeyDigest(c.Secret))
+			}
+			if err := clear.Updates(map[string]any{"auth_error": nil, "auth_error_at": nil, "auth_error_key": nil}).Error; err != nil {
+				return fmt.Errorf("clear the refused key of %s: %w", c.ID, err)
+			}
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, c := range creds {
-		p.Health.ClearAuth(c.ID)
-	}
-	return nil
+	return err
 }

@@ -49,6 +49,9 @@ type Route struct {
 	// provider reports usage); see docs/upstreams.md#cost.
 	CostPerSecond        billing.Micros
 	CostPerMillionTokens billing.Micros
+	// Unpriced: the operator gave no cost (the built-in simulator, UPSTREAM_BASE_URL credentials); the
+	// task's cost is left unrecorded rather than recorded as free, so the margin report counts it.
+	Unpriced bool
 }
 
 // Serves reports whether the credential serves the alias.
@@ -101,6 +104,12 @@ var (
 	// ErrAuth: the upstream refused the credential itself (401/403). The credential is marked unhealthy;
 	// the call is retried later, like a transient error, once an operator has fixed the key.
 	ErrAuth = errors.New("upstream refused the credential")
+	// ErrRoute: a submission was refused because the provider does not know the model or endpoint for
+	// this key (an operator's route is wrong, not the customer's request). Nothing was created upstream.
+	ErrRoute = errors.New("upstream does not serve this model for this credential")
+	// ErrNotSent: the submission was not made (the credential's circuit breaker is open). It wraps
+	// ErrTransient.
+	ErrNotSent = fmt.Errorf("%w: submission not sent, circuit breaker open", ErrTransient)
 )
 
 // Provider is one upstream protocol at one base URL. Every call names the credential: a task's

@@ -66,18 +66,23 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 
 // taskCost is what the task cost upstream at the operator's price for its credential and alias: per
 // million tokens when that price is set and the provider reported tokens, else per second of video.
-// Tokens are rounded to the nearest micro-dollar, half up.
+// Tokens are rounded to the nearest micro-dollar, half up. Without a price (the alias is not, or no
+// longer, priced on the credential) the cost is left unrecorded.
 func taskCost(t *models.Task, cred upstream.Credential, u upstream.Usage) tasks.Cost {
 	var c tasks.Cost
 	if u.CompletionTokens > 0 || u.TotalTokens > 0 {
 		c.CompletionTokens, c.TotalTokens = &u.CompletionTokens, &u.TotalTokens
 	}
-	route := cred.Models[t.Model]
-	if route.CostPerMillionTokens > 0 && u.CompletionTokens > 0 {
-		c.Micros = billing.Micros((u.CompletionTokens*int64(route.CostPerMillionTokens) + 500_000) / 1_000_000)
-		return c
+	route, ok := cred.Models[t.Model]
+	switch {
+	case !ok || route.Unpriced:
+	case route.CostPerMillionTokens > 0 && u.CompletionTokens > 0:
+		m := billing.Micros((u.CompletionTokens*int64(route.CostPerMillionTokens) + 500_000) / 1_000_000)
+		c.Micros = &m
+	default:
+		m := route.CostPerSecond * billing.Micros(t.Seconds)
+		c.Micros = &m
 	}
-	c.Micros = route.CostPerSecond * billing.Micros(t.Seconds)
 	return c
 }
 

@@ -83,6 +83,13 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 			return
 		}
 		w.fail(ctx, t, "upstream_rejected", msgRejected)
+	case t.SubmitAttempts == 1 && (errors.Is(err, upstream.ErrAuth) || errors.Is(err, upstream.ErrRoute) || errors.Is(err, upstream.ErrNotSent)):
+		// The only submission certainly created nothing upstream: the task is free to go to a healthy
+		// credential rather than wait for this one to be fixed.
+		log.Warn("submission refused before anything was created; back to the queue", "err", err)
+		if _, err := w.Tasks.ReturnToQueue(ctx, t, w.cfg.ID, w.Tasks.Now().Add(w.cfg.PollMin), clip(err.Error(), 300)); err != nil {
+			log.Error("return to the queue", "err", err)
+		}
 	default:
 		// Timeout, 5xx or a busy credential: the outcome is unknown or deferred. Retry later on the same
 		// credential with the same key, so the upstream finds the first submission if it took it.
@@ -123,10 +130,10 @@ func (w *Worker) submitRequest(ctx context.Context, t *models.Task) (upstream.Su
 // (they may name the provider, its models or its internals); staff read the provider's own in the task
 // log.
 const (
-	msgPolicy       = "The request was refused because its prompt or media may break the content policy. Your reservation was released; change the prompt or media and create the task again."
-	msgRejected     = "The generation service could not accept this request's parameters or media. Your reservation was released; check the inputs (for example that every media URL is still valid) and create the task again."
-	msgFailed       = "The generation failed. Your reservation was released; you can create the task again."
-	msgFailedPolicy = "The generated video was withheld because it may break the content policy. Your reservation was released; change the prompt or media and create the task again."
+	msgPolicy       = "The request was refused because its prompt or media may break the content policy. Your reservation was released. Change the prompt or media and create the task again."
+	msgRejected     = "The generation service could not accept this request's parameters or media. Your reservation was released. Check the inputs (for example that every media URL is still valid) and create the task again."
+	msgFailed       = "The generation failed. Your reservation was released. You can create the task again."
+	msgFailedPolicy = "The generated video was withheld because it may break the content policy. Your reservation was released. Change the prompt or media and create the task again."
 )
 
 // clip shortens s to at most n bytes on a character boundary, valid UTF-8 (it may end up in PostgreSQL).

@@ -7,6 +7,8 @@ ALTER TABLE upstream_credentials ADD COLUMN base_url TEXT NOT NULL DEFAULT '';
 -- Why the credential takes no new task although it is configured: the provider refused the key itself
 -- (401/403). Set by whichever instance saw it, cleared by a reload or restart that configures it again.
 ALTER TABLE upstream_credentials ADD COLUMN auth_error TEXT;
+-- A digest (SHA-256, truncated) of the key that was refused: a start with another key clears the mark.
+ALTER TABLE upstream_credentials ADD COLUMN auth_error_key TEXT;
 ALTER TABLE upstream_credentials ADD COLUMN auth_error_at TIMESTAMPTZ;
 
 -- Each instance's view of each credential's health, written every few seconds: its circuit breaker,
@@ -34,6 +36,15 @@ CREATE TABLE control_signals (
     updated_at TIMESTAMPTZ NOT NULL
 );
 
+-- Each instance's answer to the newest reload signal it acted on: the signal's seq and why it refused
+-- the file ('' when it installed it). `videogen upstreams reload` waits for every live instance's.
+CREATE TABLE upstream_reload_acks (
+    instance TEXT PRIMARY KEY,
+    seq      BIGINT      NOT NULL,
+    error    TEXT        NOT NULL DEFAULT '',
+    at       TIMESTAMPTZ NOT NULL
+);
+
 -- What the task cost upstream: the provider's model it ran on, the usage the provider reported, and
 -- the cost at the operator's configured price (micro-dollars), recorded when the output is copied.
 ALTER TABLE tasks ADD COLUMN upstream_model TEXT;
@@ -52,8 +63,10 @@ ALTER TABLE tasks DROP COLUMN upstream_cost_micros;
 ALTER TABLE tasks DROP COLUMN usage_total_tokens;
 ALTER TABLE tasks DROP COLUMN usage_completion_tokens;
 ALTER TABLE tasks DROP COLUMN upstream_model;
+DROP TABLE upstream_reload_acks;
 DROP TABLE control_signals;
 DROP TABLE upstream_health;
 ALTER TABLE upstream_credentials DROP COLUMN auth_error_at;
+ALTER TABLE upstream_credentials DROP COLUMN auth_error_key;
 ALTER TABLE upstream_credentials DROP COLUMN auth_error;
 ALTER TABLE upstream_credentials DROP COLUMN base_url;

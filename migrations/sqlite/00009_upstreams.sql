@@ -2,6 +2,7 @@
 -- The operator's upstream pool (docs/upstreams.md). The PostgreSQL migration explains each column.
 ALTER TABLE upstream_credentials ADD COLUMN base_url TEXT NOT NULL DEFAULT '';
 ALTER TABLE upstream_credentials ADD COLUMN auth_error TEXT;
+ALTER TABLE upstream_credentials ADD COLUMN auth_error_key TEXT;
 ALTER TABLE upstream_credentials ADD COLUMN auth_error_at DATETIME;
 
 CREATE TABLE upstream_health (
@@ -25,6 +26,15 @@ CREATE TABLE control_signals (
     updated_at DATETIME NOT NULL
 );
 
+-- Each instance's answer to the newest reload signal it acted on: the signal's seq and why it refused
+-- the file ('' when it installed it). `videogen upstreams reload` waits for every live instance's.
+CREATE TABLE upstream_reload_acks (
+    instance TEXT PRIMARY KEY,
+    seq      BIGINT      NOT NULL,
+    error    TEXT        NOT NULL DEFAULT '',
+    at       DATETIME    NOT NULL
+);
+
 ALTER TABLE tasks ADD COLUMN upstream_model TEXT;
 ALTER TABLE tasks ADD COLUMN usage_completion_tokens BIGINT;
 ALTER TABLE tasks ADD COLUMN usage_total_tokens BIGINT;
@@ -39,8 +49,10 @@ ALTER TABLE tasks DROP COLUMN upstream_cost_micros;
 ALTER TABLE tasks DROP COLUMN usage_total_tokens;
 ALTER TABLE tasks DROP COLUMN usage_completion_tokens;
 ALTER TABLE tasks DROP COLUMN upstream_model;
+DROP TABLE upstream_reload_acks;
 DROP TABLE control_signals;
 DROP TABLE upstream_health;
 ALTER TABLE upstream_credentials DROP COLUMN auth_error_at;
+ALTER TABLE upstream_credentials DROP COLUMN auth_error_key;
 ALTER TABLE upstream_credentials DROP COLUMN auth_error;
 ALTER TABLE upstream_credentials DROP COLUMN base_url;

@@ -309,7 +309,7 @@ func cause(err error) error {
 
 // classify maps an Ark error answer to the error the worker acts on. onTask is true for calls about
 // an existing task, where 404 means Ark does not know it; on submit a 404 is about the model
-// (InvalidEndpointOrModel.NotFound, ModelNotOpen) and refuses the request like any other 4xx.
+// (InvalidEndpointOrModel.NotFound, ModelNotOpen): the operator's route is wrong, not the request.
 func classify(resp *http.Response, call string, onTask bool) error {
 	var body struct {
 		Error wireError `json:"error"`
@@ -327,6 +327,8 @@ func classify(resp *http.Response, call string, onTask bool) error {
 		return fmt.Errorf("%w: ark %s: HTTP %d %s", upstream.ErrAuth, call, s, code)
 	case s == http.StatusNotFound && onTask:
 		return fmt.Errorf("%w: %s", upstream.ErrUnknownTask, detail)
+	case s == http.StatusNotFound:
+		return fmt.Errorf("%w: %s", upstream.ErrRoute, detail)
 	case s == http.StatusRequestTimeout || s == http.StatusConflict || s >= 500:
 		return fmt.Errorf("%w: %s", upstream.ErrTransient, detail)
 	case s >= 400:

@@ -216,7 +216,7 @@ func TestDocumentedAnswers(t *testing.T) {
 			{"severe violation", "submit", 400, docError("BadRequest", "SensitiveContentDetected.SevereViolation", "The request failed because the input text may contain severe violation information."), upstream.ErrRejected, true},
 			{"risk detection", "submit", 400, docError("BadRequest", "InputTextRiskDetection", "risk"), upstream.ErrRejected, true},
 			{"bad parameter", "submit", 400, docError("BadRequest", "InvalidParameter", "One or more parameters specified in the request are not valid."), upstream.ErrRejected, false},
-			{"model not found on submit", "submit", 404, docError("NotFound", "InvalidEndpointOrModel.NotFound", "The model or endpoint does not exist."), upstream.ErrRejected, false},
+			{"model not found on submit", "submit", 404, docError("NotFound", "InvalidEndpointOrModel.NotFound", "The model or endpoint does not exist."), upstream.ErrRoute, false},
 			{"bad key", "submit", 401, docError("Unauthorized", "AuthenticationError", "The API key or AK/SK in the request is missing or invalid: "+secret+"."), upstream.ErrAuth, false},
 			{"overdue account", "poll", 403, docError("Forbidden", "AccountOverdueError", "The request failed because your account has an overdue balance."), upstream.ErrAuth, false},
 			{"rate limit", "submit", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointRPMExceeded", "The Requests Per Minute (RPM) limit of the associated endpoint for your account has been exceeded."), upstream.ErrBusy, false},

@@ -92,7 +92,7 @@ func (c *Client) Download(ctx context.Context, cred upstream.Credential, id stri
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		return nil, 0, classify(resp)
+		return nil, 0, classify(resp, true)
 	}
 	return resp.Body, resp.ContentLength, nil
 }
@@ -114,7 +114,7 @@ func (c *Client) doStatus(r *http.Request, cred upstream.Credential) (upstream.S
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return upstream.Status{}, classify(resp)
+		return upstream.Status{}, classify(resp, r.Method != http.MethodPost)
 	}
 	var v wireVideo
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&v); err != nil {
@@ -133,8 +133,10 @@ func (c *Client) doStatus(r *http.Request, cred upstream.Credential) (upstream.S
 	return st, nil
 }
 
-// classify maps an upstream error answer to the error the worker acts on.
-func classify(resp *http.Response) error {
+// classify maps an upstream error answer to the error the worker acts on. onTask is true for calls
+// about an existing task, where 404 means the upstream does not know it; on submit a 404 means it does
+// not serve the model for this key.
+func classify(resp *http.Response, onTask bool) error {
 	var body struct {
 		Error struct {
 			Code    string `json:"code"`
@@ -146,8 +148,10 @@ func classify(resp *http.Response) error {
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return fmt.Errorf("%w: %s", upstream.ErrBusy, detail)
-	case resp.StatusCode == http.StatusNotFound:
+	case resp.StatusCode == http.StatusNotFound && onTask:
 		return fmt.Errorf("%w: %s", upstream.ErrUnknownTask, detail)
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%w: %s", upstream.ErrRoute, detail)
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500:
 		return fmt.Errorf("%w: %s", upstream.ErrTransient, detail)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:

@@ -72,10 +72,18 @@ func TestClassification(t *testing.T) {
 		{"overloaded", 503, `not json`, upstream.ErrTransient, false},
 		{"unknown", 404, oaiError("invalid_request_error", "not_found", "No such video."), upstream.ErrUnknownTask, false},
 	}
+	// A 404 on submit is a model the provider does not serve for this key: the route, not the request.
+	c, _ := provider(t, 404, oaiError("invalid_request_error", "model_not_found", "The model sora-9 does not exist."))
+	if _, err := c.Submit(ctx, cred, req); !errors.Is(err, upstream.ErrRoute) {
+		t.Fatalf("submit answered 404: %v, want ErrRoute", err)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := provider(t, tc.status, tc.body)
 			_, err := c.Submit(ctx, cred, req)
+			if tc.status == 404 {
+				_, err = c.Poll(ctx, cred, "video_1")
+			}
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("submit: %v, want %v", err, tc.want)
 			}
