@@ -114,28 +114,32 @@ Exit 1 when any refused, any did not answer, or none answered.`,
 			if err != nil {
 				return fmt.Errorf("%s is refused, no instance was told to reload:\n%w", cfg.UpstreamsFile, err)
 			}
+			asked := time.Now()
 			seq, err := server.BumpReload(cmd.Context(), d)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "asked every instance to reload %s (%d credential(s))\n", cfg.UpstreamsFile, len(specs))
-			return awaitReload(cmd.Context(), cmd.OutOrStdout(), d, seq, wait)
+			return awaitReload(cmd.Context(), cmd.OutOrStdout(), d, seq, asked, cfg.UpstreamsWatch, wait)
 		},
 	}
 	c.Flags().DurationVar(&wait, "wait", 15*time.Second, "how long to wait for an instance to confirm (0: do not wait)")
 	return c
 }
 
-// awaitReload waits until every live instance — one that published upstream health in the last minute
-// — has acknowledged reload signal seq, and prints each one's answer. It fails when an instance refused
-// the file or none answered within wait.
-func awaitReload(ctx context.Context, out io.Writer, d *db.DB, seq int64, wait time.Duration) error {
+// awaitReload waits until every running instance has acknowledged reload signal seq, and prints each
+// one's answer. An instance is running if it published upstream health after the signal was sent
+// (each does every UPSTREAMS_WATCH_INTERVAL, and reads the signal in the same round); one that last
+// published before is taken for stopped once every running one had two rounds to answer. It fails when
+// an instance refused the file, a running one did not answer within wait, or none answered.
+func awaitReload(ctx context.Context, out io.Writer, d *db.DB, seq int64, asked time.Time, every, wait time.Duration) error {
 	if wait <= 0 {
 		return nil
 	}
 	deadline := time.Now().Add(wait)
+	grace := asked.Add(2*every + 500*time.Millisecond)
 	for {
-		live, err := liveInstances(ctx, d, time.Minute)
+		running, err := liveInstances(ctx, d, asked)
 		if err != nil {
 			return err
 		}
@@ -143,17 +147,18 @@ func awaitReload(ctx context.Context, out io.Writer, d *db.DB, seq int64, wait t
 		if err := d.R.WithContext(ctx).Where("seq >= ?", seq).Order("instance").Find(&acks).Error; err != nil {
 			return fmt.Errorf("read the reload answers: %w", err)
 		}
-		answered := map[string]models.UpstreamReloadAck{}
+		answered := map[string]bool{}
 		for _, a := range acks {
-			answered[a.Instance] = a
+			answered[a.Instance] = true
 		}
-		missing := 0
-		for _, in := range live {
-			if _, ok := answered[in]; !ok {
-				missing++
+		var missing []string
+		for _, in := range running {
+			if !answered[in] {
+				missing = append(missing, in)
 			}
 		}
-		if len(answered) > 0 && missing == 0 || time.Now().After(deadline) {
+		settled := len(acks) > 0 && len(missing) == 0 && time.Now().After(grace)
+		if settled || time.Now().After(deadline) {
 			refused := 0
 			for _, a := range acks {
 				if a.Error != "" {
@@ -163,16 +168,14 @@ func awaitReload(ctx context.Context, out io.Writer, d *db.DB, seq int64, wait t
 					fmt.Fprintf(out, "%s reloaded\n", a.Instance)
 				}
 			}
-			for _, in := range live {
-				if _, ok := answered[in]; !ok {
-					fmt.Fprintf(out, "%s did not answer within %s\n", in, wait)
-				}
+			for _, in := range missing {
+				fmt.Fprintf(out, "%s is running but did not answer within %s\n", in, wait)
 			}
 			switch {
 			case len(acks) == 0:
 				return fmt.Errorf("no instance answered within %s: is one running against this database?", wait)
-			case refused > 0 || missing > 0:
-				return fmt.Errorf("%d instance(s) refused the file, %d did not answer: their pools are unchanged", refused, missing)
+			case refused > 0 || len(missing) > 0:
+				return fmt.Errorf("%d instance(s) refused the file and %d did not answer: those keep their pools", refused, len(missing))
 			}
 			return nil
 		}
@@ -184,9 +187,9 @@ func awaitReload(ctx context.Context, out io.Writer, d *db.DB, seq int64, wait t
 	}
 }
 
-// liveInstances lists the instances that published upstream health within fresh (compared here, since
+// liveInstances lists the instances that published upstream health after since (compared here, since
 // SQLite keeps times as text in the zone they were written in).
-func liveInstances(ctx context.Context, d *db.DB, fresh time.Duration) ([]string, error) {
+func liveInstances(ctx context.Context, d *db.DB, since time.Time) ([]string, error) {
 	var rows []models.UpstreamHealth
 	if err := d.R.WithContext(ctx).Select("instance", "updated_at").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the running instances: %w", err)
@@ -194,7 +197,7 @@ func liveInstances(ctx context.Context, d *db.DB, fresh time.Duration) ([]string
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range rows {
-		if time.Since(r.UpdatedAt) <= fresh && !seen[r.Instance] {
+		if r.UpdatedAt.After(since) && !seen[r.Instance] {
 			seen[r.Instance] = true
 			out = append(out, r.Instance)
 		}
