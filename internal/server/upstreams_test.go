@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"videogen/internal/config"
 	"videogen/internal/margin"
+	"videogen/internal/server"
 	"videogen/internal/testkit"
 	"videogen/internal/upstream/sim"
 	"videogen/models"
@@ -536,4 +540,44 @@ func checkMargin(t *testing.T, rep margin.Result, want map[string][2]int64) {
 		rep.Total.Margin() != rep.Total.Revenue-rep.Total.Cost {
 		t.Errorf("report %+v; want models %v", rep, want)
 	}
+}
+
+// TestInvalidUpstreamsFileRefusedAtStart: a server does not start on an upstreams file it would refuse,
+// and says which line and key, and which environment variable is missing — never a secret.
+func TestInvalidUpstreamsFileRefusedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, filepath.Join(dir, "upstreams.yaml"), "upstreams:\n"+
+		cred("good", "openai", "http://127.0.0.1:1", "inline-secret-0001", 2, route("videogen-2.0-720p", "m", "0.1"))+
+		strings.Replace(cred("bad", "openai", "http://127.0.0.1:1", "x", 0, route("videogen-2.0-720p", "m", "0.1")), "    secret: x\n", "    secret_env: VIDEOGEN_TEST_UNSET_KEY\n", 1))
+	cfg, err := config.Load(testkit.Env(t, testkit.SQLiteURL(t), map[string]string{"UPSTREAMS_FILE": file}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil {
+		t.Fatal("the server started on an invalid upstreams file")
+	}
+	for _, want := range []string{"UPSTREAMS_FILE refused", "upstreams.yaml:15: upstreams[1].max_concurrency: must be a whole number"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "inline-secret-0001") {
+		t.Errorf("the error shows a secret: %v", err)
+	}
+	// Once the shape is right, a secret that cannot be read is the refusal, naming the variable.
+	writeFile(t, file, strings.Replace(mustRead(t, file), "max_concurrency: 0", "max_concurrency: 1", 1))
+	if _, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil ||
+		!strings.Contains(err.Error(), "upstreams[1].secret_env: the environment variable VIDEOGEN_TEST_UNSET_KEY is not set") {
+		t.Fatalf("unset secret: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
