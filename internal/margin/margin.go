@@ -203,4 +203,3 @@ func Report(ctx context.Context, d *db.DB, from, to time.Time) (Result, error) {
 	sort.Slice(res.Models, func(i, j int) bool { return res.Models[i].Model < res.Models[j].Model })
 	return res, nil
 }
-
