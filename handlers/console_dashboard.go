@@ -42,7 +42,7 @@ func (h *handler) showDashboard(c *fiber.Ctx) error {
 		}
 	}
 
-	page, err := h.Videos.List(ctx, u.AccountID, videos.ListParams{Limit: 5})
+	page, err := h.Videos.List(ctx, u.AccountID, videos.ListParams{Limit: 5, WithDeleted: true})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,8 @@ func (h *handler) showTasks(c *fiber.Ctx) error {
 		f.Model = ""
 	}
 	after := c.Query("after")
-	page, err := h.Videos.List(c.UserContext(), who.AccountID, videos.ListParams{Limit: consolePageSize, After: after, Status: f.Status, Model: f.Model})
+	// The console is the account's record: a task deleted through the API stays listed, marked deleted.
+	page, err := h.Videos.List(c.UserContext(), who.AccountID, videos.ListParams{Limit: consolePageSize, After: after, Status: f.Status, Model: f.Model, WithDeleted: true})
 	if _, bad := apierr.As(err); bad {
 		return redirect(c, who.Base+"/tasks") // a stale or edited cursor: start over
 	}
@@ -79,7 +80,7 @@ func (h *handler) showTask(c *fiber.Ctx) error {
 // taskPage reads one of the account's tasks with its history; for staff, with what only staff see.
 func (h *handler) taskPage(c *fiber.Ctx, accountID int64, id string, staff bool, loc *time.Location) (*views.TaskPage, error) {
 	ctx := c.UserContext()
-	t, err := h.Videos.Get(ctx, accountID, id)
+	t, err := h.Videos.GetWithDeleted(ctx, accountID, id)
 	if errors.Is(err, apierr.NotFound) {
 		return nil, fiber.ErrNotFound
 	}

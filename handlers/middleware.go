@@ -175,9 +175,10 @@ func principal(c *fiber.Ctx) apikeys.Principal {
 // uploadPath is the one route that reads its own body as it arrives (up to 300 MiB of files).
 const uploadPath = "/uploads/v1/files"
 
-// streamsBody reports whether the request is for the upload, whose body is not read before its handler.
+// streamsBody reports whether the request's body is read by its handler as it arrives, not before: the
+// upload's, and a multipart create's (bounded by its handler to MaxJSONBody, like a JSON body).
 func streamsBody(c *fiber.Ctx) bool {
-	return c.Method() == fiber.MethodPost && strings.EqualFold(c.Path(), uploadPath)
+	return c.Method() == fiber.MethodPost && strings.EqualFold(c.Path(), uploadPath) || readsCreateForm(c)
 }
 
 // refuseEncodedBody refuses a compressed request body on every API route: a 1 MiB gzip body can expand

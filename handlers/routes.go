@@ -128,12 +128,16 @@ func New(d Deps) *fiber.App {
 	// upload streams its own), no key, too fast. Routes add what is theirs: JSON only, transfers bounded.
 	api := []fiber.Handler{h.closeIfBodyUnread, h.recordCall, h.renderErrors, recoverPanics,
 		h.refuseEncodedBody, h.limitBody, h.authenticate, h.limitRate}
+	// The API's contract needs no key: registered before the group, its chain (and authenticate) never runs.
+	app.Get("/v1/openapi.json", h.serveOpenAPI)
 	v1 := app.Group("/v1", api...)
 	v1.Get("/models", h.listModels)
-	v1.Post("/videos", h.requireJSON, h.createVideo)
+	v1.Post("/videos", h.createVideo) // JSON or multipart text fields: it checks the type itself
 	v1.Get("/videos", h.listVideos)
 	v1.Get("/videos/:id", h.getVideo)
+	v1.Delete("/videos/:id", h.deleteVideo)
 	v1.Get("/videos/:id/content", h.downloadVideo)
+	v1.Post("/videos/:id/remix", h.refuseRemix)
 
 	uploads := app.Group("/uploads/v1", api...)
 	uploads.Post("/files", h.limitTransfers, h.uploadFiles)
@@ -148,6 +152,7 @@ func New(d Deps) *fiber.App {
 	// Public pages and signing in.
 	app.Get("/", h.web, h.showLanding)
 	app.Get("/pricing", h.web, h.showPricing)
+	app.Get("/docs/api", h.web, h.showAPIDocs)
 	app.Get("/terms", h.web, h.showTerms)
 	app.Get("/privacy", h.web, h.showPrivacy)
 	app.Get("/signup", h.web, h.showSignUp)

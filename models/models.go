@@ -251,6 +251,10 @@ type Task struct {
 	UpdatedAt   time.Time
 	CompletedAt *time.Time
 	ExpiresAt   *time.Time
+	// DeletedAt is when the customer deleted the task (DELETE /v1/videos/{id}): the API no longer shows
+	// it, its stored video is gone, and the console shows it as deleted. Deliberately not gorm.DeletedAt,
+	// which would hide the row from every query — the ledger audit, the console and staff still read it.
+	DeletedAt *time.Time
 }
 
 // VideoRequest is what a video is asked to be: a create request's fields with every default applied.

@@ -198,6 +198,13 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 		// What the upstream said is for staff; the customer learns that we keep asking, and when.
 		_, next, _ := strings.Cut(e.Detail, "; next poll in ")
 		return "the generation service did not answer a status check; asking again in " + next
+	case strings.HasPrefix(e.Detail, "deleted through the API by "):
+		// Where the file was stored is ours to know.
+		who, rest, _ := strings.Cut(e.Detail, "; ")
+		if strings.HasPrefix(rest, "its stored video ") {
+			return who + "; its stored video was removed"
+		}
+		return who
 	case e.ToStatus == tasks.Completed && e.FromStatus != tasks.Completed:
 		// What the video cost us upstream is ours to know.
 		detail, _, _ := strings.Cut(e.Detail, "; upstream cost ")

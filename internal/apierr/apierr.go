@@ -73,6 +73,10 @@ var (
 
 	VideoNotReady = &Error{Status: 409, Code: "video_not_ready", Message: "The video is not completed yet. Keep polling GET /v1/videos/{id} until status is completed.", Header: map[string]string{"x-should-retry": "false"}}
 	VideoFailed   = &Error{Status: 409, Code: "video_not_ready", Message: "This video failed, so there is no file to download; its error says why, and its reservation was released. Create a new video to try again.", Header: map[string]string{"x-should-retry": "false"}}
+	// VideoNotFinished refuses DELETE of a queued or in-progress task: its generation may already be paid
+	// for upstream, and this version cancels nothing there. Not retried by OpenAI's SDKs (x-should-retry).
+	VideoNotFinished = &Error{Status: 409, Code: "video_not_finished", Header: map[string]string{"x-should-retry": "false"},
+		Message: "This video is still queued or in progress, so it cannot be deleted yet: generation is not cancelled in this version. Poll GET /v1/videos/{id} until it is completed or failed, then delete it."}
 	VideoExpired  = &Error{Status: 404, Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
 	RequestTooBig = &Error{Status: 413, Code: "request_too_large", Message: "The request body is larger than 1 MiB. Media go into a request as URLs, never as inline data."}
 	NotJSON       = &Error{Status: 415, Code: "unsupported_content_type", Message: "Send the request body as JSON with 'Content-Type: application/json'."}

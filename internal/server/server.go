@@ -207,7 +207,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	prices := billing.NewPrices(d)
 	s.Videos = &videos.Service{DB: d, Tasks: s.Tasks, Prices: prices, Blobs: blobs, Media: s.Media, Polls: polls,
-		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Admit: pool.Admit, Notify: wakeWorker, Now: clock}
+		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Admit: pool.Admit, Notify: wakeWorker, Now: clock,
+		Log: log.With("part", "videos")}
 	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))
 	s.Keys = apikeys.NewAuthenticator(d, cfg.KeyCacheTTL, clock)
 	notifier := &notify.Notifier{Outbox: s.Outbox}

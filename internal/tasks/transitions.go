@@ -355,6 +355,67 @@ func (s *Store) ForgetOutput(ctx context.Context, taskID, key string) error {
 	return nil
 }
 
+// Why MarkDeleted refuses.
+var (
+	// ErrNoTask: the account has no such task, or it was already deleted — the API answers both like an
+	// unknown id.
+	ErrNoTask = errors.New("no such task")
+	// ErrUnfinished: the task is still queued or in progress. Its generation may already be paid for
+	// upstream and this version cancels nothing there, so it cannot be deleted before it ends.
+	ErrUnfinished = errors.New("the task has not finished")
+)
+
+// MarkDeleted records that the account's customer deleted a finished task (by names who, for the log):
+// from this commit the API answers for it as for an unknown id. In the same transaction it forgets the
+// task's stored video, so no row names the file any more: the caller deletes the returned key ("" when
+// none is stored), and if it never gets to — a crash, a storage error — the orphan sweep deletes the file
+// as it does every file no row names. Forgetting the key after deleting the file instead would leave,
+// after such a crash, a deleted task whose row still names a file nothing would ever remove. The ledger
+// is not touched: a deleted video was still made, and stays charged.
+func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string) (outputKey string, err error) {
+	now := s.Now()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		q := tx
+		if s.db.Postgres {
+			// Two deletes of one task at once: the second waits here, then sees it deleted.
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		var cur models.Task
+		err := q.Select("id", "status", "output_key", "deleted_at").Where("id = ? AND account_id = ?", id, accountID).Take(&cur).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			return ErrNoTask
+		case err != nil:
+			return err
+		case cur.DeletedAt != nil:
+			return ErrNoTask
+		case !Terminal(cur.Status):
+			return ErrUnfinished
+		}
+		res := tx.Exec("UPDATE tasks SET deleted_at = ?, output_key = NULL, updated_at = ? WHERE id = ? AND deleted_at IS NULL AND status IN ?",
+			now, now, id, []string{Completed, Failed})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNoTask // deleted meanwhile (SQLite serialises writers, so only a racing delete gets here)
+		}
+		detail := "deleted through the API by " + by + "; no stored video to remove"
+		if cur.OutputKey != nil {
+			outputKey = *cur.OutputKey
+			detail = "deleted through the API by " + by + "; its stored video " + outputKey + " is removed"
+		}
+		return logEvent(tx, id, now, cur.Status, cur.Status, detail)
+	})
+	if errors.Is(err, ErrNoTask) || errors.Is(err, ErrUnfinished) {
+		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("delete %s: %w", id, err)
+	}
+	return outputKey, nil
+}
+
 func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {
 	if credID == nil {
 		return nil

@@ -296,7 +296,9 @@ func Do(t testing.TB, base, method, path, key string, body any, headers ...strin
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
-	return &Resp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	r := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	checkOpenAPI(t, req, r)
+	return r
 }
 
 // CreateVideo posts a create request and requires a 200; it returns the video object.

@@ -5,15 +5,15 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 
-	"videogen/internal/tasks"
 	"videogen/models"
 )
 
-// PollCache keeps recently read tasks for GET /v1/videos/{id}, the endpoint clients call most. A
-// finished task never changes, so it is served from memory until evicted; an unfinished one for at most
-// fresh, and the worker of this instance drops a task's entry the moment it changes it (Forget), so only
-// another instance's change can be seen up to `fresh` late — less than the shortest poll interval the
-// API advises (openai-poll-after-ms ≥ 1 s).
+// PollCache keeps recently read tasks for GET /v1/videos/{id}, the endpoint clients call most. A task is
+// served from memory for at most fresh, and the worker of this instance (and a delete on this instance)
+// drops a task's entry the moment it changes it (Forget), so only another instance's change can be seen
+// up to `fresh` late — less than the shortest poll interval the API advises (openai-poll-after-ms ≥ 1 s).
+// Finished tasks are held to fresh too: a customer may delete one (DELETE /v1/videos/{id}), on any
+// instance, and it must then stop showing everywhere within that bound, not when the LRU evicts it.
 type PollCache struct {
 	fresh time.Duration
 	lru   *expirable.LRU[pollKey, cachedTask]
@@ -42,7 +42,7 @@ func NewPollCache(fresh time.Duration) *PollCache {
 
 func (c *PollCache) get(account int64, id string, now time.Time) (*models.Task, bool) {
 	e, ok := c.lru.Get(pollKey{account, id})
-	if !ok || (!tasks.Terminal(e.task.Status) && now.Sub(e.fetched) >= c.fresh) {
+	if !ok || now.Sub(e.fetched) >= c.fresh {
 		return nil, false
 	}
 	t := e.task

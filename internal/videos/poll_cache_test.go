@@ -71,3 +71,47 @@ func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteReachesAnotherInstancesPollCache: a finished task can still change — its customer may delete
+// it — so another instance's cache serves it for at most its freshness bound, then answers not_found,
+// instead of showing the deleted task until the entry is evicted.
+func TestDeleteReachesAnotherInstancesPollCache(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		d := testkit.OpenDB(t, url)
+		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		acct := testkit.NewAccount(t, d, "10")
+		const fresh = 200 * time.Millisecond
+		instance := func() *videos.Service {
+			return &videos.Service{DB: d, Tasks: tasks.NewStore(d, nil), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(fresh)}
+		}
+		a, b := instance(), instance()
+		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "soon gone"}`), videos.MediaPolicy{})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		created, err := a.Create(ctx, videos.Caller{AccountID: acct.ID}, req, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := created.Task.ID
+		if err := a.Tasks.Fail(ctx, created.Task, "generation_failed", "failed for the test"); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := b.Poll(ctx, acct.ID, id); err != nil || v.Status != tasks.Failed {
+			t.Fatalf("instance b's poll of the failed task: %v, %v", v, err)
+		}
+		if err := a.Delete(ctx, acct.ID, id, "API key test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Poll(ctx, acct.ID, id); !errors.Is(err, apierr.NotFound) {
+			t.Fatalf("the deleting instance still shows the task: %v", err)
+		}
+		time.Sleep(fresh)
+		if _, err := b.Poll(ctx, acct.ID, id); !errors.Is(err, apierr.NotFound) {
+			t.Fatalf("another instance shows the deleted task past its cache's freshness bound: %v", err)
+		}
+	})
+}

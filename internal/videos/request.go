@@ -106,6 +106,12 @@ func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error
 	if aerr != nil {
 		return nil, aerr
 	}
+	return parseFields(fields, policy)
+}
+
+// parseFields runs every rule over a create body's members: the one validation path of both forms the
+// body may take (JSON, and multipart text fields turned into JSON members by ParseCreateForm).
+func parseFields(fields map[string]json.RawMessage, policy MediaPolicy) (*CreateRequest, *apierr.Error) {
 	p := &parsing{fields: fields, policy: policy}
 	for _, check := range createRules {
 		if aerr := check(p); aerr != nil {
@@ -117,6 +123,10 @@ func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error
 
 func onlyKnownFields(p *parsing) *apierr.Error {
 	for _, name := range sortedKeys(p.fields) {
+		if name == "input_reference" || strings.HasPrefix(name, "input_reference[") {
+			// What OpenAI's SDKs send for a first-frame image: say where it goes here.
+			return apierr.Field(400, "unknown_field", name, "input_reference is not a field of this API. Upload the image with POST /uploads/v1/files (or import it with POST /uploads/v1/import) and send the url it returns as start_image_url.")
+		}
 		if !knownFields[name] {
 			return apierr.Field(400, "unknown_field", name, "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", name)
 		}

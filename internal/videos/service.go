@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"gorm.io/gorm"
@@ -41,6 +42,8 @@ type Service struct {
 	Notify func()
 	// Now is the clock; tests move it.
 	Now func() time.Time
+	// Log records what a request cannot report to its client (nil: slog.Default()).
+	Log *slog.Logger
 }
 
 func (s *Service) now() time.Time {
@@ -236,14 +239,28 @@ func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models
 	return t, err
 }
 
-// Get reads a task of the account from the database. Another account's task is reported exactly like a
-// missing one.
+// Get reads a task of the account from the database, as the API shows it. Another account's task, and
+// a task the customer deleted, are reported exactly like a missing one.
 func (s *Service) Get(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	return s.get(ctx, accountID, id, false)
+}
+
+// GetWithDeleted is Get for the account's records (the console, staff): a deleted task is still there,
+// shown as deleted, with its task log and ledger entries.
+func (s *Service) GetWithDeleted(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	return s.get(ctx, accountID, id, true)
+}
+
+func (s *Service) get(ctx context.Context, accountID int64, id string, withDeleted bool) (*models.Task, error) {
 	if !ids.IsVideoID(id) {
 		return nil, apierr.NotFound
 	}
+	q := s.DB.R.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID)
+	if !withDeleted {
+		q = q.Where("deleted_at IS NULL")
+	}
 	var t models.Task
-	err := s.DB.R.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID).Take(&t).Error
+	err := q.Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apierr.NotFound
 	}
@@ -260,6 +277,8 @@ type ListParams struct {
 	Asc    bool
 	Status string // only tasks in this status ("" = any)
 	Model  string // only tasks of this model ("" = any)
+	// WithDeleted lists the tasks the customer deleted too (the console's records; the API hides them).
+	WithDeleted bool
 }
 
 // Page is one page of tasks.
@@ -271,6 +290,9 @@ type Page struct {
 // List returns the account's tasks, newest first unless Asc, after the cursor task.
 func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Page, error) {
 	q := s.DB.R.WithContext(ctx).Where("account_id = ?", accountID)
+	if !p.WithDeleted {
+		q = q.Where("deleted_at IS NULL")
+	}
 	if p.Status != "" {
 		q = q.Where("status = ?", p.Status)
 	}
@@ -281,6 +303,8 @@ func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Pag
 		return nil, apierr.Field(400, "invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
 	}
 	if p.After != "" {
+		// The cursor may name a task deleted since its page was read: it still marks the place, so paging
+		// goes on where it was.
 		var cur models.Task
 		err := s.DB.R.WithContext(ctx).Select("id", "created_at").Where("id = ? AND account_id = ?", p.After, accountID).Take(&cur).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -340,4 +364,43 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id string) (
 		return nil, fmt.Errorf("open output of %s: %w", id, err)
 	}
 	return &Content{Body: body, Size: size}, nil
+}
+
+// Delete deletes a finished task of the account for DELETE /v1/videos/{id} (by names who, for the task
+// log): from now on the API answers for it as for an unknown id, and its stored video is deleted. The
+// task log and the ledger keep it, and the console shows it as deleted. A queued or in-progress task is
+// refused: its generation may already be paid for upstream, and this version cancels nothing there.
+func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) error {
+	if !ids.IsVideoID(id) {
+		return apierr.NotFound
+	}
+	key, err := s.Tasks.MarkDeleted(ctx, accountID, id, by)
+	switch {
+	case errors.Is(err, tasks.ErrNoTask):
+		return apierr.NotFound
+	case errors.Is(err, tasks.ErrUnfinished):
+		return apierr.VideoNotFinished
+	case err != nil:
+		return err
+	}
+	// The poll cache may hold the task: this instance stops showing it at once, the others within their
+	// freshness bound (PollCache).
+	s.Polls.Forget(accountID, id)
+	if key == "" {
+		return nil
+	}
+	// The task is deleted whatever happens to the file now: no row names it since the commit above, so a
+	// file left by a failed delete is the orphan sweep's. Not the request's context: a client that goes
+	// away must not leave the file to the sweep.
+	if err := s.Blobs.Delete(context.WithoutCancel(ctx), key); err != nil {
+		s.log().Warn("delete the output of a deleted video; the storage sweep will remove it", "task", id, "key", key, "err", err)
+	}
+	return nil
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
 }

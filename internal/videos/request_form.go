@@ -1,0 +1,73 @@
+package videos
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"videogen/internal/apierr"
+)
+
+// FormValue is one text part of a multipart/form-data create body, in the order it came.
+type FormValue struct {
+	Name, Value string
+}
+
+// Kinds of create fields, for reading their text as JSON.
+var (
+	formLists = map[string]bool{"image_urls": true, "video_urls": true, "audio_urls": true}
+	formBools = map[string]bool{"generate_audio": true, "watermark": true}
+	// seed is the one field JSON takes only as a number: its text goes in as a number when it is one.
+	formNumbers = map[string]bool{"seed": true}
+)
+
+var integerText = regexp.MustCompile(`^-?[0-9]{1,20}$`)
+
+// ParseCreateForm validates a create body sent as multipart/form-data text fields, as OpenAI's SDKs send
+// it. The fields become the JSON members the same request would have as JSON, and then the very rules of
+// ParseCreate apply, so the two forms accept and refuse exactly the same requests and make the same
+// CreateRequest (hence the same Idempotency-Key hash). A text field is a JSON string, except:
+//   - image_urls, video_urls, audio_urls are arrays, of the repeated fields "name" or "name[]" (both
+//     forms of arrays in use; OpenAI's SDKs send "name[]");
+//   - generate_audio and watermark are booleans when their text is true or false;
+//   - seed is a number when its text is an integer;
+//
+// and anything else stays a string, refused by the same rule as in JSON. seconds and duration need no
+// case of their own: JSON takes them as strings of digits. A field given twice is refused, where JSON
+// would keep the last silently: a form that repeats it is ambiguous, and guessing could bill the wrong
+// video.
+func ParseCreateForm(form []FormValue, policy MediaPolicy) (*CreateRequest, *apierr.Error) {
+	fields := map[string]json.RawMessage{}
+	lists := map[string][]string{}
+	for _, f := range form {
+		name := f.Name
+		if base, ok := strings.CutSuffix(name, "[]"); ok && formLists[base] {
+			name = base
+		}
+		if formLists[name] {
+			lists[name] = append(lists[name], f.Value)
+			continue
+		}
+		if _, dup := fields[name]; dup {
+			return nil, apierr.Field(400, "invalid_request", name, "The field %s is given twice; send it once (only image_urls, video_urls and audio_urls repeat).", truncate(name, 100))
+		}
+		fields[name] = formText(name, f.Value)
+	}
+	for name, values := range lists {
+		fields[name], _ = json.Marshal(values)
+	}
+	return parseFields(fields, policy)
+}
+
+// formText is a text field as the JSON member it stands for.
+func formText(name, value string) json.RawMessage {
+	switch {
+	case formBools[name] && (value == "true" || value == "false"):
+		return json.RawMessage(value)
+	case formNumbers[name] && integerText.MatchString(value):
+		return json.RawMessage(value)
+	}
+	// Marshalling a string cannot fail; invalid UTF-8 becomes U+FFFD, as JSON decoding does with a body.
+	b, _ := json.Marshal(value)
+	return b
+}
