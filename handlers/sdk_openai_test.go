@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ func TestOpenAIGoSDK(t *testing.T) {
 		acct := s.NewAccount(t, "10")
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		client := openai.NewClient(option.WithBaseURL(s.URL+"/v1/"), option.WithAPIKey(acct.Key), option.WithMaxRetries(0))
+		// Every exchange the SDK makes is also checked against the OpenAPI document.
+		client := openai.NewClient(option.WithBaseURL(s.URL+"/v1/"), option.WithAPIKey(acct.Key), option.WithMaxRetries(0),
+			option.WithHTTPClient(&http.Client{Transport: testkit.OpenAPITransport(t, nil)}))
 
 		v, err := client.Videos.New(ctx, openai.VideoNewParams{Prompt: "a lighthouse at dusk", Model: "videogen-2.0-720p",
 			Seconds: openai.VideoSeconds("8"), Size: openai.VideoSize("1280x720")})

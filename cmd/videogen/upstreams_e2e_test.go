@@ -179,9 +179,10 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		// 800 ms per generation; a [sim:slow] one takes ten times as long, which keeps it running on
-		// the OpenAI-style credential through the reloads that remove that credential.
-		oai := startUpstreamSim(t, "openai", freeAddr(t), filepath.Join(dir, "oai-sim"), "800ms", e2eOAISecret)
+		// 2 s per generation on the OpenAI-style simulator; a [sim:slow] one takes ten times as long,
+		// which keeps it running on that credential through the reloads that remove it (each reload
+		// waits two watch rounds for every instance's answer). 800 ms on the Ark one.
+		oai := startUpstreamSim(t, "openai", freeAddr(t), filepath.Join(dir, "oai-sim"), "2s", e2eOAISecret)
 		ark := startUpstreamSim(t, "ark", freeAddr(t), filepath.Join(dir, "ark-sim"), "800ms", e2eArkSecret1, e2eArkSecret2)
 		secretFile := filepath.Join(dir, "ark-2.secret")
 		if err := os.WriteFile(secretFile, []byte(e2eArkSecret2+"\n"), 0o600); err != nil {

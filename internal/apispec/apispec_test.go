@@ -252,3 +252,56 @@ func TestComponents(t *testing.T) {
 		t.Errorf("status: %+v", f)
 	}
 }
+
+// TestContentTypeByParameter: the extension that ties a file's content type to a query parameter names
+// that parameter's every value and no other, and only content types the answer lists.
+func TestContentTypeByParameter(t *testing.T) {
+	doc, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				ext, ok := resp.Value.Extensions["x-content-type-by-parameter"].(map[string]any)
+				if !ok {
+					continue
+				}
+				found++
+				where := method + " " + path + " " + status
+				name, _ := ext["parameter"].(string)
+				p := op.Parameters.GetByInAndName("query", name)
+				if p == nil || p.Schema == nil || p.Schema.Value == nil {
+					t.Errorf("%s: no query parameter %q", where, name)
+					continue
+				}
+				if ext["default"] != p.Schema.Value.Default {
+					t.Errorf("%s: default %v, the parameter's is %v", where, ext["default"], p.Schema.Value.Default)
+				}
+				types, _ := ext["types"].(map[string]any)
+				var values []string
+				for v, list := range types {
+					values = append(values, v)
+					for _, ct := range list.([]any) {
+						if resp.Value.Content.Get(ct.(string)) == nil {
+							t.Errorf("%s: %s=%s gives %v, which the answer does not list", where, name, v, ct)
+						}
+					}
+				}
+				var enum []string
+				for _, v := range p.Schema.Value.Enum {
+					enum = append(enum, v.(string))
+				}
+				sort.Strings(values)
+				sort.Strings(enum)
+				if !slices.Equal(values, enum) {
+					t.Errorf("%s: types for %v, the parameter takes %v", where, values, enum)
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("no x-content-type-by-parameter in the document")
+	}
+}

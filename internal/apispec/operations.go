@@ -95,14 +95,17 @@ type ErrorCode struct {
 // path, GET, POST, DELETE. The result is shared: callers must not change it.
 func Operations() ([]Operation, error) { return operations() }
 
-// ErrorCodes returns every error code of the document with its meaning, in the document's order.
-func ErrorCodes() ([]ErrorCode, error) {
+// ErrorCodes returns every error code of the document with its meaning, in the document's order. The
+// result is shared: callers must not change it.
+func ErrorCodes() ([]ErrorCode, error) { return errorCatalogue() }
+
+var errorCatalogue = sync.OnceValues(func() ([]ErrorCode, error) {
 	doc, err := Load()
 	if err != nil {
 		return nil, err
 	}
 	return codeCatalogue(doc), nil
-}
+})
 
 var operations = sync.OnceValues(func() ([]Operation, error) {
 	doc, err := Load()
@@ -425,10 +428,12 @@ type Info struct {
 }
 
 // DocumentInfo returns the document's info.
-func DocumentInfo() (Info, error) {
+func DocumentInfo() (Info, error) { return documentInfo() }
+
+var documentInfo = sync.OnceValues(func() (Info, error) {
 	doc, err := Load()
 	if err != nil {
 		return Info{}, err
 	}
 	return Info{Title: doc.Info.Title, Version: doc.Info.Version, Summary: doc.Info.Summary, Description: doc.Info.Description}, nil
-}
+})

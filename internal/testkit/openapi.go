@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -87,12 +86,6 @@ func (c *openAPIChecker) check(sent *http.Request, r *Resp) string {
 		}
 		return ""
 	}
-	if f := os.Getenv("OA_TRACE"); f != "" { // TEMPORARY instrumentation
-		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintf(fh, "%s %s %d %s %s\n", sent.Method, route.Path, r.Status, r.Header.Get("Content-Type"), sent.Header.Get("Content-Type"))
-			fh.Close()
-		}
-	}
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
 		Options: &openapi3filter.Options{AuthenticationFunc: bearerPresent}}
 
@@ -135,7 +128,29 @@ func checkResponse(ctx context.Context, in *openapi3filter.RequestValidationInpu
 		return fmt.Sprintf("content type %q is not one the document gives for %d (%s)", ct, r.Status,
 			strings.Join(contentTypes(resp.Value.Content), ", "))
 	}
-	return ""
+	return contentTypeByParameter(in.Request, resp.Value, mt)
+}
+
+// contentTypeByParameter enforces the document's x-content-type-by-parameter: the content type a query
+// parameter's value asks for (GET /v1/videos/{id}/content?variant=thumbnail is an image, never the MP4).
+func contentTypeByParameter(req *http.Request, resp *openapi3.Response, mt string) string {
+	ext, ok := resp.Extensions["x-content-type-by-parameter"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	param, _ := ext["parameter"].(string)
+	value := req.URL.Query().Get(param)
+	if value == "" {
+		value, _ = ext["default"].(string)
+	}
+	types, _ := ext["types"].(map[string]any)
+	allowed, _ := types[value].([]any)
+	for _, a := range allowed {
+		if a == mt {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s=%s was answered with %q; the document gives %v for it", param, value, mt, allowed)
 }
 
 // OpenAPITransport is an http.RoundTripper that holds every exchange through it to the document, as Do
