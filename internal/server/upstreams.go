@@ -163,13 +163,7 @@ func (s *Server) watchUpstreams(ctx context.Context) {
 				s.Log.Warn("forget old upstream health", "err", err)
 			}
 		}
-		ids := s.Pool.IDs()
-		for _, c := range s.Pool.Configured() {
-			if c.Draining {
-				ids = append(ids, c.ID)
-			}
-		}
-		if err := s.Pool.Health.Publish(ctx, s.DB, ids, 3*s.Cfg.UpstreamsWatch); err != nil && ctx.Err() == nil {
+		if err := s.Pool.Health.Publish(ctx, s.DB, ids(s.Pool.Configured()), 3*s.Cfg.UpstreamsWatch); err != nil && ctx.Err() == nil {
 			s.Log.Warn("publish upstream health", "err", err)
 		}
 		seq, err := s.reloadSeq(ctx)

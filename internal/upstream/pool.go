@@ -17,6 +17,7 @@ import (
 
 	"videogen/internal/db"
 	"videogen/internal/storetext"
+	"videogen/internal/tasks"
 	"videogen/models"
 )
 
@@ -335,7 +336,7 @@ func (p *Pool) Check(ctx context.Context, creds []Credential) error {
 			// With nothing in flight under the id there is nothing to poll elsewhere: a corrected typo
 			// in a base URL is fine.
 			var held int64
-			if err := p.db.R.WithContext(ctx).Model(&models.Task{}).Where("credential_id = ? AND status IN ?", c.ID, []string{"queued", "in_progress"}).
+			if err := p.db.R.WithContext(ctx).Model(&models.Task{}).Where("credential_id = ? AND status IN ?", c.ID, tasks.Unfinished).
 				Count(&held).Error; err != nil {
 				return fmt.Errorf("count the tasks of %s: %w", c.ID, err)
 			}
