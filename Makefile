@@ -12,6 +12,8 @@ export VERSITYGW  := $(VERSITYGW_DIR)/versitygw
 STRIPE_MOCK_VERSION := v0.203.0
 STRIPE_MOCK_DIR     := $(if $(filter /%,$(XDG_CACHE_HOME)),$(XDG_CACHE_HOME),$(HOME)/.cache)/videogen/stripe-mock-$(STRIPE_MOCK_VERSION)
 export STRIPE_MOCK  := $(STRIPE_MOCK_DIR)/stripe-mock
+# The OpenAI Node SDK the SDK tests drive, at the version its lock file pins (npm ci; the npm registry).
+OPENAI_NODE_DIR := internal/testkit/testdata/openai-node
 
 .PHONY: run build generate test test-deps check-generated bench fuzz vet fmt clean
 
@@ -35,18 +37,23 @@ test: test-deps check-generated ## every test, race detector on; PostgreSQL too 
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 # Tools the tests drive that a fresh machine lacks: ffmpeg decodes the simulator's videos, chromium runs
-# the browser tests (Debian packages); versitygw serves S3 to the storage tests and stripe-mock serves
-# Stripe's API to the payment tests (both built from the Go module proxy, about 3 minutes, once).
+# the browser tests, node runs the OpenAI Node SDK (Debian packages); versitygw serves S3 to the storage
+# tests and stripe-mock serves Stripe's API to the payment tests (both built from the Go module proxy,
+# about 3 minutes, once); npm installs the OpenAI Node SDK from its lock file.
 test-deps:
 	@missing=""; \
 	command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || missing="$$missing ffmpeg"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	[ -z "$$missing" ] || { echo "installing$$missing (test-only)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
 	@[ -x "$(VERSITYGW)" ] || { echo "building versitygw $(VERSITYGW_VERSION) into $(VERSITYGW_DIR) (test-only)"; \
 		GOBIN="$(VERSITYGW_DIR)" $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); }
 	@[ -x "$(STRIPE_MOCK)" ] || { echo "building stripe-mock $(STRIPE_MOCK_VERSION) into $(STRIPE_MOCK_DIR) (test-only)"; \
 		GOBIN="$(STRIPE_MOCK_DIR)" $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION); }
+	@[ "$(OPENAI_NODE_DIR)/node_modules/.package-lock.json" -nt "$(OPENAI_NODE_DIR)/package-lock.json" ] || { \
+		echo "installing the OpenAI Node SDK into $(OPENAI_NODE_DIR) (test-only)"; \
+		npm ci --prefix "$(OPENAI_NODE_DIR)" --no-audit --no-fund --loglevel=error; }
 
 bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; writes docs/performance.md
 	@command -v wrk >/dev/null || { echo "installing wrk (the load generator)"; \

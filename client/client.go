@@ -22,8 +22,13 @@
 // Network errors, 5xx answers and 429 are retried with capped exponential backoff and jitter (or after
 // the server's Retry-After), but only for requests that are safe to repeat: GET and DELETE, and
 // POST /v1/videos, which always carries an Idempotency-Key (generated when CreateParams has none) so a
-// repeat returns the first task instead of reserving the price again. Uploads are never retried: their
-// bodies stream from the caller's readers, which cannot be read a second time.
+// repeat returns the first task instead of reserving the price again. A repeated DELETE that finds the
+// video gone after a lost answer reports the deletion (see Client.Delete). Uploads are never retried:
+// their bodies stream from the caller's readers, which cannot be read a second time.
+//
+// A request that failed may still have been carried out: its answer can be lost on the way back, or be
+// a 5xx that a server or proxy gives after the work was done. MayHaveRun tells such a failure from a
+// certain refusal, so a program knows when to look before it repeats a create by other means.
 package client
 
 import (
@@ -31,13 +36,17 @@ import (
 	"context"
 	cryptorand "crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -131,27 +140,38 @@ type request struct {
 func (r request) String() string { return r.method + " " + r.path }
 
 // call sends r, repeating it while that is safe and useful, and returns a 2xx answer whose body the
-// caller closes. Any other answer is returned as *APIError.
+// caller closes. Any other answer becomes an *APIError, for AsAPIError to find. Every error is a
+// *callError recording whether an attempt may have been carried out by the server (see MayHaveRun).
 func (c *Client) call(ctx context.Context, r request) (*http.Response, error) {
+	ran := false // an earlier attempt, or an earlier write of this one by net/http, may have been carried out
 	for attempt := 0; ; attempt++ {
 		req, err := c.newRequest(ctx, r)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r, err) // a bad base URL: no attempt can do better
+			// A bad base URL: no attempt can do better, and this one was never sent.
+			return nil, &callError{err: fmt.Errorf("%s: %w", r, err), earlier: ran}
 		}
-		resp, err := c.http.Do(req)
+		resp, rewritten, err := c.send(req)
+		ran = ran || rewritten
 		var wait time.Duration
 		switch {
 		case err != nil:
+			reached := mayHaveReached(err)
+			err = fmt.Errorf("%s: %w", r, err)
 			if ctx.Err() != nil || !r.retry || attempt >= c.maxRetries {
-				return nil, fmt.Errorf("%s: %w", r, err)
+				return nil, &callError{err: err, earlier: ran, last: reached}
 			}
+			ran = ran || reached
 		case resp.StatusCode < 300:
 			return resp, nil
 		default:
 			apiErr := readAPIError(resp)
+			// A 5xx may come after the work was done (a proxy's 502 for an answer lost behind it); a
+			// 4xx, 429 included, is a refusal of this attempt.
+			done := apiErr.Status >= 500
 			if !r.retry || attempt >= c.maxRetries || !shouldRetry(resp) || apiErr.RetryAfter > maxRetryAfter {
-				return nil, apiErr
+				return nil, &callError{err: apiErr, earlier: ran, last: done}
 			}
+			ran = ran || done
 			wait, err = apiErr.RetryAfter, apiErr
 		}
 		if wait <= 0 {
@@ -161,10 +181,55 @@ func (c *Client) call(ctx context.Context, r request) (*http.Response, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%s: %w (while waiting to retry after: %w)", r, ctx.Err(), err)
+			return nil, &callError{err: fmt.Errorf("%s: %w (while waiting to retry after: %w)", r, ctx.Err(), err), earlier: ran}
 		case <-t.C:
 		}
 	}
+}
+
+// callError is the error of a request whose attempts all failed, with what they tell about whether the
+// server carried it out anyway. Its text is its cause's.
+type callError struct {
+	err     error
+	earlier bool // an attempt before the last may have been carried out
+	last    bool // the last attempt may have been carried out
+}
+
+func (e *callError) Error() string { return e.err.Error() }
+func (e *callError) Unwrap() error { return e.err }
+
+// MayHaveRun reports whether the request that failed with err may nonetheless have been carried out by
+// the server. It is true when an attempt of it was sent and no answer came back (a network error after
+// connecting, a timeout, a cancelled context), or the answer was a 5xx, which a server or proxy can give
+// after the work was done; and when a 2xx answer could not be read. It is false when every attempt was
+// refused with a 4xx (429 included) or could not connect, and for errors that are not a request's
+// (an invalid argument, a reader that failed before anything was sent).
+//
+// For Create, false means nothing was reserved. True means a video may exist and be paid for: repeat the
+// create with the same CreateParams.IdempotencyKey (the server answers with the first video, if there
+// is one, instead of paying again), or look for it with List before creating another.
+func MayHaveRun(err error) bool {
+	var ce *callError
+	return errors.As(err, &ce) && (ce.earlier || ce.last)
+}
+
+// mayHaveReached reports whether an attempt that failed with err may have reached the server: only a
+// failure to connect (a dial error: refused, unreachable, unknown host) proves that it did not.
+func mayHaveReached(err error) bool {
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
+}
+
+// send is c.http.Do, also reporting whether net/http wrote the request more than once by itself: it
+// repeats a request that carries an Idempotency-Key when a kept-alive connection breaks before any
+// answer, and the earlier write may have been carried out although no error shows it.
+func (c *Client) send(req *http.Request) (resp *http.Response, rewritten bool, err error) {
+	var writes atomic.Int32
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { writes.Add(1) },
+	}))
+	resp, err = c.http.Do(req)
+	return resp, writes.Load() > 1, err
 }
 
 // newRequest makes one attempt's request, with a fresh reader of the body.
@@ -206,7 +271,8 @@ func (c *Client) callJSON(ctx context.Context, r request, out any) (http.Header,
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return nil, fmt.Errorf("%s: decode answer (request %s): %w", r, resp.Header.Get("X-Request-Id"), err)
+		// The server accepted the request: whatever it did stands, though its answer is unreadable.
+		return nil, &callError{err: fmt.Errorf("%s: decode answer (request %s): %w", r, resp.Header.Get("X-Request-Id"), err), last: true}
 	}
 	return resp.Header, nil
 }

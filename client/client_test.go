@@ -5,15 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"image"
+	_ "image/jpeg"
+	_ "image/png"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,12 +29,19 @@ import (
 
 const model = "videogen-2.0-mini-480p" // $0.05 a second: 4 s cost 0.200000
 
-// newClient is a client of s with a funded account's key, retrying quickly so failures show fast.
+// newClient is a client of s with a funded account's key, retrying quickly so failures show fast. Every
+// exchange goes through the OpenAPI check, so the client and the document cannot drift apart.
 func newClient(t *testing.T, s *testkit.Server, opts ...client.Option) (*client.Client, testkit.Account) {
 	t.Helper()
 	acct := s.NewAccount(t, "10")
-	opts = append([]client.Option{client.WithBackoff(5*time.Millisecond, 50*time.Millisecond)}, opts...)
+	opts = append([]client.Option{client.WithBackoff(5*time.Millisecond, 50*time.Millisecond), validated(t)}, opts...)
 	return client.New(s.URL, acct.Key, opts...), acct
+}
+
+// validated sends a client's requests through testkit.OpenAPITransport, which fails the test on any
+// request or answer the OpenAPI document does not allow.
+func validated(t *testing.T) client.Option {
+	return client.WithHTTPClient(&http.Client{Transport: testkit.OpenAPITransport(t, nil)})
 }
 
 // TestCreateWaitDownload is the whole life of a video through the client: created queued with its price
@@ -217,7 +230,7 @@ func TestTypedErrors(t *testing.T) {
 		if _, err := c.Get(ctx, "video_doesnotexist"); client.ErrorCode(err) != "not_found" {
 			t.Fatalf("unknown id: %v", err)
 		}
-		stranger := client.New(s.URL, "vg_"+strings.Repeat("x", 40))
+		stranger := client.New(s.URL, "vg_"+strings.Repeat("x", 40), validated(t))
 		if _, err := stranger.List(ctx, client.ListParams{}); client.ErrorCode(err) != "invalid_api_key" {
 			t.Fatalf("unknown key: %v", err)
 		}
@@ -440,7 +453,7 @@ func TestRetries(t *testing.T) {
 		if err := json.Unmarshal([]byte(tries[0].upstream), &lost); err != nil || lost.ID != v.ID {
 			t.Fatalf("the lost answer made %q, the client got %q", lost.ID, v.ID)
 		}
-		direct := client.New(s.URL, acct.Key)
+		direct := client.New(s.URL, acct.Key, validated(t))
 		page, err := direct.List(ctx, client.ListParams{})
 		if err != nil || len(page.Data) != 1 {
 			t.Fatalf("tasks after a retried create: %+v %v; want exactly one", page, err)
@@ -584,5 +597,295 @@ func TestDeleteRequest(t *testing.T) {
 	}
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d requests, want 2 (a 409 is not retried)", n)
+	}
+}
+
+// TestWaitPacesPollsByTheServer: Wait sleeps between polls as long as openai-poll-after-ms asks, and a
+// missing, zero, negative or unreadable header neither hammers the server nor is ignored. Only lower
+// bounds are asserted: a loaded machine may make the gaps longer, never shorter.
+func TestWaitPacesPollsByTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		name, header string
+		polls        int // answers before completed
+		want         time.Duration
+	}{
+		{"as asked", "300", 3, 300 * time.Millisecond},
+		{"missing", "", 1, time.Second},
+		{"not a number", "soon", 1, time.Second},
+		{"zero", "0", 2, 100 * time.Millisecond},
+		{"negative", "-5000", 2, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var arrivals []time.Time
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodGet || r.URL.Path != "/v1/videos/video_pace" {
+					http.NotFound(w, r)
+					return
+				}
+				mu.Lock()
+				arrivals = append(arrivals, time.Now())
+				n := len(arrivals)
+				mu.Unlock()
+				status, progress := client.StatusInProgress, 10*n
+				if n > tc.polls {
+					status, progress = client.StatusCompleted, 100
+				}
+				w.Header().Set("Content-Type", "application/json")
+				if tc.header != "" {
+					w.Header().Set("openai-poll-after-ms", tc.header)
+				}
+				_ = json.NewEncoder(w).Encode(map[string]any{"id": "video_pace", "object": "video", "status": status, "progress": progress})
+			}))
+			defer srv.Close()
+
+			v, err := client.New(srv.URL, "vg_key").Wait(context.Background(), "video_pace", nil)
+			if err != nil || v.Status != client.StatusCompleted {
+				t.Fatalf("wait: %+v %v", v, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(arrivals) != tc.polls+1 {
+				t.Fatalf("%d polls, want %d", len(arrivals), tc.polls+1)
+			}
+			// Each arrival is stamped before its answer is written, and the client starts its timer after
+			// reading the answer: a gap shorter than the wait means the header was not honoured.
+			for i := 1; i < len(arrivals); i++ {
+				if gap := arrivals[i].Sub(arrivals[i-1]); gap < tc.want {
+					t.Errorf("poll %d came %v after the one before; openai-poll-after-ms %q asks for at least %v", i+1, gap, tc.header, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// recorder is a transport that keeps the status and headers of every answer, for what the client's
+// methods do not return (the content type of a download).
+type recorder struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	answers map[string]*http.Response // by request URI; bodies are not kept
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err == nil {
+		r.mu.Lock()
+		if r.answers == nil {
+			r.answers = map[string]*http.Response{}
+		}
+		r.answers[req.URL.RequestURI()] = &http.Response{StatusCode: resp.StatusCode, Header: resp.Header.Clone()}
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (r *recorder) answer(uri string) *http.Response {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.answers[uri]
+}
+
+// TestDownloadVariants: the thumbnail of a completed video downloads as a JPEG and the spritesheet as a
+// larger image, both through the OpenAPI check; a variant OpenAI does not define is refused with a typed
+// error, never answered with the MP4.
+func TestDownloadVariants(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), nil)
+	rec := &recorder{next: testkit.OpenAPITransport(t, nil)}
+	c, _ := newClient(t, s, client.WithHTTPClient(&http.Client{Transport: rec}))
+	ctx := context.Background()
+	v, err := c.Create(ctx, client.CreateParams{Model: model, Prompt: "a lighthouse at dusk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err = c.Wait(ctx, v.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	still := func(variant client.Variant) (image.Config, string, string) {
+		t.Helper()
+		var b bytes.Buffer
+		n, err := c.DownloadVariant(ctx, v.ID, variant, &b)
+		if err != nil || n != int64(b.Len()) || n == 0 {
+			t.Fatalf("download %s: %d bytes (%d buffered): %v", variant, n, b.Len(), err)
+		}
+		a := rec.answer("/v1/videos/" + v.ID + "/content?variant=" + string(variant))
+		if a == nil || a.StatusCode != 200 {
+			t.Fatalf("download %s: the request sent was not ?variant=%s: %+v", variant, variant, a)
+		}
+		cfg, format, err := image.DecodeConfig(bytes.NewReader(b.Bytes()))
+		if err != nil {
+			t.Fatalf("%s (%s, %d bytes starting %x) is not an image: %v", variant, a.Header.Get("Content-Type"), n, b.Bytes()[:min(n, 8)], err)
+		}
+		if string(b.Bytes()[4:8]) == "ftyp" {
+			t.Fatalf("%s: got the MP4", variant)
+		}
+		return cfg, format, a.Header.Get("Content-Type") + " " + string(b.Bytes()[:2])
+	}
+	thumb, format, got := still(client.VariantThumbnail)
+	if format != "jpeg" || got != "image/jpeg \xff\xd8" {
+		t.Fatalf("thumbnail: %s, content type and first bytes %q; want a JPEG served as image/jpeg", format, got)
+	}
+	if w, h, ok := strings.Cut(v.Size, "x"); !ok || strconv.Itoa(thumb.Width) != w || strconv.Itoa(thumb.Height) != h {
+		t.Fatalf("thumbnail %dx%d; want the video's first frame at %s", thumb.Width, thumb.Height, v.Size)
+	}
+	sheet, _, got := still(client.VariantSpritesheet)
+	if !strings.HasPrefix(got, "image/") || sheet.Width*sheet.Height <= thumb.Width*thumb.Height/4 {
+		t.Fatalf("spritesheet %dx%d served as %q; want a grid of frames as an image", sheet.Width, sheet.Height, got)
+	}
+
+	_, err = c.DownloadVariant(ctx, v.ID, "poster", io.Discard)
+	if e, ok := client.AsAPIError(err); !ok || e.Status != 400 || e.Code != "invalid_request" || e.Param != "variant" || e.RequestID == "" {
+		t.Fatalf("an unknown variant: %v", err)
+	}
+}
+
+// TestDeleteAfterALostAnswer: a delete whose first attempt went through but whose answer was lost is
+// retried, finds the video gone (404 not_found) and reports the deletion, since that is what happened.
+// A 404 stays an error when no attempt before it can have deleted anything: on a first attempt, and
+// after an attempt that never connected.
+func TestDeleteAfterALostAnswer(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	deleted := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.TrimPrefix(r.URL.Path, "/v1/videos/")
+		mu.Lock()
+		calls[id]++
+		n, gone := calls[id], deleted[id]
+		if r.Method == http.MethodDelete && (id == "video_lost" || id == "video_502") {
+			deleted[id] = true
+		}
+		mu.Unlock()
+		switch {
+		case r.Method != http.MethodDelete:
+			w.WriteHeader(400)
+		case id == "video_lost" && n == 1:
+			// Deleted, then the connection drops before any answer.
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = conn.Close()
+		case id == "video_502" && n == 1:
+			// Deleted behind a proxy that lost the answer.
+			w.WriteHeader(http.StatusBadGateway)
+		case gone || id == "video_never":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(404)
+			_, _ = io.WriteString(w, `{"error":{"code":"not_found","message":"No video with this id.","param":null,"type":"invalid_request_error"}}`)
+		default:
+			w.WriteHeader(500)
+		}
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, "vg_key", client.WithBackoff(5*time.Millisecond, 20*time.Millisecond))
+	ctx := context.Background()
+
+	for _, id := range []string{"video_lost", "video_502"} {
+		d, err := c.Delete(ctx, id)
+		if err != nil || *d != (client.Deleted{ID: id, Object: "video.deleted", Deleted: true}) {
+			t.Fatalf("delete of %s, retried after a lost answer: %+v %v", id, d, err)
+		}
+		mu.Lock()
+		n := calls[id]
+		mu.Unlock()
+		if n != 2 {
+			t.Fatalf("delete of %s: %d attempts, want 2", id, n)
+		}
+	}
+
+	_, err := c.Delete(ctx, "video_never")
+	if e, ok := client.AsAPIError(err); !ok || e.Status != 404 || e.Code != "not_found" || client.MayHaveRun(err) {
+		t.Fatalf("delete of a video that is not there: %v", err)
+	}
+
+	// An attempt that could not connect deleted nothing: the 404 after it is the truth.
+	refusedOnce := &failFirst{next: http.DefaultTransport}
+	c2 := client.New(srv.URL, "vg_key", client.WithBackoff(5*time.Millisecond, 20*time.Millisecond), client.WithHTTPClient(&http.Client{Transport: refusedOnce}))
+	_, err = c2.Delete(ctx, "video_never")
+	if client.ErrorCode(err) != "not_found" || refusedOnce.n.Load() != 2 {
+		t.Fatalf("delete after a refused connection: %v (%d attempts)", err, refusedOnce.n.Load())
+	}
+}
+
+// failFirst fails the first request as a refused connection does, before anything is sent.
+type failFirst struct {
+	next http.RoundTripper
+	n    atomic.Int32
+}
+
+func (f *failFirst) RoundTrip(req *http.Request) (*http.Response, error) {
+	if f.n.Add(1) == 1 {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return f.next.RoundTrip(req)
+}
+
+// TestMayHaveRun: a failed create is certainly not made only when every attempt was refused with a 4xx
+// or could not connect; a lost answer or a 5xx, on the last attempt or an earlier one, leaves it open.
+func TestMayHaveRun(t *testing.T) {
+	var mu sync.Mutex
+	var plan []string // what the stand-in does with each create, in turn; "400" once it runs out
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		do := "400"
+		if len(plan) > 0 {
+			do, plan = plan[0], plan[1:]
+		}
+		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch do {
+		case "drop":
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			_ = conn.Close()
+		case "503":
+			w.WriteHeader(503)
+			_, _ = io.WriteString(w, `{"error":{"code":"shutting_down","message":"later","param":null,"type":"server_error"}}`)
+		case "429":
+			w.WriteHeader(429)
+			_, _ = io.WriteString(w, `{"error":{"code":"rate_limited","message":"slow down","param":null,"type":"rate_limit_error"}}`)
+		default:
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"error":{"code":"invalid_model","message":"no","param":"model","type":"invalid_request_error"}}`)
+		}
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, "vg_key", client.WithBackoff(time.Millisecond, 5*time.Millisecond), client.WithMaxRetries(2))
+	for _, tc := range []struct {
+		plan []string
+		want bool
+	}{
+		{[]string{"400"}, false},
+		{[]string{"429", "429", "429"}, false},
+		{[]string{"429", "400"}, false},
+		{[]string{"503", "503", "503"}, true},
+		{[]string{"drop", "drop", "drop"}, true},
+		{[]string{"drop", "429", "429"}, true}, // the first may have made the video
+		{[]string{"503", "400"}, true},
+	} {
+		mu.Lock()
+		plan = slices.Clone(tc.plan)
+		mu.Unlock()
+		_, err := c.Create(context.Background(), client.CreateParams{Model: model, Prompt: "x"})
+		if err == nil || client.MayHaveRun(err) != tc.want {
+			t.Errorf("create answered %v: %v, MayHaveRun %v; want %v", tc.plan, err, client.MayHaveRun(err), tc.want)
+		}
+	}
+	if _, err := c.Create(context.Background(), client.CreateParams{Model: model, Prompt: "x"}); client.ErrorCode(err) != "invalid_model" {
+		t.Fatalf("the typed error inside: %v", err)
+	}
+
+	// Nothing listening: no attempt connected, so nothing can have been made.
+	addr := srv.URL
+	srv.Close()
+	_, err := client.New(addr, "vg_key", client.WithBackoff(time.Millisecond, 2*time.Millisecond)).Create(context.Background(), client.CreateParams{Model: model, Prompt: "x"})
+	if err == nil || client.MayHaveRun(err) {
+		t.Fatalf("create with nothing listening: %v, MayHaveRun %v", err, client.MayHaveRun(err))
+	}
+	if client.MayHaveRun(errors.New("not a request's")) || client.MayHaveRun(nil) {
+		t.Fatal("MayHaveRun of an error that is not a request's")
 	}
 }

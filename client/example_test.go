@@ -149,3 +149,23 @@ func ExampleNewIdempotencyKey() {
 	fmt.Println(len(key), key[14] == '4') // a version 4 UUID
 	// Output: 36 true
 }
+
+// A create that failed may still have made the video: its answer can be lost, or be a 5xx given after
+// the work was done. MayHaveRun tells that apart from a refusal, and the same key makes a repeat safe.
+func ExampleMayHaveRun() {
+	ctx := context.Background()
+	c := client.New("http://localhost:8080", os.Getenv("VIDEOGEN_API_KEY"))
+	p := client.CreateParams{Model: "videogen-2.0-mini-480p", Prompt: "a lighthouse at dusk", IdempotencyKey: client.NewIdempotencyKey()}
+
+	v, err := c.Create(ctx, p)
+	switch {
+	case err == nil:
+		fmt.Println(v.ID)
+	case client.MayHaveRun(err):
+		// Later, with the same p (the same key and request): the server answers with the video the
+		// first create made, if it made one, and reserves nothing more.
+		fmt.Println("unknown outcome; repeat with Idempotency-Key", p.IdempotencyKey)
+	default:
+		fmt.Println("refused, nothing reserved:", client.ErrorCode(err))
+	}
+}

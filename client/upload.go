@@ -97,15 +97,16 @@ func (c *Client) Upload(ctx context.Context, files ...File) (*Uploaded, error) {
 		return nil, fmt.Errorf("upload: %w", werr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("upload: %w", err)
+		return nil, &callError{err: fmt.Errorf("upload: %w", err), last: mayHaveReached(err)}
 	}
 	if resp.StatusCode >= 300 {
-		return nil, readAPIError(resp)
+		e := readAPIError(resp)
+		return nil, &callError{err: e, last: e.Status >= 500}
 	}
 	defer resp.Body.Close()
 	var u Uploaded
 	if err := json.NewDecoder(resp.Body).Decode(&u); err != nil {
-		return nil, fmt.Errorf("upload: decode answer (request %s): %w", resp.Header.Get("X-Request-Id"), err)
+		return nil, &callError{err: fmt.Errorf("upload: decode answer (request %s): %w", resp.Header.Get("X-Request-Id"), err), last: true}
 	}
 	return &u, nil
 }

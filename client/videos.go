@@ -3,12 +3,14 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -140,26 +142,33 @@ func (c *Client) get(ctx context.Context, id string) (*Video, time.Duration, err
 	return &v, pollAfter(h.Get("openai-poll-after-ms")), nil
 }
 
-// Poll bounds: the server asks for 1–15 s; a missing or odd header must neither hammer it nor stall.
+// Poll bounds. The server asks for 1–15 s; whatever the header says, Wait neither hammers the server nor
+// stalls for minutes on one answer.
 const (
-	defaultPoll = time.Second
-	minPoll     = 100 * time.Millisecond
-	maxPoll     = 30 * time.Second
+	defaultPoll = time.Second            // no header, or not a whole number of milliseconds
+	minPoll     = 100 * time.Millisecond // floor for 0, negative and tiny values
+	maxPoll     = 30 * time.Second       // cap for large values, however large
 )
 
+// pollAfter turns openai-poll-after-ms into the wait before the next poll, within minPoll–maxPoll.
 func pollAfter(h string) time.Duration {
-	ms, err := strconv.ParseInt(h, 10, 64)
-	if err != nil {
+	ms, err := strconv.ParseInt(strings.TrimSpace(h), 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return defaultPoll
 	}
-	return min(max(time.Duration(ms)*time.Millisecond, minPoll), maxPoll)
+	// Bounded in milliseconds, before the conversion: a huge value (ParseInt gives MaxInt64 for one out
+	// of range) would overflow time.Duration and wrap to a negative wait.
+	ms = min(max(ms, minPoll.Milliseconds()), maxPoll.Milliseconds())
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Wait polls the video until it completes or fails, sleeping between polls as long as the server's
-// openai-poll-after-ms header asks (bounded to 0.1–30 s). onUpdate, when not nil, sees every answer,
-// the first one included. A failed video is returned with a *VideoFailedError; when ctx ends or a poll
-// fails, Wait returns the last video it saw (nil if none) with the error. The video keeps generating
-// on the server whatever happens to Wait.
+// openai-poll-after-ms header asks. The header is bounded: a missing one or one that is not a whole
+// number of milliseconds waits 1 s, 0 and negative values 100 ms, and anything above 30 s (an absurd
+// value, however large) 30 s. onUpdate, when not nil, sees every answer, the first one included. A
+// failed video is returned with a *VideoFailedError; when ctx ends or a poll fails, Wait returns the
+// last video it saw (nil if none) with the error. The video keeps generating on the server whatever
+// happens to Wait.
 func (c *Client) Wait(ctx context.Context, id string, onUpdate func(*Video)) (*Video, error) {
 	var last *Video
 	for {
@@ -292,11 +301,24 @@ type Deleted struct {
 }
 
 // Delete deletes a finished video's files and hides it from Get and List (the bill stays). A queued or
-// in-progress video is refused (409). Delete is retried like a GET; when an earlier attempt went
-// through but its answer was lost, the repeat answers 404 not_found.
+// in-progress video is refused (409 video_not_finished).
+//
+// Delete is retried like a GET, which raises one case of its own: when an attempt went through but its
+// answer was lost (a network error after the request was sent, or a 5xx), the repeat finds no video and
+// the server answers 404 not_found. Reporting that would make a successful delete look like a failure,
+// so a 404 not_found that follows such an attempt of the same call is returned as the deletion it
+// stands for. The price of this: when the lost attempt had in fact not reached the server and the video
+// was already gone (deleted by another program meanwhile, or never there), it is reported deleted too;
+// either way it is gone, which is what Delete asks for. A 404 on a first attempt, or after attempts
+// that could not connect or were refused with a 4xx, is returned as *APIError.
 func (c *Client) Delete(ctx context.Context, id string) (*Deleted, error) {
 	var d Deleted
-	if _, err := c.callJSON(ctx, request{method: http.MethodDelete, path: "/v1/videos/" + url.PathEscape(id), retry: true}, &d); err != nil {
+	_, err := c.callJSON(ctx, request{method: http.MethodDelete, path: "/v1/videos/" + url.PathEscape(id), retry: true}, &d)
+	if err != nil {
+		var ce *callError
+		if e, ok := AsAPIError(err); ok && e.Status == http.StatusNotFound && e.Code == "not_found" && errors.As(err, &ce) && ce.earlier {
+			return &Deleted{ID: id, Object: "video.deleted", Deleted: true}, nil
+		}
 		return nil, err
 	}
 	return &d, nil

@@ -57,4 +57,14 @@ func TestAPIDocuments(t *testing.T) {
 			t.Errorf("/docs/api lacks error code %s", c.Code)
 		}
 	}
+	// The descriptions' Markdown is rendered, not shown as source: code spans and emphasis become markup.
+	if !strings.Contains(string(page), "<code>openai-poll-after-ms</code>") || !strings.Contains(string(page), "<strong>") {
+		t.Error("/docs/api shows no rendered code span or emphasis")
+	}
+	if i := strings.Index(string(page), "`"); i >= 0 {
+		t.Errorf("/docs/api shows Markdown source: %q", string(page)[max(0, i-80):min(len(page), i+80)])
+	}
+	if strings.Contains(string(page), "**") {
+		t.Error("/docs/api shows Markdown emphasis marks")
+	}
 }

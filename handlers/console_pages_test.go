@@ -146,6 +146,18 @@ func TestTasksPages(t *testing.T) {
 			t.Fatalf("the test's prompt is not cut where meant: %q", preview)
 		}
 		all.contains(t, `<td class="prompt" title="`+long+`">`+preview+`</td>`, `<td class="prompt">a storm [sim:fail]</td>`)
+		// The finished video shows its thumbnail; the failed one has none.
+		thumbSrc := `src="/console/tasks/` + ok + `/video?variant=thumbnail"`
+		all.contains(t, thumbSrc)
+		if n := strings.Count(all.Body, `/video?variant=thumbnail"`); n != 1 {
+			t.Fatalf("the task list shows %d thumbnails, want the completed task's only", n)
+		}
+		if th := b.get("/console/tasks/" + ok + "/video?variant=thumbnail"); th.Status != 200 || th.Header.Get("Content-Type") != "image/jpeg" || !strings.HasPrefix(th.Body, "\xff\xd8") {
+			t.Fatalf("the list's thumbnail: %d %q", th.Status, th.Header.Get("Content-Type"))
+		}
+		if th := b.get("/console/tasks/" + bad + "/video?variant=thumbnail"); th.Status != 409 {
+			t.Fatalf("a failed task's thumbnail: %d", th.Status)
+		}
 		completed := b.get("/console/tasks?status=completed")
 		completed.contains(t, ok)
 		completed.lacks(t, bad)
@@ -159,7 +171,8 @@ func TestTasksPages(t *testing.T) {
 		// queued → in_progress → completed, or queued → completed when one poll saw the end (a slow run).
 		p.contains(t, long, "640x640 (1:1)", " → completed", "created; $0.20 reserved",
 			"sent to the generation service (attempt 1)", "accepted by the generation service",
-			"Reserved for a video", "Charged for a video", `<video controls`, "/console/tasks/"+ok+"/video", "Download MP4")
+			"Reserved for a video", "Charged for a video", `<video controls`, "/console/tasks/"+ok+"/video", "Download MP4",
+			`poster="/console/tasks/`+ok+`/video?variant=thumbnail"`, `/console/tasks/`+ok+`/video?variant=spritesheet`)
 		p.lacks(t, "idempotency key", "simtask_", "worker ") // the upstream's details are for support staff
 		// Each step once: a task is handled by one worker at a time.
 		if n := strings.Count(string(p.Body), "→ completed"); n != 1 || strings.Contains(string(p.Body), "after the task had ended") {

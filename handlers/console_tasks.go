@@ -113,11 +113,12 @@ func (h *handler) taskPage(c *fiber.Ctx, accountID int64, id string, staff bool,
 }
 
 // streamTaskVideo answers GET /console/tasks/{id}/video: the MP4 for the signed-in owner, inline (for
-// the player) or as a download.
+// the player) or as a download; with ?variant=thumbnail or spritesheet, the still beside it (the task
+// list's thumbnails).
 func (h *handler) streamTaskVideo(c *fiber.Ctx) error {
 	u := currentUser(c)
 	id := c.Params("id")
-	content, err := h.Videos.OpenContent(c.UserContext(), u.AccountID, id)
+	content, err := h.Videos.OpenContent(c.UserContext(), u.AccountID, id, c.Query("variant"))
 	if ae, ok := apierr.As(err); ok {
 		c.Status(ae.Status)
 		return h.render(c, views.ErrorPage(h.viewer(c, "tasks"), ae.Status, "Video not available", ae.Message))
@@ -129,8 +130,8 @@ func (h *handler) streamTaskVideo(c *fiber.Ctx) error {
 	if c.Query("download") != "" {
 		disposition = "attachment"
 	}
-	c.Set(fiber.HeaderContentType, "video/mp4")
-	c.Set(fiber.HeaderContentDisposition, disposition+`; filename="`+id+`.mp4"`)
+	c.Set(fiber.HeaderContentType, content.ContentType)
+	c.Set(fiber.HeaderContentDisposition, disposition+`; filename="`+id+content.Ext+`"`)
 	c.Set(fiber.HeaderCacheControl, "private, max-age=300")
 	// The player seeks with Range requests (Safari will not play without them). The API itself
 	// answers whole files only, as its contract says.

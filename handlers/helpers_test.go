@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -25,33 +26,48 @@ func creditUSD(s *testkit.Server, accountID int64, usd string) error {
 	return err
 }
 
-// postOversized sends POST /v1/videos over a raw connection with a body far over 1 MiB — announced in
-// Content-Length (the server refuses it from the header, having read at most its first 8 KiB), or chunked
-// (sent until the server stops it) — and reads the answer while the body is still being written, so that a write failing
-// after the server closed the connection cannot hide the answer.
+// postOversized sends POST /v1/videos over a raw connection with a JSON body far over 1 MiB — announced
+// in Content-Length (the server refuses it from the header, having read at most its first 8 KiB), or
+// chunked (sent until the server stops it).
 func postOversized(t *testing.T, base, key string, chunked bool) *testkit.Resp {
+	t.Helper()
+	return postLarge(t, base, key, "application/json", "", 3<<20, chunked)
+}
+
+// postLarge sends POST /v1/videos with a body of n bytes (head, then filler) over a raw connection — its
+// length announced, or chunked — and reads the answer while the body is still being written, so that a
+// write failing after the server closed the connection cannot hide the answer.
+func postLarge(t *testing.T, base, key, contentType, head string, n int, chunked bool) *testkit.Resp {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	head := "POST /v1/videos HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\nContent-Type: application/json\r\n"
+	req := "POST /v1/videos HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key + "\r\nContent-Type: " + contentType + "\r\n"
 	if chunked {
-		head += "Transfer-Encoding: chunked\r\n\r\n"
+		req += "Transfer-Encoding: chunked\r\n\r\n"
 	} else {
-		head += fmt.Sprintf("Content-Length: %d\r\n\r\n", 3<<20)
+		req += fmt.Sprintf("Content-Length: %d\r\n\r\n", n)
 	}
-	if _, err := conn.Write([]byte(head)); err != nil {
+	if _, err := conn.Write([]byte(req)); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
-		chunk := strings.Repeat("a", 64<<10)
-		if chunked {
-			chunk = fmt.Sprintf("%x\r\n%s\r\n", 64<<10, chunk)
+		chunk := func(b []byte) []byte {
+			if chunked {
+				return []byte(fmt.Sprintf("%x\r\n%s\r\n", len(b), b))
+			}
+			return b
 		}
-		for i := 0; i < 48; i++ { // 3 MiB
-			if _, err := conn.Write([]byte(chunk)); err != nil {
+		if head != "" { // an empty chunk would end a chunked body
+			if _, err := conn.Write(chunk([]byte(head))); err != nil {
+				return
+			}
+		}
+		filler := bytes.Repeat([]byte("a"), 64<<10)
+		for sent := len(head); sent < n; sent += len(filler) {
+			if _, err := conn.Write(chunk(filler)); err != nil {
 				return // the server has answered and closed
 			}
 		}

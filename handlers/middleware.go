@@ -184,14 +184,25 @@ func streamsBody(c *fiber.Ctx) bool {
 // refuseEncodedBody refuses a compressed request body on every API route: a 1 MiB gzip body can expand
 // far past any limit after the limit was checked, and no route takes one.
 func (h *handler) refuseEncodedBody(c *fiber.Ctx) error {
-	enc := c.Get(fiber.HeaderContentEncoding)
-	if enc == "" || strings.EqualFold(enc, "identity") {
-		return c.Next()
-	}
-	if !hasBody(&c.Request().Header) {
+	enc := encodedBody(c)
+	if enc == "" || !hasBody(&c.Request().Header) {
 		return c.Next() // nothing encoded
 	}
 	return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
+}
+
+// encodedBody returns the request's content codings other than identity, from every Content-Encoding
+// header it has; "" when there are none.
+func encodedBody(c *fiber.Ctx) string {
+	var encs []string
+	for _, v := range c.Request().Header.PeekAll(fiber.HeaderContentEncoding) {
+		for _, e := range strings.Split(string(v), ",") {
+			if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "identity") {
+				encs = append(encs, e)
+			}
+		}
+	}
+	return strings.Join(encs, ", ")
 }
 
 // requireJSON refuses a body that is not declared as JSON (the JSON routes' rule).
@@ -279,6 +290,15 @@ func closeUnread(c *fiber.Ctx) {
 func (h *handler) limitPageBody(c *fiber.Ctx) error {
 	if isAPIPath(c.Path()) {
 		return c.Next()
+	}
+	// A compressed body is refused before anything reads it, as on the API: fasthttp inflates a
+	// compressed multipart form whole, with no limit, the first time a form value is read (the CSRF check
+	// reads one on every POST, signed in or not), so a 1 MiB gzip body could take gigabytes. Browsers
+	// never compress what they send, nor does Stripe.
+	// (Stripe's webhook refuses one itself, in Stripe's JSON.)
+	if enc := encodedBody(c); enc != "" && hasBody(&c.Request().Header) && c.Path() != stripeWebhookPath {
+		closeUnread(c)
+		return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
 	}
 	return h.limitBody(c)
 }

@@ -1,11 +1,17 @@
 package handlers_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -809,4 +815,376 @@ func TestStripeWebhookBodyLimit(t *testing.T) {
 	if n := stripeEventCount(t, s); n != 0 {
 		t.Fatalf("%d events recorded", n)
 	}
+}
+
+// postStripeEncoded delivers payload signed as Stripe signs it (over the uncompressed bytes), with body
+// sent as it is under the given Content-Encoding headers.
+func postStripeEncoded(t *testing.T, s *testkit.Server, payload, body []byte, encodings ...string) *testkit.Resp {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/webhooks/stripe", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", testkit.SignStripe(payload, testkit.StripeWebhookSecret, time.Now()))
+	for _, e := range encodings {
+		req.Header.Add("Content-Encoding", e)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("post Stripe event: %v", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return &testkit.Resp{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// TestStripeWebhookRefusesCompressedBodies: Stripe never compresses its deliveries, and a compressed
+// body would be inflated without limit before its signature is checked (a few hundred KiB of gzip are
+// gigabytes): anyone may post here. Any Content-Encoding but identity is refused with 415 before the body
+// is looked at, even when what it inflates to is a validly signed event, and nothing is recorded.
+func TestStripeWebhookRefusesCompressedBodies(t *testing.T) {
+	s, _ := stripeServer(t, testkit.SQLiteURL(t), nil)
+	b := signUpVerified(t, s, "zip@example.com")
+	u := accountOf(t, s, "zip@example.com")
+	top, _ := startTopup(t, s, b, url.Values{"amount": {"20"}})
+	ev := testkit.StripeEvent("evt_zip", "checkout.session.completed", sessionObject(top, 2000, "paid"))
+	var gz, zl, bomb bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write(ev)
+	w.Close()
+	z := zlib.NewWriter(&zl)
+	z.Write(ev)
+	z.Close()
+	w = gzip.NewWriter(&bomb)
+	zeros := make([]byte, 1<<20)
+	for range 64 { // 64 MiB in about 64 KiB
+		w.Write(zeros)
+	}
+	w.Close()
+	for _, tc := range []struct {
+		name      string
+		body      []byte
+		encodings []string
+	}{
+		{"gzip", gz.Bytes(), []string{"gzip"}},
+		{"deflate", zl.Bytes(), []string{"deflate"}},
+		{"br", []byte("not really brotli"), []string{"br"}},
+		{"gzip after identity", gz.Bytes(), []string{"identity, gzip"}},
+		{"a second header", gz.Bytes(), []string{"identity", "GZIP"}},
+		{"a gzip bomb", bomb.Bytes(), []string{"gzip"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := postStripeEncoded(t, s, ev, tc.body, tc.encodings...)
+			if r.Status != 415 || r.ErrorCode() != "unsupported_content_type" {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+		})
+	}
+	if n := stripeEventCount(t, s); n != 0 || available(t, s, u.AccountID) != 0 {
+		t.Fatalf("a compressed delivery left %d events and available %d", n, available(t, s, u.AccountID))
+	}
+	// identity is no encoding: the same event sent plainly is credited.
+	if r := postStripeEncoded(t, s, ev, ev, "identity"); r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"credited"`) {
+		t.Fatalf("identity: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestStripeAsyncPaymentCredits: a delayed payment method completes the session unpaid (nothing is
+// credited, the top-up waits) and async_payment_succeeded is the event that credits it — once, however
+// often it is delivered.
+func TestStripeAsyncPaymentCredits(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s, _ := stripeServer(t, dbURL, nil)
+		b := signUpVerified(t, s, "sepa@example.com")
+		u := accountOf(t, s, "sepa@example.com")
+		top, _ := startTopup(t, s, b, url.Values{"amount": {"33.30"}})
+
+		completed := testkit.StripeEvent("evt_sepa_completed", "checkout.session.completed", sessionObject(top, 3330, "unpaid"))
+		if r := s.PostStripeEvent(t, completed); r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"processed"`) {
+			t.Fatalf("completed, unpaid: %d %s", r.Status, r.Body)
+		}
+		if got := topupOf(t, s, top.ID); got.State != models.TopupPending || got.CreditedAt != nil ||
+			got.StripePaymentIntentID == nil || *got.StripePaymentIntentID != "pi_"+top.ID {
+			t.Fatalf("after an unpaid completion: %+v", got)
+		}
+		if es := ledgerKinds(t, s, u.AccountID, models.KindTopup); len(es) != 0 || available(t, s, u.AccountID) != 0 {
+			t.Fatalf("an unpaid completion credited: %+v", es)
+		}
+		b.get("/console/wallet/topups/"+top.ID).contains(t, "Waiting for Stripe to confirm")
+
+		succeeded := testkit.StripeEvent("evt_sepa_paid", "checkout.session.async_payment_succeeded", sessionObject(top, 3330, "paid"))
+		if r := s.PostStripeEvent(t, succeeded); r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"credited"`) {
+			t.Fatalf("async_payment_succeeded: %d %s", r.Status, r.Body)
+		}
+		// Stripe's retry of the same event, and the same news under another event id.
+		if r := s.PostStripeEvent(t, succeeded); r.Status != 200 || !strings.Contains(string(r.Body), `"duplicate":true`) {
+			t.Fatalf("replay: %d %s", r.Status, r.Body)
+		}
+		again := testkit.StripeEvent("evt_sepa_paid_again", "checkout.session.async_payment_succeeded", sessionObject(top, 3330, "paid"))
+		if r := s.PostStripeEvent(t, again); r.Status != 200 || strings.Contains(string(r.Body), `"outcome":"credited"`) {
+			t.Fatalf("second event: %d %s", r.Status, r.Body)
+		}
+		es := ledgerKinds(t, s, u.AccountID, models.KindTopup)
+		if len(es) != 1 || es[0].DeltaAvailable != 33_300_000 || *es[0].ExternalID != *top.StripeSessionID {
+			t.Fatalf("topup entries: %+v", es)
+		}
+		if got := available(t, s, u.AccountID); got != 33_300_000 {
+			t.Fatalf("available %d, want 33300000", got)
+		}
+		if got := topupOf(t, s, top.ID); got.State != models.TopupCredited || got.CreditedMicros != 33_300_000 || got.Flag != "" {
+			t.Fatalf("credited top-up: %+v", got)
+		}
+		b.get("/console/wallet/topups/"+top.ID).contains(t, "Payment received", "$33.30 was added")
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+func topupOf(t *testing.T, s *testkit.Server, id string) models.Topup {
+	t.Helper()
+	var top models.Topup
+	if err := s.DB.R.Take(&top, "id = ?", id).Error; err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+var presetRE = regexp.MustCompile(`<button[^>]*name="preset"[^>]*value="([^"]*)"`)
+
+// TestTopupBoundsAndPresets: the custom amount is held to TOPUP_MIN and TOPUP_MAX (default $5 and
+// $1,000), both ends included; the one-click presets ($10, $25, $100) are buttons of the top-up form
+// whose values post a session of that amount, and only those within the bounds are offered — or taken.
+func TestTopupBoundsAndPresets(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		env                 map[string]string
+		refused, accepted   []string
+		lo, hi              string // as the error message says them
+		presets, notOffered []string
+	}{
+		{"configured", map[string]string{"TOPUP_MIN": "2", "TOPUP_MAX": "50"}, []string{"1.99", "50.01"}, []string{"2", "50"},
+			"$2.00", "$50.00", []string{"10", "25"}, []string{"100"}},
+		{"default", nil, []string{"4.99", "1000.01"}, []string{"5", "1000"},
+			"$5.00", "$1000.00", []string{"10", "25", "100"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, front := stripeServer(t, testkit.SQLiteURL(t), tc.env)
+			b := signUpVerified(t, s, "bounds@example.com")
+			sessions := func() []testkit.StripeCall { return postCalls(front, "/v1/checkout/sessions") }
+			for _, amount := range tc.refused {
+				p := b.submit("/console/wallet", "amount", url.Values{"amount": {amount}})
+				if p.Status != 422 || !strings.Contains(p.Body, "between "+tc.lo+" and "+tc.hi) {
+					t.Errorf("%s: %d, want 422 naming %s to %s", amount, p.Status, tc.lo, tc.hi)
+				}
+			}
+			if n := len(sessions()); n != 0 {
+				t.Fatalf("%d sessions for refused amounts", n)
+			}
+			for _, amount := range tc.accepted {
+				top, _ := startTopup(t, s, b, url.Values{"amount": {amount}})
+				want, _ := billing.ParseUSD(amount)
+				got := sessions()
+				if top.AmountMicros != int64(want) || got[len(got)-1].Form.Get("line_items[0][price_data][unit_amount]") != fmt.Sprint(int64(want)/10_000) {
+					t.Errorf("%s: top-up of %d micros, session of %s cents", amount, top.AmountMicros, got[len(got)-1].Form.Get("line_items[0][price_data][unit_amount]"))
+				}
+			}
+
+			// The presets are what the page offers, read from its markup, and each is sent as a browser sends
+			// the button pressed: its name and value with the form's fields.
+			var offered []string
+			for _, m := range presetRE.FindAllStringSubmatch(b.get("/console/wallet").Body, -1) {
+				offered = append(offered, m[1])
+			}
+			if strings.Join(offered, ",") != strings.Join(tc.presets, ",") {
+				t.Fatalf("preset buttons %v, want %v", offered, tc.presets)
+			}
+			for _, v := range offered {
+				before := len(sessions())
+				top, _ := startTopup(t, s, b, url.Values{"preset": {v}})
+				want, _ := billing.ParseUSD(v)
+				got := sessions()
+				if len(got) != before+1 || top.AmountMicros != int64(want) ||
+					got[len(got)-1].Form.Get("line_items[0][price_data][unit_amount]") != fmt.Sprint(int64(want)/10_000) {
+					t.Errorf("preset %s: top-up %+v, %d sessions", v, top, len(got)-before)
+				}
+			}
+			// A preset the page does not offer is refused like the amount it is.
+			for _, v := range tc.notOffered {
+				if p := b.submit("/console/wallet", "amount", url.Values{"preset": {v}}); p.Status != 422 {
+					t.Errorf("preset %s outside the bounds: %d", v, p.Status)
+				}
+			}
+		})
+	}
+}
+
+// TestMismatchedCreditShownToStaff: a session that collected another amount than the top-up asked is
+// credited as Stripe reports, and the flag saying so is on the account's staff page.
+func TestMismatchedCreditShownToStaff(t *testing.T) {
+	s, _ := stripeServer(t, testkit.SQLiteURL(t), nil)
+	b := signUpVerified(t, s, "odd@example.com")
+	u := accountOf(t, s, "odd@example.com")
+	odd, _ := startTopup(t, s, b, url.Values{"amount": {"25"}})
+	if r := s.PostStripeEvent(t, testkit.StripeEvent("evt_odd_staff", "checkout.session.completed", sessionObject(odd, 2000, "paid"))); r.Status != 200 {
+		t.Fatalf("webhook: %d %s", r.Status, r.Body)
+	}
+	if available(t, s, u.AccountID) != 20_000_000 {
+		t.Fatalf("available %d", available(t, s, u.AccountID))
+	}
+	st := signInStaff(t, s, "staff@example.com", models.RoleSupport)
+	p := st.get(fmt.Sprintf("/support/accounts/%d", u.AccountID))
+	if p.Status != 200 {
+		t.Fatalf("staff account page: %d", p.Status)
+	}
+	p.contains(t, "Card payments", odd.ID, "Stripe collected $20.00 for a top-up of $25.00: credited as Stripe reports")
+}
+
+// TestStripeNullsInEvents: a signed event Stripe would not send — a charge whose refund list holds a null
+// entry, an event with no object — is handled (the null skipped, the event ignored), never a panic.
+func TestStripeNullsInEvents(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s, front := stripeServer(t, dbURL, nil)
+		b := signUpVerified(t, s, "nulls@example.com")
+		u := accountOf(t, s, "nulls@example.com")
+		top := paidTopup(t, s, b, "40", 4000)
+		chargeID := "ch_" + top.ID
+		charge := func(refunded int64, data ...any) map[string]any {
+			return map[string]any{"id": chargeID, "object": "charge", "amount": 4000, "amount_refunded": refunded, "currency": "usd",
+				"payment_intent": "pi_" + top.ID, "refunds": map[string]any{"object": "list", "has_more": false, "data": data}}
+		}
+		refund := func(id string, cents int64) map[string]any {
+			return map[string]any{"id": id, "object": "refund", "amount": cents, "currency": "usd", "status": "succeeded", "charge": chargeID}
+		}
+		// A null beside a refund: the refund is debited.
+		r := s.PostStripeEvent(t, testkit.StripeEvent("evt_null_1", "charge.refunded", charge(500, nil, refund("re_n1_"+top.ID, 500))))
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"processed"`) {
+			t.Fatalf("a null beside a refund: %d %s", r.Status, r.Body)
+		}
+		// Only a null: no list at all, so the refunds are asked of Stripe.
+		front.List("GET /v1/refunds", []map[string]any{refund("re_n1_"+top.ID, 500), refund("re_n2_"+top.ID, 700)}, 0)
+		r = s.PostStripeEvent(t, testkit.StripeEvent("evt_null_2", "charge.refunded", charge(1200, nil)))
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"processed"`) || len(front.Calls("/v1/refunds")) != 1 {
+			t.Fatalf("only a null: %d %s, %d refund lists", r.Status, r.Body, len(front.Calls("/v1/refunds")))
+		}
+		if rs := ledgerKinds(t, s, u.AccountID, models.KindRefund); len(rs) != 2 || rs[0].DeltaAvailable != -5_000_000 || rs[1].DeltaAvailable != -7_000_000 {
+			t.Fatalf("refund entries: %+v", rs)
+		}
+		// No object at all, in each of the event types that reads one.
+		for _, typ := range []string{"checkout.session.completed", "charge.refunded", "charge.dispute.created", "payment_intent.succeeded"} {
+			var ev map[string]any
+			_ = json.Unmarshal(testkit.StripeEvent("evt_nodata_"+typ, typ, nil), &ev)
+			delete(ev, "data")
+			payload, _ := json.Marshal(ev)
+			if r := s.PostStripeEvent(t, payload); r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"ignored"`) {
+				t.Fatalf("%s without data: %d %s", typ, r.Status, r.Body)
+			}
+		}
+		if got := available(t, s, u.AccountID); got != 28_000_000 {
+			t.Fatalf("available %d, want 28000000", got)
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+// TestStripeCreditAppliesOnlyItsOwnWaitingEvents: a credit applies at once the events that waited for
+// its payment (a refund before it), and leaves other payments' waiting events to their own schedule —
+// they are not re-run inside this webhook's time budget.
+func TestStripeCreditAppliesOnlyItsOwnWaitingEvents(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s, _ := stripeServer(t, dbURL, nil)
+		b := signUpVerified(t, s, "own@example.com")
+		u := accountOf(t, s, "own@example.com")
+		mine, _ := startTopup(t, s, b, url.Values{"amount": {"50"}})
+		refundOf := func(pi, id string, cents int64) map[string]any {
+			return map[string]any{"id": "ch_" + id, "object": "charge", "amount": cents, "amount_refunded": cents, "currency": "usd", "payment_intent": pi,
+				"refunds": map[string]any{"object": "list", "has_more": false, "data": []any{
+					map[string]any{"id": "re_" + id, "object": "refund", "amount": cents, "currency": "usd", "status": "succeeded", "charge": "ch_" + id}}}}
+		}
+		for _, ev := range [][]byte{
+			testkit.StripeEvent("evt_wait_mine", "charge.refunded", refundOf("pi_"+mine.ID, "mine", 1000)),
+			testkit.StripeEvent("evt_wait_other", "charge.refunded", refundOf("pi_someone_else", "other", 900)),
+		} {
+			if r := s.PostStripeEvent(t, ev); r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"deferred"`) {
+				t.Fatalf("early refund: %d %s", r.Status, r.Body)
+			}
+		}
+		event := func(id string) models.StripeEvent {
+			var e models.StripeEvent
+			if err := s.DB.R.Take(&e, "id = ?", id).Error; err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		other := event("evt_wait_other")
+		if r := s.PostStripeEvent(t, testkit.StripeEvent("evt_pay_mine", "checkout.session.completed", sessionObject(mine, 5000, "paid"))); r.Status != 200 ||
+			!strings.Contains(string(r.Body), `"outcome":"credited"`) {
+			t.Fatalf("payment: %d %s", r.Status, r.Body)
+		}
+		if e := event("evt_wait_mine"); e.State != models.EventProcessed {
+			t.Errorf("the refund waiting for this payment is %s", e.State)
+		}
+		if rs := ledgerKinds(t, s, u.AccountID, models.KindRefund); len(rs) != 1 || rs[0].DeltaAvailable != -10_000_000 || available(t, s, u.AccountID) != 40_000_000 {
+			t.Fatalf("refunds %+v, available %d", rs, available(t, s, u.AccountID))
+		}
+		if e := event("evt_wait_other"); e.State != models.EventPending || e.Attempts != other.Attempts || e.Note != other.Note {
+			t.Errorf("another payment's waiting event was run again: %+v, before %+v", e, other)
+		}
+	})
+}
+
+// TestCheckoutWhoseSessionIDIsNotStored: the session was created, but the database refused to store its
+// id. The customer goes on to pay it (nothing says "nothing was charged" of a payable session), the
+// top-up stays pending, and the webhook finds it by the top-up id the session carries and credits it.
+func TestCheckoutWhoseSessionIDIsNotStored(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s, front := stripeServer(t, dbURL, nil)
+		b := signUpVerified(t, s, "unstored@example.com")
+		u := accountOf(t, s, "unstored@example.com")
+		refuse := []string{`CREATE TRIGGER refuse_session_id BEFORE UPDATE OF stripe_session_id ON topups
+			BEGIN SELECT RAISE(ABORT, 'the test refuses session ids'); END`}
+		allow := []string{"DROP TRIGGER refuse_session_id"}
+		if s.DB.Postgres {
+			refuse = []string{`CREATE FUNCTION refuse_session_id() RETURNS trigger LANGUAGE plpgsql AS
+				$$ BEGIN RAISE EXCEPTION 'the test refuses session ids'; END $$`,
+				`CREATE TRIGGER refuse_session_id BEFORE UPDATE OF stripe_session_id ON topups FOR EACH ROW EXECUTE FUNCTION refuse_session_id()`}
+			allow = []string{"DROP TRIGGER refuse_session_id ON topups"}
+		}
+		for _, q := range refuse {
+			if err := s.DB.W.Exec(q).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := b.submit("/console/wallet", "amount", url.Values{"amount": {"21"}})
+		if p.Status != 303 || !strings.HasPrefix(p.location(), "https://checkout.stripe.com/") {
+			t.Fatalf("top-up whose session id could not be stored: %d %s %s", p.Status, p.location(), trimPage(p.Body))
+		}
+		var top models.Topup
+		if err := s.DB.R.Where("account_id = ?", u.AccountID).Take(&top).Error; err != nil {
+			t.Fatal(err)
+		}
+		if top.State != models.TopupPending || top.StripeSessionID != nil || top.Failure != "" || len(postCalls(front, "/v1/checkout/sessions")) != 1 {
+			t.Fatalf("top-up: %+v", top)
+		}
+		w := b.get("/console/wallet")
+		w.contains(t, "Waiting for payment")
+		w.lacks(t, "nothing was charged")
+
+		for _, q := range allow {
+			if err := s.DB.W.Exec(q).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		sess := "cs_test_unstored_" + top.ID
+		top.StripeSessionID = &sess
+		if r := s.PostStripeEvent(t, testkit.StripeEvent("evt_unstored", "checkout.session.completed", sessionObject(&top, 2100, "paid"))); r.Status != 200 ||
+			!strings.Contains(string(r.Body), `"outcome":"credited"`) {
+			t.Fatalf("webhook: %d %s", r.Status, r.Body)
+		}
+		if got := topupOf(t, s, top.ID); got.State != models.TopupCredited || got.StripeSessionID == nil || *got.StripeSessionID != sess {
+			t.Fatalf("credited top-up: %+v", got)
+		}
+		if available(t, s, u.AccountID) != 21_000_000 {
+			t.Fatalf("available %d", available(t, s, u.AccountID))
+		}
+	})
 }

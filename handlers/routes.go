@@ -144,7 +144,7 @@ func New(d Deps) *fiber.App {
 	uploads.Post("/import", h.limitTransfers, h.requireJSON, h.importFiles)
 
 	// Stripe's events (the signature is the authorization; outside /v1, no session, no CSRF).
-	app.Post("/webhooks/stripe", h.stripeWebhook)
+	app.Post(stripeWebhookPath, h.stripeWebhook)
 
 	// Signed media links (the signature is the authorization).
 	app.Get("/media/:id", h.getMedia)

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"errors"
+	"image/jpeg"
 	"io"
 	"net/http"
 	"testing"
@@ -16,7 +17,7 @@ import (
 
 // TestOpenAIGoSDK: the official Go SDK (github.com/openai/openai-go/v3), unmodified and pointed at
 // videogen, creates (multipart, with size and seconds as it sends them), retrieves, lists with
-// auto-paging, polls with NewAndPoll, downloads the MP4 and deletes; remix gets its own clear refusal.
+// auto-paging, polls with NewAndPoll, downloads the MP4, its thumbnail and spritesheet, and deletes; remix gets its own clear refusal.
 func TestOpenAIGoSDK(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		s := testkit.Start(t, dbURL, nil)
@@ -63,6 +64,22 @@ func TestOpenAIGoSDK(t *testing.T) {
 		resp.Body.Close()
 		if resp.Header.Get("Content-Type") != "video/mp4" || len(mp4) < 12 || string(mp4[4:8]) != "ftyp" {
 			t.Fatalf("content: %s, %d bytes", resp.Header.Get("Content-Type"), len(mp4))
+		}
+		// The stills: images of their own, never the MP4 again.
+		for _, variant := range []openai.VideoDownloadContentParamsVariant{openai.VideoDownloadContentParamsVariantThumbnail,
+			openai.VideoDownloadContentParamsVariantSpritesheet} {
+			resp, err := client.Videos.DownloadContent(ctx, done.ID, openai.VideoDownloadContentParams{Variant: variant})
+			if err != nil {
+				t.Fatalf("DownloadContent %s: %v", variant, err)
+			}
+			img, err := jpeg.Decode(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.Header.Get("Content-Type") != "image/jpeg" {
+				t.Fatalf("%s: %s, %v", variant, resp.Header.Get("Content-Type"), err)
+			}
+			if b := img.Bounds(); variant == openai.VideoDownloadContentParamsVariantThumbnail && (b.Dx() != 720 || b.Dy() != 1280) {
+				t.Fatalf("thumbnail of a 720x1280 video is %v", b)
+			}
 		}
 
 		del, err := client.Videos.Delete(ctx, done.ID)

@@ -44,7 +44,12 @@ func TestStorageSweep(t *testing.T) {
 			}
 			return path
 		}
-		named := []string{filepath.Join(blobs, filepath.FromSlash(*task.OutputKey)), filepath.Join(data, filepath.FromSlash(file.StorageKey))}
+		if task.ThumbnailKey == nil || task.SpritesheetKey == nil {
+			t.Fatalf("the task has no stills: %+v", task)
+		}
+		// The video and the stills stored beside it are all named by the row.
+		named := []string{filepath.Join(blobs, filepath.FromSlash(*task.OutputKey)), filepath.Join(data, filepath.FromSlash(file.StorageKey)),
+			filepath.Join(blobs, filepath.FromSlash(*task.ThumbnailKey)), filepath.Join(blobs, filepath.FromSlash(*task.SpritesheetKey))}
 		for _, p := range named {
 			if err := os.Chtimes(p, old, old); err != nil {
 				t.Fatal(err)

@@ -69,12 +69,12 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 			break
 		}
 		if err != nil {
-			return uploadReadError(err)
+			return uploadReadError(body.cause(err))
 		}
 		name := part.FormName()
 		kind, ok := media.UploadParts[name]
 		if !ok {
-			return apierr.Field(400, "unknown_field", name, "Unknown part %q. Files go in parts named input_reference (one first-frame image), image_files, video_files or audio_files.", name)
+			return apierr.Field(400, "unknown_field", logText(name, 100), "Unknown part %q. Files go in parts named input_reference (one first-frame image), image_files, video_files or audio_files.", logText(name, 100))
 		}
 		i := seen[name]
 		seen[name]++
@@ -87,7 +87,7 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 		}
 		err = batch.Add(ctx, media.Input{Part: name, Param: param, Kind: kind, Filename: part.FileName(), Body: part})
 		if re, ok := media.AsReadError(err); ok {
-			return uploadReadError(re.Err)
+			return uploadReadError(body.cause(re.Err))
 		}
 		if err != nil {
 			return err
@@ -131,10 +131,24 @@ type uploadBody struct {
 	extended time.Time
 	n, limit int64
 	stopping context.Context
+	// failed is the body's own refusal once met (over the limit, or the shutdown), kept because a parser
+	// reading through the body may reword it (textproto turns a read error inside a part's headers into
+	// "malformed MIME header").
+	failed error
+}
+
+// cause is the error to answer for err, met while reading through b: the body's own refusal when there
+// was one, whatever the parser made of it.
+func (b *uploadBody) cause(err error) error {
+	if b.failed != nil {
+		return b.failed
+	}
+	return err
 }
 
 func (b *uploadBody) Read(p []byte) (int, error) {
 	if b.stopping.Err() != nil {
+		b.failed = errShuttingDown
 		return 0, errShuttingDown
 	}
 	if now := time.Now(); b.conn != nil && now.Sub(b.extended) > time.Second {
@@ -148,9 +162,11 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
 	if b.n > b.limit {
+		b.failed = errUploadTooLarge
 		return n, errUploadTooLarge
 	}
 	if err != nil && b.stopping.Err() != nil {
+		b.failed = errShuttingDown
 		return n, errShuttingDown // the shutdown interrupted the read
 	}
 	return n, err

@@ -1,8 +1,13 @@
 package handlers_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"image"
+	"image/jpeg"
+	"image/png"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/image/draw"
 
 	"videogen/internal/testkit"
 )
@@ -60,7 +67,111 @@ func TestDownloadVideo(t *testing.T) {
 			t.Fatalf("downloaded %d bytes, stored %d", len(r.Body), want)
 		}
 		probe(t, r.Body, 992, 432, 5)
+		checkStills(t, s, acct.Key, id, r.Body, 992, 432)
+
+		// variant=video is the default (an empty variant too); an unknown variant is refused, never answered
+		// with the MP4.
+		for _, q := range []string{"?variant=video", "?variant="} {
+			if v := s.Do(t, "GET", "/v1/videos/"+id+"/content"+q, acct.Key, nil); v.Status != 200 || string(v.Body) != string(r.Body) {
+				t.Fatalf("%s: %d %s, %d bytes", q, v.Status, v.Header.Get("Content-Type"), len(v.Body))
+			}
+		}
+		for _, bad := range []string{"Thumbnail", "poster", "video,thumbnail", "%00"} {
+			v := s.Do(t, "GET", "/v1/videos/"+id+"/content?variant="+bad, acct.Key, nil)
+			if v.Status != 400 || v.ErrorCode() != "invalid_request" || !strings.Contains(string(v.Body), `"param":"variant"`) {
+				t.Fatalf("variant=%s: %d %s", bad, v.Status, v.Body)
+			}
+		}
+		if v := s.Do(t, "GET", "/v1/videos/"+failed["id"].(string)+"/content?variant=thumbnail", acct.Key, nil); v.Status != 409 {
+			t.Fatalf("thumbnail of a failed video: %d %s", v.Status, v.Body)
+		}
 	})
+}
+
+// checkStills downloads the video's thumbnail and spritesheet and checks what they show: the thumbnail is
+// the first frame at the video's size (against ffmpeg's decoding of the MP4), the spritesheet a 4x4 grid
+// of frames 256 pixels wide whose first tile is that frame and whose tiles are not all the same.
+func checkStills(t *testing.T, s *testkit.Server, key, id string, video []byte, width, height int) {
+	t.Helper()
+	first := firstFrame(t, video)
+	thumb := still(t, s, key, id, "thumbnail")
+	if b := thumb.Bounds(); b.Dx() != width || b.Dy() != height {
+		t.Fatalf("thumbnail is %v, want %dx%d", b, width, height)
+	}
+	if d := meanDiff(thumb, first, thumb.Bounds()); d > 4 {
+		t.Fatalf("the thumbnail differs from the video's first frame by %.1f per channel on average", d)
+	}
+	sheet := still(t, s, key, id, "spritesheet")
+	tw, th := 256, (height*256/width+1)&^1
+	if b := sheet.Bounds(); b.Dx() != 4*tw || b.Dy() != 4*th {
+		t.Fatalf("spritesheet is %v, want 4x4 tiles of %dx%d", b, tw, th)
+	}
+	small := image.NewRGBA(image.Rect(0, 0, tw, th))
+	draw.CatmullRom.Scale(small, small.Bounds(), first, first.Bounds(), draw.Src, nil)
+	if d := meanDiff(sheet, small, small.Bounds()); d > 6 {
+		t.Fatalf("the spritesheet's first tile differs from the first frame by %.1f", d)
+	}
+	last := image.Rect(3*tw, 3*th, 4*tw, 4*th)
+	if d := meanDiff(sheet.(interface {
+		SubImage(image.Rectangle) image.Image
+	}).SubImage(last), small, small.Bounds()); d < 0.5 {
+		t.Fatalf("the spritesheet's last tile is the first frame again (%.2f): the grid does not move through the video", d)
+	}
+}
+
+// still downloads a variant and decodes it as the image type it says it is.
+func still(t *testing.T, s *testkit.Server, key, id, variant string) image.Image {
+	t.Helper()
+	r := s.Do(t, "GET", "/v1/videos/"+id+"/content?variant="+variant, key, nil)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "image/jpeg" || r.Header.Get("Content-Disposition") != `attachment; filename="`+id+"."+variant+`.jpg"` {
+		t.Fatalf("%s: %d %q %q %.200s", variant, r.Status, r.Header.Get("Content-Type"), r.Header.Get("Content-Disposition"), r.Body)
+	}
+	if cl, _ := strconv.Atoi(r.Header.Get("Content-Length")); cl != len(r.Body) {
+		t.Fatalf("%s: Content-Length %q for %d bytes", variant, r.Header.Get("Content-Length"), len(r.Body))
+	}
+	img, err := jpeg.Decode(bytes.NewReader(r.Body))
+	if err != nil {
+		t.Fatalf("%s is not a JPEG: %v", variant, err)
+	}
+	return img
+}
+
+// firstFrame decodes the video's first frame with ffmpeg, as a viewer would see it (with the colour
+// matrix and range the stream declares).
+func firstFrame(t *testing.T, video []byte) image.Image {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "first.mp4")
+	if err := os.WriteFile(path, video, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ffmpeg", "-v", "error", "-i", path, "-frames:v", "1",
+		"-vf", "scale=in_color_matrix=bt709:in_range=limited,format=rgb24", "-f", "image2pipe", "-c:v", "png", "-").Output()
+	if err != nil {
+		t.Fatalf("ffmpeg first frame: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// meanDiff is the mean absolute difference per RGB channel (0-255) of a and b over r, each read from
+// its own origin.
+func meanDiff(a, b image.Image, r image.Rectangle) float64 {
+	ao, bo := a.Bounds().Min, b.Bounds().Min
+	var sum, n float64
+	for y := 0; y < r.Dy(); y++ {
+		for x := 0; x < r.Dx(); x++ {
+			r1, g1, b1, _ := a.At(ao.X+x, ao.Y+y).RGBA()
+			r2, g2, b2, _ := b.At(bo.X+x, bo.Y+y).RGBA()
+			for _, d := range []int{int(r1>>8) - int(r2>>8), int(g1>>8) - int(g2>>8), int(b1>>8) - int(b2>>8)} {
+				sum += math.Abs(float64(d))
+				n++
+			}
+		}
+	}
+	return sum / n
 }
 
 // probe decodes every frame with ffmpeg and checks the stream's size, frame count and duration.
@@ -121,12 +232,17 @@ func testDownloadExpires(t *testing.T, dbURL string) {
 		t.Fatalf("expires_at %v is not completed_at + OUTPUT_RETENTION", expires)
 	}
 	blobDir := filepath.Join(s.Cfg.DataDir, "blobs", "outputs", id)
-	time.Sleep(time.Until(expires) + 1200*time.Millisecond)
-	r := s.Do(t, "GET", "/v1/videos/"+id+"/content", acct.Key, nil)
-	if r.Status != 404 || r.ErrorCode() != "video_expired" {
-		t.Fatalf("after expiry: %d %s", r.Status, r.Body)
+	if entries, _ := os.ReadDir(blobDir); len(entries) != 3 {
+		t.Fatalf("stored beside the task: %v, want the video, its thumbnail and its spritesheet", entries)
 	}
-	// The janitor deleted the stored file.
+	time.Sleep(time.Until(expires) + 1200*time.Millisecond)
+	for _, variant := range []string{"video", "thumbnail", "spritesheet"} {
+		r := s.Do(t, "GET", "/v1/videos/"+id+"/content?variant="+variant, acct.Key, nil)
+		if r.Status != 404 || r.ErrorCode() != "video_expired" {
+			t.Fatalf("%s after expiry: %d %s", variant, r.Status, r.Body)
+		}
+	}
+	// The janitor deleted the stored files, the stills with the video.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		entries, _ := os.ReadDir(blobDir)
@@ -134,7 +250,7 @@ func testDownloadExpires(t *testing.T, dbURL string) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("expired output still stored: %v", entries)
+			t.Fatalf("expired output or stills still stored: %v", entries)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

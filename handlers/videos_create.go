@@ -94,16 +94,16 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 			return form, nil
 		}
 		if err != nil {
-			return nil, h.createFormReadError(c, err)
+			return nil, h.createFormReadError(c, body.cause(err))
 		}
 		name := part.FormName()
 		if isFilePart(part) {
-			return nil, apierr.Field(400, "file_upload_not_supported", name,
+			return nil, apierr.Field(400, "file_upload_not_supported", logText(name, 100),
 				"The part %q is a file; files are not accepted inside POST /v1/videos. Upload it first with POST /uploads/v1/files (multipart, parts input_reference, image_files, video_files, audio_files) and send the url it returns in start_image_url, image_urls, video_urls or audio_urls.", logText(name, 100))
 		}
 		value, err := io.ReadAll(part)
 		if err != nil {
-			return nil, h.createFormReadError(c, err)
+			return nil, h.createFormReadError(c, body.cause(err))
 		}
 		form = append(form, videos.FormValue{Name: name, Value: string(value)})
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -38,9 +39,15 @@ func TestDeleteVideo(t *testing.T) {
 		s.WaitStatus(t, key, running, 30*time.Second, "in_progress")
 		waiting := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "next in line"})["id"].(string)
 
-		stored := filepath.Join(s.Cfg.DataDir, "blobs", filepath.FromSlash(*testkit.Task(t, s.DB, done).OutputKey))
-		if _, err := os.Stat(stored); err != nil {
-			t.Fatalf("the completed video is not in storage where the test looks: %v", err)
+		var stored []string // the video and its stills
+		for _, k := range tasks.StoredKeys(new(testkit.Task(t, s.DB, done))) {
+			stored = append(stored, filepath.Join(s.Cfg.DataDir, "blobs", filepath.FromSlash(k)))
+			if _, err := os.Stat(stored[len(stored)-1]); err != nil {
+				t.Fatalf("the completed video's file is not in storage where the test looks: %v", err)
+			}
+		}
+		if len(stored) != 3 {
+			t.Fatalf("the completed task names %d files, want the video, its thumbnail and its spritesheet", len(stored))
 		}
 		entries := map[string][]models.LedgerEntry{done: testkit.Entries(t, s.DB, done), failed: testkit.Entries(t, s.DB, failed)}
 		unknown := "video_AAAAAAAAAAAAAAAAAAAAAAAA"
@@ -103,8 +110,10 @@ func TestDeleteVideo(t *testing.T) {
 				t.Fatalf("the delete's call-log row: %+v, %v", call, err)
 			}
 		}
-		if _, err := os.Stat(stored); !os.IsNotExist(err) {
-			t.Fatalf("the deleted video is still in storage: %v", err)
+		for _, f := range stored {
+			if _, err := os.Stat(f); !os.IsNotExist(err) {
+				t.Fatalf("the deleted task's file %s is still stored: %v", f, err)
+			}
 		}
 		list := s.Do(t, "GET", "/v1/videos?limit=100", key, nil).JSON(t)
 		var listed []string
@@ -162,33 +171,41 @@ func TestDeleteSurvivesACrash(t *testing.T) {
 		acct := s.NewAccount(t, "10")
 		id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a kite"})["id"].(string)
 		s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
-		stored := filepath.Join(s.Cfg.DataDir, "blobs", filepath.FromSlash(*testkit.Task(t, s.DB, id).OutputKey))
+		task := testkit.Task(t, s.DB, id)
+		if task.ThumbnailKey == nil || task.SpritesheetKey == nil {
+			t.Fatalf("the completed task has no stills: %+v", task)
+		}
+		var stored []string
+		for _, k := range []string{*task.OutputKey, *task.ThumbnailKey, *task.SpritesheetKey} {
+			stored = append(stored, filepath.Join(s.Cfg.DataDir, "blobs", filepath.FromSlash(k)))
+		}
 
 		// The delete's first half only, as a crash right after its commit leaves it.
-		key, err := s.Tasks.MarkDeleted(t.Context(), acct.ID, id, "API key test")
-		if err != nil || key == "" {
-			t.Fatalf("mark deleted: %q, %v", key, err)
+		keys, err := s.Tasks.MarkDeleted(t.Context(), acct.ID, id, "API key test")
+		if err != nil || len(keys) != 3 {
+			t.Fatalf("mark deleted: %q, %v", keys, err)
 		}
 		if r := s.Do(t, "GET", "/v1/videos/"+id+"/content", acct.Key, nil); r.Status != 404 || r.ErrorCode() != "not_found" {
 			t.Fatalf("content of the deleted task: %d %s", r.Status, r.Body)
 		}
-		if _, err := os.Stat(stored); err != nil {
-			t.Fatalf("the file should still be there, as the crash left it: %v", err)
-		}
-		// Past the sweep's grace (files younger than an hour may be about to be named), it is swept.
+		// Past the sweep's grace (files younger than an hour may be about to be named), they are swept.
 		old := time.Now().Add(-2 * time.Hour)
-		if err := os.Chtimes(stored, old, old); err != nil {
-			t.Fatal(err)
+		for _, f := range stored {
+			if err := os.Chtimes(f, old, old); err != nil {
+				t.Fatalf("the file should still be there, as the crash left it: %v", err)
+			}
 		}
 		deadline := time.Now().Add(15 * time.Second)
-		for {
-			if _, err := os.Stat(stored); os.IsNotExist(err) {
-				break
+		for _, f := range stored {
+			for {
+				if _, err := os.Stat(f); os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the storage sweep left the deleted task's file %s", f)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("the storage sweep left the deleted task's file")
-			}
-			time.Sleep(50 * time.Millisecond)
 		}
 	})
 }

@@ -239,6 +239,9 @@ type Task struct {
 	LeaseUntil     *time.Time
 	OutputKey      *string
 	OutputBytes    *int64
+	// The still images stored beside the output (internal/stills), forgotten with it.
+	ThumbnailKey   *string
+	SpritesheetKey *string
 	Seed           *int64
 
 	// What the task cost upstream (docs/upstreams.md#cost), recorded when its output is copied.

@@ -261,3 +261,9 @@ func describedBy(id, hint, errMsg string) string {
 	}
 	return ""
 }
+
+// ThumbnailShown reports whether the task has a stored thumbnail to show (internal/stills): finished,
+// not deleted, and not past its retention (the janitor forgets the key then).
+func ThumbnailShown(t *models.Task) bool {
+	return t.Status == "completed" && t.ThumbnailKey != nil && t.DeletedAt == nil
+}

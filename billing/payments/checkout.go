@@ -45,8 +45,9 @@ func (s *Service) StartCheckout(ctx context.Context, c Checkout) (topupID, url s
 		return "", "", fmt.Errorf("record top-up: %w", err)
 	}
 	customer, err := s.customer(ctx, c.AccountID, c.Email)
+	var sess *stripe.CheckoutSession
 	if err == nil {
-		url, err = s.createSession(ctx, t, customer)
+		sess, err = s.createSession(ctx, t, customer)
 	}
 	if err != nil {
 		// Nothing can be paid for a session that does not exist: the top-up is over, and says why.
@@ -55,10 +56,20 @@ func (s *Service) StartCheckout(ctx context.Context, c Checkout) (topupID, url s
 		s.log.Error("start checkout", "topup", t.ID, "account", c.AccountID, "err", err)
 		return t.ID, "", fmt.Errorf("%w: %v", ErrStripeUnavailable, err)
 	}
-	return t.ID, url, nil
+	// The session exists and can be paid. Its id is stored to find the top-up by, but the session names
+	// the top-up itself (client_reference_id and metadata), and the webhook and reconciliation find it
+	// that way when the id is missing (as after a crash right here). So a failure to store it changes
+	// nothing for the customer: the top-up stays pending, and the payment goes ahead.
+	if err := s.db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ?", t.ID).
+		Updates(map[string]any{"stripe_session_id": sess.ID, "updated_at": s.now().UTC()}).Error; err != nil {
+		s.log.Error("checkout session created but not stored; its webhook will link it to the top-up", "topup", t.ID,
+			"session", sess.ID, "account", c.AccountID, "err", err)
+	}
+	return t.ID, sess.URL, nil
 }
 
-func (s *Service) createSession(ctx context.Context, t *models.Topup, customer string) (string, error) {
+// createSession creates the top-up's Checkout Session on Stripe.
+func (s *Service) createSession(ctx context.Context, t *models.Topup, customer string) (*stripe.CheckoutSession, error) {
 	meta := map[string]string{"topup_id": t.ID, "account_id": strconv.FormatInt(t.AccountID, 10), "source": models.TopupCheckout}
 	p := &stripe.CheckoutSessionParams{
 		Mode:              stripe.String(string(stripe.CheckoutSessionModePayment)),
@@ -91,13 +102,9 @@ func (s *Service) createSession(ctx context.Context, t *models.Topup, customer s
 	p.SetIdempotencyKey("videogen-checkout-" + t.ID)
 	sess, err := s.stripe.CheckoutSessions.New(p)
 	if err != nil {
-		return "", fmt.Errorf("create checkout session: %w", err)
+		return nil, fmt.Errorf("create checkout session: %w", err)
 	}
-	if err := s.db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ?", t.ID).
-		Updates(map[string]any{"stripe_session_id": sess.ID, "updated_at": s.now().UTC()}).Error; err != nil {
-		return "", fmt.Errorf("record checkout session %s: %w", sess.ID, err)
-	}
-	return sess.URL, nil
+	return sess, nil
 }
 
 // customer returns the account's Stripe Customer, creating it the first time. Two first top-ups at once

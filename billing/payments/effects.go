@@ -58,7 +58,9 @@ func paymentIntentID(pi *stripe.PaymentIntent) *string {
 	return &pi.ID
 }
 
-func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession) effect {
+// sessionEffect credits, fails or expires the top-up a Checkout Session pays for; a credit names its
+// PaymentIntent in *paid.
+func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, paid *string) effect {
 	return func(tx *gorm.DB) (string, error) {
 		t, err := topupOfSession(tx, sess)
 		if err != nil {
@@ -80,17 +82,32 @@ func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession) effect
 				}
 				return "completed, payment " + string(sess.PaymentStatus) + ": waiting for it", nil
 			}
-			amount, currency := sessionUSD(sess)
-			return s.creditTopup(tx, t, sess.ID, amount, currency, paymentIntentID(sess.PaymentIntent))
+			return s.creditSession(tx, t, sess, paid)
 		case EvSessionAsyncPaid:
-			amount, currency := sessionUSD(sess)
-			return s.creditTopup(tx, t, sess.ID, amount, currency, paymentIntentID(sess.PaymentIntent))
+			return s.creditSession(tx, t, sess, paid)
 		case EvSessionAsyncFailed:
 			return "payment failed", endTopup(tx, t.ID, models.TopupFailed, "the payment failed", now)
 		default: // expired
 			return "expired", endTopup(tx, t.ID, models.TopupExpired, "", now)
 		}
 	}
+}
+
+// creditSession credits what a paid session collected to its top-up, once.
+func (s *Service) creditSession(tx *gorm.DB, t *models.Topup, sess *stripe.CheckoutSession, paid *string) (string, error) {
+	amount, currency := sessionUSD(sess)
+	pi := paymentIntentID(sess.PaymentIntent)
+	out, err := s.creditTopup(tx, t, sess.ID, amount, currency, pi)
+	if out == outcomeCredited && paid != nil {
+		// The top-up's own PaymentIntent, recorded by an earlier unpaid completion, is the one refunds name.
+		if t.StripePaymentIntentID != nil {
+			pi = t.StripePaymentIntentID
+		}
+		if pi != nil {
+			*paid = *pi
+		}
+	}
+	return out, err
 }
 
 // sessionUSD returns what a session collected in US dollars: amount_total, or — when the customer paid
@@ -171,10 +188,19 @@ func topupOfPayment(tx *gorm.DB, pi *stripe.PaymentIntent) (*models.Topup, error
 }
 
 // refundsOf returns a charge's refunds: from the event when it carries the whole list (API versions
-// before 2022-11-15 did), otherwise listed from Stripe.
+// before 2022-11-15 did), otherwise listed from Stripe. A null entry in the event's list is no refund:
+// it is skipped, and a list of nothing else is no list.
 func (s *Service) refundsOf(ctx context.Context, ch *stripe.Charge) ([]*stripe.Refund, error) {
-	if ch.Refunds != nil && !ch.Refunds.HasMore && len(ch.Refunds.Data) > 0 {
-		return ch.Refunds.Data, nil
+	if ch.Refunds != nil && !ch.Refunds.HasMore {
+		var listed []*stripe.Refund
+		for _, r := range ch.Refunds.Data {
+			if r != nil {
+				listed = append(listed, r)
+			}
+		}
+		if len(listed) > 0 {
+			return listed, nil
+		}
 	}
 	if !s.Enabled() {
 		return nil, ErrNotConfigured
@@ -204,6 +230,9 @@ func (s *Service) refundEffect(ch *stripe.Charge, refunds []*stripe.Refund) effe
 		now := s.now().UTC()
 		debited := 0
 		for _, r := range refunds {
+			if r == nil {
+				continue
+			}
 			if r.Charge != nil && r.Charge.ID != "" && r.Charge.ID != ch.ID {
 				continue
 			}
@@ -287,9 +316,9 @@ func (s *Service) disputeEffect(typ string, d *stripe.Dispute) effect {
 	}
 }
 
-// paymentIntentEffect credits or fails an auto-recharge. Checkout's own PaymentIntents are ignored here:
-// their sessions' events credit them.
-func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent) effect {
+// paymentIntentEffect credits or fails an auto-recharge; a credit names the PaymentIntent in *paid.
+// Checkout's own PaymentIntents are ignored here: their sessions' events credit them.
+func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent, paid *string) effect {
 	return func(tx *gorm.DB) (string, error) {
 		t, err := findTopup(tx, "stripe_payment_intent_id = ? AND source = ?", pi.ID, models.TopupAutoRecharge)
 		if err == nil && t == nil && pi.Metadata["source"] == models.TopupAutoRecharge && pi.Metadata["topup_id"] != "" {
@@ -305,7 +334,11 @@ func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent) effe
 			return "", ignore("payment intent %s is not an auto-recharge of videogen's", pi.ID)
 		}
 		if typ == EvPaymentIntentPaid {
-			return s.creditTopup(tx, t, pi.ID, pi.AmountReceived, pi.Currency, &pi.ID)
+			out, err := s.creditTopup(tx, t, pi.ID, pi.AmountReceived, pi.Currency, &pi.ID)
+			if out == outcomeCredited && paid != nil {
+				*paid = pi.ID
+			}
+			return out, err
 		}
 		reason := "the card was declined"
 		if pi.LastPaymentError != nil && pi.LastPaymentError.Msg != "" {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v76"
@@ -87,9 +89,19 @@ func ignore(format string, args ...any) error { return ignoreError{fmt.Sprintf(f
 // effect applies an event inside the transaction that marks it processed, and says what it did.
 type effect func(tx *gorm.DB) (note string, err error)
 
+// ErrPanicked is returned by Process for an event whose processing panicked (a payload nothing here
+// foresaw). The event stays pending and is tried again with backoff: the panic must not end the process,
+// nor end it again each time the background job meets the event.
+var ErrPanicked = errors.New("processing the Stripe event panicked")
+
 // Process applies a recorded event once: the transaction that moves it out of 'pending' is the one that
 // applies it, so twenty deliveries at once, or the webhook and the background job at once, apply it once.
-func (s *Service) Process(ctx context.Context, eventID string) (string, error) {
+func (s *Service) Process(ctx context.Context, eventID string) (outcome string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			outcome, err = "", s.recovered(ctx, eventID, p)
+		}
+	}()
 	var row models.StripeEvent
 	if err := s.db.R.WithContext(ctx).Where("id = ?", eventID).Take(&row).Error; err != nil {
 		return "", fmt.Errorf("read Stripe event %s: %w", eventID, err)
@@ -101,7 +113,8 @@ func (s *Service) Process(ctx context.Context, eventID string) (string, error) {
 	if err := json.Unmarshal([]byte(row.Payload), &ev); err != nil {
 		return s.finish(ctx, &row, models.EventIgnored, "unreadable payload: "+err.Error(), nil)
 	}
-	apply, err := s.effectOf(ctx, &ev)
+	var paid string // the PaymentIntent this event credits, if it does
+	apply, err := s.effectOf(ctx, &ev, &paid)
 	if err != nil {
 		var ig ignoreError
 		switch {
@@ -118,7 +131,26 @@ func (s *Service) Process(ctx context.Context, eventID string) (string, error) {
 		// (the unique index stopped the second credit): the second look sees it and does nothing.
 		out, err = s.finish(ctx, &row, models.EventProcessed, "", apply)
 	}
+	// Events that waited for this payment (a refund that came first) apply now, not at their next try.
+	if err == nil && out == outcomeCredited && paid != "" && ctx.Value(retryingKey{}) == nil {
+		s.processWaiting(context.WithValue(ctx, retryingKey{}, true), paid)
+	}
 	return out, err
+}
+
+// recovered turns a panic while processing an event into ErrPanicked: logged with its stack for staff,
+// and the event postponed like any other failure. (A transaction it was in has been rolled back.)
+func (s *Service) recovered(ctx context.Context, eventID string, p any) error {
+	err := fmt.Errorf("%w: %v", ErrPanicked, p)
+	s.log.Error("Stripe event processing panicked; it stays pending", "event", eventID, "panic", p, "stack", string(debug.Stack()))
+	// The delivery's own time may be what ran out: reading the event back gets a moment of its own.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	var row models.StripeEvent
+	if rerr := s.db.R.WithContext(rctx).Where("id = ?", eventID).Take(&row).Error; rerr != nil {
+		return errors.Join(err, fmt.Errorf("read Stripe event %s: %w", eventID, rerr))
+	}
+	return s.retryLater(ctx, &row, err)
 }
 
 // finish marks the event and applies its effect in one transaction.
@@ -171,17 +203,13 @@ func (s *Service) finish(ctx context.Context, row *models.StripeEvent, state, no
 	}
 	if outcome == outcomeCredited {
 		s.Wake() // a receipt is due
-		// Events that waited for this payment (a refund that came first) apply now, not at their next try.
-		if ctx.Value(retryingKey{}) == nil {
-			s.processDue(context.WithValue(ctx, retryingKey{}, true), true)
-		}
 	}
 	return outcome, nil
 }
 
 var errAlreadyDone = errors.New("already processed")
 
-// retryingKey marks a context already retrying waiting events, so a credit inside it does not start again.
+// retryingKey marks a context already applying waiting events, so a credit inside it does not start again.
 type retryingKey struct{}
 
 // deferWindow is how long an event about an unknown payment is kept trying before it is given up (and
@@ -224,18 +252,38 @@ func backoff(attempts int) time.Duration {
 	return min(d, time.Hour)
 }
 
-// processDue processes pending events whose time has come (all pending ones when now is set: a payment
-// just became known).
-func (s *Service) processDue(ctx context.Context, all bool) {
-	q := s.db.R.WithContext(ctx).Model(&models.StripeEvent{}).Where("state = ?", models.EventPending)
-	if !all {
-		q = q.Where("next_attempt_at <= ?", s.now().UTC())
-	}
+// processDue processes the pending events whose time has come.
+func (s *Service) processDue(ctx context.Context) {
 	var ids []string
-	if err := q.Order("stripe_created, id").Limit(100).Pluck("id", &ids).Error; err != nil {
+	if err := s.db.R.WithContext(ctx).Model(&models.StripeEvent{}).Where("state = ? AND next_attempt_at <= ?", models.EventPending, s.now().UTC()).
+		Order("stripe_created, id").Limit(100).Pluck("id", &ids).Error; err != nil {
 		s.log.Warn("list pending Stripe events", "err", err)
 		return
 	}
+	s.processEach(ctx, ids)
+}
+
+// waitingTypes are the events that can wait for their payment (errDefer).
+var waitingTypes = []string{EvChargeRefunded, EvDisputeCreated, EvDisputeClosed}
+
+// processWaiting applies the pending events that name a payment just credited: a refund or a dispute
+// that came before it. Only those, not every pending event: this runs inside a webhook's time budget,
+// and other accounts' events keep their own schedule with the background job.
+func (s *Service) processWaiting(ctx context.Context, paymentIntent string) {
+	// The events are found by the quoted id in their payload: a PaymentIntent id is letters, digits and
+	// '_', and LIKE's wildcards in it are escaped.
+	pattern := "%" + strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(`"`+paymentIntent+`"`) + "%"
+	var ids []string
+	if err := s.db.R.WithContext(ctx).Model(&models.StripeEvent{}).
+		Where("state = ? AND type IN ? AND payload LIKE ? ESCAPE '!'", models.EventPending, waitingTypes, pattern).
+		Order("stripe_created, id").Limit(100).Pluck("id", &ids).Error; err != nil {
+		s.log.Warn("list Stripe events waiting for a payment", "payment_intent", paymentIntent, "err", err)
+		return
+	}
+	s.processEach(ctx, ids)
+}
+
+func (s *Service) processEach(ctx context.Context, ids []string) {
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return
@@ -246,14 +294,18 @@ func (s *Service) processDue(ctx context.Context, all bool) {
 	}
 }
 
-// effectOf reads what an event says and returns its effect. Calls to Stripe it needs (a charge's refunds)
-// happen here, before the transaction.
-func (s *Service) effectOf(ctx context.Context, ev *stripe.Event) (effect, error) {
+// effectOf reads what an event says and returns its effect; an effect that credits names the
+// PaymentIntent it credited in *paid. Calls to Stripe it needs (a charge's refunds) happen here, before
+// the transaction.
+func (s *Service) effectOf(ctx context.Context, ev *stripe.Event, paid *string) (effect, error) {
 	if ev.Livemode != s.live {
 		// A test-mode payment must never credit a live wallet (nor the other way round): a test key on a
 		// live installation, or a test endpoint pointed here, is a misconfiguration to see in the log.
 		s.log.Error("Stripe event of the other mode ignored", "event", ev.ID, "event_livemode", ev.Livemode, "key_livemode", s.live)
 		return nil, ignore("a livemode=%v event, and this installation's key is livemode=%v", ev.Livemode, s.live)
+	}
+	if ev.Data == nil {
+		return nil, ignore("the event carries no object")
 	}
 	switch ev.Type {
 	case EvSessionCompleted, EvSessionAsyncPaid, EvSessionAsyncFailed, EvSessionExpired:
@@ -261,7 +313,7 @@ func (s *Service) effectOf(ctx context.Context, ev *stripe.Event) (effect, error
 		if err := json.Unmarshal(ev.Data.Raw, &sess); err != nil {
 			return nil, ignore("unreadable checkout session: %v", err)
 		}
-		return s.sessionEffect(string(ev.Type), &sess), nil
+		return s.sessionEffect(string(ev.Type), &sess, paid), nil
 	case EvChargeRefunded:
 		var ch stripe.Charge
 		if err := json.Unmarshal(ev.Data.Raw, &ch); err != nil {
@@ -287,7 +339,7 @@ func (s *Service) effectOf(ctx context.Context, ev *stripe.Event) (effect, error
 		if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
 			return nil, ignore("unreadable payment intent: %v", err)
 		}
-		return s.paymentIntentEffect(string(ev.Type), &pi), nil
+		return s.paymentIntentEffect(string(ev.Type), &pi, paid), nil
 	}
 	return nil, ignore("videogen does not act on %s events", ev.Type)
 }

@@ -63,10 +63,12 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 		}
 		r.Sessions++
 		seen[sess.ID] = true
-		if err := s.reconcileOne(ctx, r, sess.ID, sess.AmountTotal, sess.Currency, apply, func(tx *gorm.DB) (*models.Topup, error) {
+		// What the webhook would credit: the USD amount, also when Adaptive Pricing charged another currency.
+		amount, currency := sessionUSD(sess)
+		if err := s.reconcileOne(ctx, r, sess.ID, amount, currency, apply, func(tx *gorm.DB) (*models.Topup, error) {
 			return topupOfSession(tx, sess)
 		}, func(tx *gorm.DB, t *models.Topup) (string, error) {
-			return s.creditTopup(tx, t, sess.ID, sess.AmountTotal, sess.Currency, paymentIntentID(sess.PaymentIntent))
+			return s.creditSession(tx, t, sess, nil)
 		}); err != nil {
 			return r, err
 		}

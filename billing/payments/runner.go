@@ -24,7 +24,7 @@ func (s *Service) Run(ctx context.Context) {
 
 // RunOnce does whatever work is due now.
 func (s *Service) RunOnce(ctx context.Context) {
-	s.processDue(ctx, false)
+	s.processDue(ctx)
 	s.warnLowBalances(ctx)
 	if s.Enabled() {
 		s.startRecharges(ctx)

@@ -23,9 +23,9 @@ import (
 const exitInterrupted = 130
 
 type generateFlags struct {
-	model, prompt, ratio, output, resume, firstFrame string
-	seconds                                          int
-	images, videos, audios                           []string
+	model, prompt, ratio, output, resume, firstFrame, idempotencyKey string
+	seconds                                                          int
+	images, videos, audios                                           []string
 }
 
 // generateCmd is the customer's side of the binary: one command from a prompt to an MP4 on disk, through
@@ -46,6 +46,11 @@ and the amount charged.
 
 Ctrl-C while waiting leaves the video generating (its price stays reserved, charged when it completes) and prints the command that resumes:
 generate --resume video_… waits for it and downloads it.
+
+When the create gets no clear answer (the connection drops, the server fails with a 5xx), the video may
+have been made all the same: generate prints the Idempotency-Key it sent and how to find the video.
+Running the same command again with --idempotency-key KEY is safe: within 24 hours the server answers
+with the video that key made, if it made one, instead of charging again.
 
 Environment:
   VIDEOGEN_API_KEY   an API key (required)
@@ -70,12 +75,13 @@ Exit status: 0 saved; 1 refused, failed or unreachable (the message says which);
 	fl.StringArrayVar(&f.audios, "audio", nil, "an audio `FILE` (repeatable)")
 	fl.StringVarP(&f.output, "output", "o", "", "where to save the MP4 (default <video id>.mp4)")
 	fl.StringVar(&f.resume, "resume", "", "wait for and download an existing video instead of creating one")
+	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "the create's Idempotency-Key (default: a new random one); repeat a `KEY` printed by a create that got no answer to get its video instead of paying again")
 	return c
 }
 
 func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	if f.resume != "" {
-		for _, name := range []string{"model", "prompt", "seconds", "ratio", "first-frame", "image", "video", "audio"} {
+		for _, name := range []string{"model", "prompt", "seconds", "ratio", "first-frame", "image", "video", "audio", "idempotency-key"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--resume continues an existing video: --%s cannot change it", name)
 			}
@@ -83,11 +89,9 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	} else if f.model == "" || strings.TrimSpace(f.prompt) == "" {
 		return errors.New("--model and --prompt are required (or --resume video_… to continue a video)")
 	}
-	if f.output != "" {
-		// Found out now rather than after the video was paid for and made.
-		if st, err := os.Stat(filepath.Dir(f.output)); err != nil || !st.IsDir() {
-			return fmt.Errorf("-o %s: the folder %s does not exist", f.output, filepath.Dir(f.output))
-		}
+	// Found out now rather than after the video was paid for and made.
+	if err := checkOutput(f.output); err != nil {
+		return err
 	}
 	key := strings.TrimSpace(os.Getenv("VIDEOGEN_API_KEY"))
 	if key == "" {
@@ -116,8 +120,16 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 		}
 	} else {
 		if v, err = createVideo(ctx, c, f); err != nil {
+			var cf *createFailed
+			if errors.As(err, &cf) {
+				err = cf.explain(base, f)
+			}
 			if ctx.Err() != nil {
-				interrupted(stop, "interrupted before the video was created; nothing was charged")
+				if cf == nil {
+					// Stopped while opening or uploading files: no create was sent.
+					interrupted(stop, "interrupted before the video was created; nothing was charged")
+				}
+				interrupted(stop, "interrupted; "+err.Error())
 			}
 			return err
 		}
@@ -194,7 +206,12 @@ func createVideo(ctx context.Context, c *client.Client, f generateFlags) (*clien
 			files = append(files, client.File{Part: group.part, Name: filepath.Base(p), Body: fh})
 		}
 	}
-	p := client.CreateParams{Model: f.model, Prompt: f.prompt, Seconds: f.seconds, AspectRatio: f.ratio}
+	// The key is chosen here, not by Create, so that it can be printed when the outcome is unknown.
+	key := f.idempotencyKey
+	if key == "" {
+		key = client.NewIdempotencyKey()
+	}
+	p := client.CreateParams{Model: f.model, Prompt: f.prompt, Seconds: f.seconds, AspectRatio: f.ratio, IdempotencyKey: key}
 	if len(files) > 0 {
 		up, err := c.Upload(ctx, files...)
 		if err != nil {
@@ -208,9 +225,78 @@ func createVideo(ctx context.Context, c *client.Client, f generateFlags) (*clien
 	defer cancel()
 	v, err := c.Create(cctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("create: %w", err)
+		return nil, &createFailed{err: fmt.Errorf("create: %w", err), key: key, uploaded: len(files) > 0}
 	}
 	return v, nil
+}
+
+// createFailed is a create that returned no video. Whether one was made anyway depends on how it failed.
+type createFailed struct {
+	err      error
+	key      string // the Idempotency-Key every attempt carried
+	uploaded bool   // local files were uploaded for it
+}
+
+func (e *createFailed) Error() string { return e.err.Error() }
+func (e *createFailed) Unwrap() error { return e.err }
+
+// explain returns the error with what became of the money. "Nothing was charged" only when the server
+// refused every attempt (a 4xx) or none connected. Otherwise an attempt may have been accepted, its
+// answer lost or turned into a 5xx on the way back, and the video may exist with its price reserved: the
+// customer gets the key and the ways to find out instead of a reassurance that may be false.
+func (e *createFailed) explain(base string, f generateFlags) error {
+	if !client.MayHaveRun(e.err) {
+		return fmt.Errorf("%w (nothing was charged: no video was created)", e.err)
+	}
+	lines := []string{
+		e.err.Error(),
+		"The video may have been created, and its price reserved, although no answer said so.",
+		"The create was sent with Idempotency-Key: " + e.key,
+		"Look for it among your latest videos (GET /v1/videos):",
+		`  curl -s -H "Authorization: Bearer $VIDEOGEN_API_KEY" ` + shellQuote(strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1")+"/v1/videos?limit=5"),
+		"and continue it with: " + resumeCommand("video_…", f.output),
+	}
+	if !e.uploaded {
+		// With local files a repeat would upload them again under new URLs: a different request, which
+		// the server refuses for this key. Only the list helps then.
+		lines = append(lines, "or run the same command again with --idempotency-key "+e.key+
+			": within 24 hours the server answers with the video this key made, if it made one, instead of charging again.")
+	}
+	return &explained{msg: strings.Join(lines, "\n"), err: e.err}
+}
+
+// explained is an error with a message of its own that still unwraps to its cause.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+// checkOutput refuses, before anything is paid for, an output the finished download could not be moved
+// to: an existing folder, a folder that does not exist, or one this user cannot write in (the download
+// makes its temporary file there). An empty path is <video id>.mp4 in the current folder.
+func checkOutput(path string) error {
+	flag, dir := "-o "+path, filepath.Dir(path)
+	if path == "" {
+		flag, dir = "the current folder", "."
+	} else if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("-o %s is a folder: give the file to save the video as, such as %s", path, filepath.Join(path, "video.mp4"))
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s: the folder %s does not exist", flag, dir)
+	}
+	// Permission bits do not tell (ACLs, read-only mounts, root): trying is the only sure check.
+	tmp, err := os.CreateTemp(dir, ".videogen-check-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write in the folder %s: %w", flag, dir, err)
+	}
+	_ = tmp.Close()
+	if err := os.Remove(tmp.Name()); err != nil {
+		return fmt.Errorf("%s: remove the test file: %w", flag, err)
+	}
+	return nil
 }
 
 // download streams the MP4 into a temporary file beside path and renames it into place, so path is

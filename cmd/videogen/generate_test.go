@@ -4,14 +4,21 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +278,255 @@ func quoteArgs(args ...string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// lossyProxy stands between generate and the served videogen and mistreats POST /v1/videos as plan says
+// for each attempt: "pass" forwards it, "lose" forwards it and drops the connection instead of
+// answering (the server made the video; the customer never hears of it), "hold" does the same after
+// the test releases it, and "503" answers 503 without forwarding.
+type lossyProxy struct {
+	url     string
+	mu      sync.Mutex
+	plan    []string // one per create attempt; "pass" once it runs out
+	keys    []string // the Idempotency-Key of each create attempt
+	held    chan struct{}
+	release chan struct{}
+}
+
+func startLossyProxy(t *testing.T, target string) *lossyProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	p := &lossyProxy{held: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/videos" {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		p.mu.Lock()
+		do := "pass"
+		if len(p.plan) > 0 {
+			do, p.plan = p.plan[0], p.plan[1:]
+		}
+		p.keys = append(p.keys, r.Header.Get("Idempotency-Key"))
+		p.mu.Unlock()
+		switch do {
+		case "503":
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "lose", "hold":
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			if rec.Code != http.StatusOK {
+				t.Errorf("the server answered the create %d: %s", rec.Code, rec.Body)
+			}
+			if do == "hold" {
+				p.held <- struct{}{}
+				<-p.release
+			}
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = conn.Close()
+		default:
+			rp.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	p.url = srv.URL
+	return p
+}
+
+func (p *lossyProxy) set(plan ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plan, p.keys = plan, nil
+}
+
+func (p *lossyProxy) sentKeys() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.keys)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// taskCount is how many tasks the database holds.
+func taskCount(t *testing.T, d *db.DB) int64 {
+	t.Helper()
+	var n int64
+	if err := d.R.Model(&models.Task{}).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// maybeCreated is what generate says when a create got no clear answer: the key it sent and how to find
+// the video, never that nothing was charged.
+var maybeCreated = regexp.MustCompile(`(?s)The video may have been created.*Idempotency-Key: (\S+)\n.*GET /v1/videos.*curl .*/v1/videos\?limit=5.*--resume video_`)
+
+// TestGenerateCreateAnswerLost: when the server made the video but every answer to the create was lost,
+// generate does not claim that nothing was charged: it says the video may exist, prints the key and how
+// to find it, and running the command again with that key gets the one video, charged once. A 503 is as
+// uncertain; only a refusal is reported as free.
+func TestGenerateCreateAnswerLost(t *testing.T) {
+	g := startGenerateRig(t, testkit.SQLiteURL(t), "1s")
+	proxy := startLossyProxy(t, g.env["VIDEOGEN_BASE_URL"])
+	viaProxy := maps.Clone(g.env)
+	viaProxy["VIDEOGEN_BASE_URL"] = proxy.url
+	args := []string{"generate", "--model", "videogen-2.0-mini-480p", "--prompt", "a paper boat on a rainy street", "-o", "boat.mp4"}
+
+	proxy.set("lose", "lose", "lose", "lose", "lose", "lose") // more than the client's attempts
+	out, stderr, code := run(t, g.dir, viaProxy, args...)
+	m := maybeCreated.FindStringSubmatch(stderr)
+	if code != 1 || out != "" || m == nil || strings.Contains(stderr, "nothing was charged") {
+		t.Fatalf("a create whose answers were lost: exit %d\nstdout %q\nstderr %s", code, out, stderr)
+	}
+	key := m[1]
+	if !strings.Contains(stderr, "--idempotency-key "+key) {
+		t.Fatalf("no re-run with the key suggested:\n%s", stderr)
+	}
+	sent := proxy.sentKeys()
+	if len(sent) < 2 || slices.IndexFunc(sent, func(k string) bool { return k != key }) >= 0 {
+		t.Fatalf("the attempts carried %q; want the printed key %s on every one", sent, key)
+	}
+	var row models.IdempotencyKey
+	if err := g.d.R.Where(&models.IdempotencyKey{Key: key}).First(&row).Error; err != nil {
+		t.Fatalf("the server has no video for the printed key %s: %v", key, err)
+	}
+	if n := taskCount(t, g.d); n != 1 {
+		t.Fatalf("%d tasks after the lost create; want the one its first attempt made", n)
+	}
+
+	// As the message says: the same command with the key finds that video instead of paying again.
+	out, stderr, code = run(t, g.dir, g.env, append(args, "--idempotency-key", key)...)
+	if code != 0 {
+		t.Fatalf("re-run with the key: exit %d\n%s%s", code, out, stderr)
+	}
+	// The video may have completed meanwhile: then there are no status lines, only the download.
+	if !strings.HasPrefix(out, "created "+row.TaskID+" ") || !savedLine.MatchString(lastLine(out)) {
+		t.Fatalf("the re-run printed\n%s\nwant %s, the video of key %s, saved", out, row.TaskID, key)
+	}
+	if mp4, err := os.ReadFile(filepath.Join(g.dir, "boat.mp4")); err != nil || len(mp4) < 1000 || string(mp4[4:8]) != "ftyp" {
+		t.Fatalf("boat.mp4 after the re-run: %d bytes, %v", len(mp4), err)
+	}
+	if n := taskCount(t, g.d); n != 1 {
+		t.Fatalf("%d tasks after the re-run; want 1", n)
+	}
+	if es := testkit.Entries(t, g.d, row.TaskID); len(es) != 2 {
+		t.Fatalf("ledger entries of %s: %v; want one reservation, settled once", row.TaskID, testkit.Kinds(es))
+	}
+
+	// A 5xx may come after the work was done: as uncertain as a lost answer.
+	proxy.set("503", "503", "503", "503", "503", "503")
+	out, stderr, code = run(t, g.dir, viaProxy, args...)
+	if code != 1 || out != "" || !maybeCreated.MatchString(stderr) || strings.Contains(stderr, "nothing was charged") {
+		t.Fatalf("a create answered 503: exit %d\nstdout %q\nstderr %s", code, out, stderr)
+	}
+
+	// A refusal is certain: then, and only then, nothing was charged.
+	out, stderr, code = run(t, g.dir, g.env, "generate", "--model", "videogen-9000", "--prompt", "x")
+	if code != 1 || maybeCreated.MatchString(stderr) || !strings.Contains(stderr, "invalid_model") || !strings.Contains(stderr, "nothing was charged") {
+		t.Fatalf("a refused create: exit %d\n%s%s", code, out, stderr)
+	}
+	if n := taskCount(t, g.d); n != 1 {
+		t.Fatalf("%d tasks; want still 1", n)
+	}
+	testkit.CheckLedger(t, g.d)
+}
+
+// TestGenerateInterruptedWhileCreating: Ctrl-C while the create is on its way does not cut it short,
+// and when its answer is then lost, generate exits 130 saying the video may have been created, with the
+// key, rather than "nothing was charged".
+func TestGenerateInterruptedWhileCreating(t *testing.T) {
+	g := startGenerateRig(t, testkit.SQLiteURL(t), "1s")
+	proxy := startLossyProxy(t, g.env["VIDEOGEN_BASE_URL"])
+	env := maps.Clone(g.env)
+	env["VIDEOGEN_BASE_URL"] = proxy.url
+	proxy.set("hold", "lose", "lose", "lose", "lose", "lose")
+
+	cmd := exec.Command(bin, "generate", "--model", "videogen-2.0-mini-480p", "--prompt", "a long take", "-o", "take.mp4")
+	cmd.Dir, cmd.Env = g.dir, environ(env)
+	var stdout, stderr testkit.LockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-proxy.held: // the server made the video; its answer is held back
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the create never arrived\n%s", &stderr)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	// The answer is lost only once generate has seen the interrupt, or the test would prove nothing.
+	time.Sleep(200 * time.Millisecond)
+	close(proxy.release)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("after Ctrl-C while creating: %v; want exit 130\n%s%s", err, &stdout, &stderr)
+	}
+	m := maybeCreated.FindStringSubmatch(stderr.String())
+	if m == nil || strings.Contains(stderr.String(), "nothing was charged") || !strings.HasPrefix(stderr.String(), "interrupted; create: ") {
+		t.Fatalf("after Ctrl-C while creating:\nstdout %q\nstderr %s", &stdout, &stderr)
+	}
+	var row models.IdempotencyKey
+	if err := g.d.R.Where(&models.IdempotencyKey{Key: m[1]}).First(&row).Error; err != nil {
+		t.Fatalf("the server has no video for the printed key %s: %v", m[1], err)
+	}
+}
+
+// TestGenerateRefusesAnUnwritableOutput: an output that cannot receive the MP4 (an existing folder, a
+// folder that does not exist, a parent that is a file or cannot be written) is refused before anything is
+// created or paid for.
+func TestGenerateRefusesAnUnwritableOutput(t *testing.T) {
+	g := startGenerateRig(t, testkit.SQLiteURL(t), "1s")
+	for _, dir := range []string{"clips", "readonly"} {
+		if err := os.Mkdir(filepath.Join(g.dir, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(g.dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		"clips":             "-o clips is a folder",
+		"clips/":            "-o clips/ is a folder",
+		"missing/boat.mp4":  "the folder missing does not exist",
+		"notes.txt/out.mp4": "the folder notes.txt does not exist",
+	}
+	if runtime.GOOS == "linux" {
+		cases["/proc/boat.mp4"] = "cannot write in the folder /proc" // refused even to root
+	}
+	if os.Geteuid() != 0 { // root writes in a folder whatever its mode
+		if err := os.Chmod(filepath.Join(g.dir, "readonly"), 0o555); err != nil {
+			t.Fatal(err)
+		}
+		cases["readonly/boat.mp4"] = "cannot write in the folder readonly"
+	}
+	for output, want := range cases {
+		out, stderr, code := g.run(t, "--model", "videogen-2.0-mini-480p", "--prompt", "a paper boat", "-o", output)
+		if code != 1 || out != "" || !strings.Contains(stderr, want) {
+			t.Errorf("-o %s: exit %d\nstdout %q\nstderr %q; want %q", output, code, out, stderr, want)
+		}
+	}
+	if _, stderr, code := g.run(t, "--resume", "video_x", "-o", "clips"); code != 1 || !strings.Contains(stderr, "-o clips is a folder") {
+		t.Errorf("--resume -o clips: exit %d\n%s", code, stderr)
+	}
+	if n := taskCount(t, g.d); n != 0 {
+		t.Fatalf("%d tasks created; want none", n)
+	}
+	if left, _ := filepath.Glob(filepath.Join(g.dir, "*", ".videogen-check-*")); len(left) > 0 {
+		t.Fatalf("test files left: %v", left)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,8 +28,9 @@ import (
 	"videogen/models"
 )
 
-// TestREADMEWalkthrough runs the shell blocks of the README's "Two minutes with curl" section, read from
-// the file as they are written, in one `bash -euo pipefail` script, so the walkthrough cannot rot. They run
+// TestREADMEWalkthrough runs the shell blocks of the README's "Two minutes" section (videogen generate,
+// then curl), read from the file as they are written, in one `bash -euo pipefail` script, and then its Go
+// and JavaScript blocks (the OpenAI SDKs), so the walkthrough cannot rot. They run
 // in a folder laid out like the repository after `make run`'s build (./bin/videogen, docs/examples/)
 // against the binary served as `make run` serves it (TEST_TOPUPS=1, the built-in simulator, SQLite under
 // data/ of that folder), only faster (SIM_DURATION, poll intervals) and on a free port.
@@ -48,7 +50,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := shellBlocks(t, string(readme), "## Two minutes with curl")
+	blocks := shellBlocks(t, string(readme), walkthrough)
 	checkCurlsShowErrors(t, blocks)
 
 	dir := t.TempDir()
@@ -106,7 +108,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		if i == importBlock {
 			target = strings.TrimPrefix(importer.URL, "http://")
 		}
-		fmt.Fprintf(&script, "# README.md, block %d of %q\n%s\n", i+1, "Two minutes with curl", strings.ReplaceAll(b, "localhost:8080", target))
+		fmt.Fprintf(&script, "# README.md, block %d of %q\n%s\n", i+1, walkthrough, strings.ReplaceAll(b, "localhost:8080", target))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "walkthrough.sh"), []byte(script.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -125,6 +127,21 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	output := out.String()
 	t.Logf("walkthrough output:\n%s", output)
+	if !regexp.MustCompile(`saved lighthouse\.mp4 \(\d+ bytes, [^)]+\); charged 1\.200000 USD`).MatchString(output) {
+		t.Errorf("videogen generate did not report the saved file and the $1.20 charged")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "boat.jpg")); err != nil || len(b) < 3 || b[0] != 0xff || b[1] != 0xd8 {
+		t.Errorf("boat.jpg is not the thumbnail JPEG: %v", err)
+	}
+
+	// The SDK examples, as written, with a key of the walkthrough's account.
+	key, stderr, code := run(t, dir, map[string]string{"DATA_DIR": dataDir}, "keys", "create", "--email", "you@example.com", "--name", "sdk")
+	if code != 0 {
+		t.Fatalf("keys create: %s", stderr)
+	}
+	sdkEnv := []string{"VIDEOGEN_BASE_URL=" + base, "VIDEOGEN_API_KEY=" + strings.TrimSpace(key)}
+	runGoExample(t, codeBlock(t, string(readme), walkthrough, "go"), dir, sdkEnv)
+	runNodeExample(t, codeBlock(t, string(readme), walkthrough, "js"), dir, sdkEnv)
 
 	// Step 1's promise: a link to choose a console password, on make run's address.
 	if !strings.Contains(output, "works once, for 24 hours") || !strings.Contains(output, "http://localhost:8080/password/reset?token=") {
@@ -213,19 +230,101 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 }
 
-// shellBlocks returns the ```sh blocks of the README section that starts with heading, in order.
-func shellBlocks(t *testing.T, readme, heading string) []string {
+// walkthrough is the heading of the README section the test runs.
+const walkthrough = "## Two minutes: from a prompt to an MP4"
+
+// runGoExample runs the README's Go program with `go run`, in a folder inside this module (whose go.mod
+// has the SDK), and moves the MP4 it saves into dir.
+func runGoExample(t *testing.T, program, dir string, env []string) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.MkdirTemp(filepath.Join(root, "tmp"), "readme-go-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(src) })
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	// -race, as the test binaries are built: the SDK compiled for them is reused from the build cache.
+	runExample(t, "the Go example", src, env, goTool, "run", "-race", ".")
+	if err := os.Rename(filepath.Join(src, "boat-go.mp4"), filepath.Join(dir, "boat-go.mp4")); err != nil {
+		t.Fatalf("the Go example saved no boat-go.mp4: %v", err)
+	}
+}
+
+// runNodeExample runs the README's JavaScript with node and the OpenAI Node SDK the tests install.
+func runNodeExample(t *testing.T, program, dir string, env []string) {
+	t.Helper()
+	sdk := testkit.OpenAINodeDir(t)
+	if err := os.Symlink(filepath.Join(sdk, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "boat.mjs"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runExample(t, "the Node example", dir, env, "node", "boat.mjs")
+	if _, err := os.Stat(filepath.Join(dir, "boat-node.mp4")); err != nil {
+		t.Fatalf("the Node example saved no boat-node.mp4: %v", err)
+	}
+}
+
+func runExample(t *testing.T, what, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	// The deadline only guards against a hang (the Go example compiles the SDK first).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "saved boat-") {
+		t.Fatalf("%s failed: %v\n%s", what, err, out)
+	}
+	t.Logf("%s: %s", what, out)
+}
+
+// codeBlock returns the one ```lang block of the README section that starts with heading.
+func codeBlock(t *testing.T, readme, heading, lang string) string {
+	t.Helper()
+	var found []string
+	for _, m := range regexp.MustCompile("(?s)\n```"+lang+"\n(.*?)\n```\n").FindAllStringSubmatch(section(t, readme, heading), -1) {
+		found = append(found, m[1]+"\n")
+	}
+	if len(found) != 1 {
+		t.Fatalf("the section %q has %d %s blocks, want one", heading, len(found), lang)
+	}
+	return found[0]
+}
+
+// section returns the README section that starts with heading, up to the next "## " heading.
+func section(t *testing.T, readme, heading string) string {
 	t.Helper()
 	start := strings.Index(readme, "\n"+heading+"\n")
 	if start < 0 {
 		t.Fatalf("README.md has no section %q", heading)
 	}
-	section := readme[start+1:]
-	if end := strings.Index(section[len(heading):], "\n## "); end >= 0 {
-		section = section[:len(heading)+end]
+	s := readme[start+1:]
+	if end := strings.Index(s[len(heading):], "\n## "); end >= 0 {
+		s = s[:len(heading)+end]
 	}
+	return s
+}
+
+// shellBlocks returns the ```sh blocks of the README section that starts with heading, in order.
+func shellBlocks(t *testing.T, readme, heading string) []string {
+	t.Helper()
 	var blocks []string
-	for _, m := range regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n").FindAllStringSubmatch(section, -1) {
+	for _, m := range regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n").FindAllStringSubmatch(section(t, readme, heading), -1) {
 		blocks = append(blocks, m[1])
 	}
 	if len(blocks) == 0 {

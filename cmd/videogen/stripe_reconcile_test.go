@@ -503,3 +503,67 @@ func TestStripeReconcileDaily(t *testing.T) {
 		}
 	})
 }
+
+// TestStripeReconcileFlaggedAndConverted: a top-up credited by its webhook with another amount than it
+// asked is listed for staff (flagged_for_staff, with the flag's words) on every run; and --apply credits a
+// session that Adaptive Pricing charged in another currency by its USD amount, as the webhook would —
+// not refused as a payment in euros.
+func TestStripeReconcileFlaggedAndConverted(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		front := testkit.NewStripeFront(t)
+		env := testkit.Env(t, dbURL, front.Env())
+		env["STRIPE_RECONCILE_INTERVAL"] = "0"
+		s := testkit.Start(t, dbURL, env)
+		buyer := s.NewAccount(t, "")
+		anHourAgo := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+
+		flagged := checkoutTopup(t, s, buyer.ID, 3000, anHourAgo)
+		ev := testkit.StripeEvent("evt_"+flagged.ID, "checkout.session.completed", sessionOf(flagged, 2500, "paid"))
+		if r := s.PostStripeEvent(t, ev); r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"credited"`) {
+			t.Fatalf("webhook: %d %s", r.Status, r.Body)
+		}
+		if top := topupNow(t, s, flagged.ID); !strings.Contains(top.Flag, "Stripe collected $25.00 for a top-up of $30.00") {
+			t.Fatalf("the mismatch is not flagged: %+v", top)
+		}
+		converted := checkoutTopup(t, s, buyer.ID, 2500, anHourAgo)
+		inEuros := sessionOf(converted, 2300, "paid")
+		inEuros["currency"] = "eur"
+		inEuros["currency_conversion"] = map[string]any{"amount_subtotal": 2500, "amount_total": 2500, "fx_rate": "0.92", "source_currency": "usd"}
+		front.List("GET /v1/checkout/sessions", []map[string]any{sessionOf(flagged, 2500, "paid"), inEuros}, 0)
+		front.List("GET /v1/payment_intents", []map[string]any{}, 0)
+
+		dir := t.TempDir()
+		out, errOut, code := reconcile(t, dir, env, "--since", "72h", "--apply")
+		if code != 1 {
+			t.Fatalf("exit %d, want 1 (the flag remains for staff)\n%s%s", code, out, errOut)
+		}
+		acct := fmt.Sprint(buyer.ID)
+		checkRows(t, out, []reconcileRow{
+			{"flagged_for_staff", *flagged.StripeSessionID, flagged.ID, acct, "$25.00", "$25.00", "Stripe collected $25.00 for a top-up of $30.00"},
+			{"paid_not_credited", *converted.StripeSessionID, converted.ID, acct, "$25.00", "-", "credited now"},
+		})
+		if top := topupNow(t, s, converted.ID); top.Flag != "" || top.CreditedMicros != 25_000_000 {
+			t.Errorf("the converted session's top-up: %+v", top)
+		}
+		if es := topupEntries(t, s, *converted.StripeSessionID); len(es) != 1 || es[0].DeltaAvailable != 25_000_000 {
+			t.Errorf("topup entries of the converted session: %+v", es)
+		}
+		if got := availableMicros(t, s, buyer.ID); got != 50_000_000 {
+			t.Errorf("balance %d, want 50000000", got)
+		}
+
+		// Again: the flag is still listed, nothing more is credited.
+		out, errOut, code = reconcile(t, dir, env, "--since", "72h", "--apply")
+		if code != 1 {
+			t.Fatalf("second run: exit %d\n%s%s", code, out, errOut)
+		}
+		checkRows(t, out, []reconcileRow{
+			{"flagged_for_staff", *flagged.StripeSessionID, flagged.ID, acct, "$25.00", "$25.00", "credited as Stripe reports"},
+		})
+		if got := availableMicros(t, s, buyer.ID); got != 50_000_000 {
+			t.Errorf("balance %d after a second run", got)
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}

@@ -77,15 +77,24 @@ var (
 	// for upstream, and this version cancels nothing there. Not retried by OpenAI's SDKs (x-should-retry).
 	VideoNotFinished = &Error{Status: 409, Code: "video_not_finished", Header: map[string]string{"x-should-retry": "false"},
 		Message: "This video is still queued or in progress, so it cannot be deleted yet: generation is not cancelled in this version. Poll GET /v1/videos/{id} until it is completed or failed, then delete it."}
-	VideoExpired  = &Error{Status: 404, Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
-	RequestTooBig = &Error{Status: 413, Code: "request_too_large", Message: "The request body is larger than 1 MiB. Media go into a request as URLs, never as inline data."}
-	NotJSON       = &Error{Status: 415, Code: "unsupported_content_type", Message: "Send the request body as JSON with 'Content-Type: application/json'."}
+	VideoExpired = &Error{Status: 404, Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
+	// InvalidVariant refuses a content download of a variant OpenAI's API does not define.
+	InvalidVariant = &Error{Status: 400, Code: "invalid_request", Param: "variant", Message: "The variant must be video (the default), thumbnail or spritesheet."}
+	RequestTooBig  = &Error{Status: 413, Code: "request_too_large", Message: "The request body is larger than 1 MiB. Media go into a request as URLs, never as inline data."}
+	NotJSON        = &Error{Status: 415, Code: "unsupported_content_type", Message: "Send the request body as JSON with 'Content-Type: application/json'."}
 	// ShuttingDown answers a request the server could not finish before it stopped (a body still
 	// arriving, an import still fetching): nothing of it was kept, and another instance, or this one
 	// restarted, takes it.
 	ShuttingDown = &Error{Status: 503, Code: "shutting_down", RetryAfter: 5,
 		Message: "The server is restarting and did not finish this request; nothing of it was kept. Send it again in a few seconds."}
 )
+
+// VariantUnavailable is the 404 for a still the video has none of: its provider gave none and none could
+// be made (docs/api.md#variants). The video itself is there.
+func VariantUnavailable(variant string) *Error {
+	return &Error{Status: 404, Code: "variant_unavailable",
+		Message: "This video has no " + variant + ": its provider did not supply one and none could be made. The video itself is available with variant=video."}
+}
 
 // NoBalance is the 402 for a create the available balance does not cover.
 func NoBalance(cost, available string) *Error {

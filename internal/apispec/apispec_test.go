@@ -2,7 +2,9 @@ package apispec
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -131,11 +133,59 @@ func TestErrorCodes(t *testing.T) {
 			}
 		}
 	}
+	// Answered where the document can have no operation: a method a path does not take.
+	outsideOperations := map[string]bool{"method_not_allowed": true}
+	inCatalogue := map[string]bool{}
 	for _, c := range catalogue {
-		if !used[c.Code] {
+		inCatalogue[c.Code] = true
+		if !used[c.Code] && !outsideOperations[c.Code] {
 			t.Errorf("catalogue code %s is answered by no operation", c.Code)
 		}
 	}
+	// Every code the API's code can answer is in the catalogue: read from the Go sources that make API
+	// errors (apierr.New and apierr.Field calls, and the apierr package's own errors).
+	for code, where := range codesInSources(t) {
+		if !inCatalogue[code] {
+			t.Errorf("%s answers error code %s, which the document's ErrorCode catalogue lacks", where, code)
+		}
+	}
+}
+
+// codesInSources finds the error codes the handlers and domain packages can answer, with a file that
+// answers each.
+func codesInSources(t *testing.T) map[string]string {
+	t.Helper()
+	made := regexp.MustCompile(`apierr\.(?:New|Field)\(\s*\d+,\s*"([a-z_]+)"`)
+	literal := regexp.MustCompile(`Code:\s*"([a-z_]+)"`)
+	codes := map[string]string{}
+	for _, dir := range []string{"../../handlers", "../../internal"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			src := string(b)
+			var found [][]string
+			found = append(found, made.FindAllStringSubmatch(src, -1)...)
+			if strings.Contains(path, "apierr") {
+				found = append(found, literal.FindAllStringSubmatch(src, -1)...)
+			}
+			for _, m := range found {
+				codes[m[1]] = path
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(codes) < 20 {
+		t.Fatalf("found only %d error codes in the sources: the patterns no longer match how errors are made", len(codes))
+	}
+	return codes
 }
 
 // TestOperations: the plain data the /docs/api page renders has what the page needs.

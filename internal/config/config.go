@@ -78,6 +78,7 @@ type Config struct {
 	PollMax         time.Duration `env:"POLL_INTERVAL_MAX" envDefault:"30s" help:"longest interval between upstream polls of a task"`
 	LeaseDuration   time.Duration `env:"LEASE_DURATION" envDefault:"60s" help:"how long a worker holds a claimed task before another instance may take it"`
 	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
+	FFmpegPath      string        `env:"FFMPEG_PATH" envDefault:"ffmpeg" help:"the ffmpeg program (a path, or a name looked up on PATH) that makes the thumbnail and spritesheet of videos whose provider serves none (Seedance on Ark); off = such videos get none"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s" help:"the whole shutdown budget: requests get half of it, then those still receiving a body are answered 503 shutting_down; the rest is for the call log, e-mail and the worker"`
 
 	MediaURLTTL       time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`

@@ -105,15 +105,19 @@ func (j *Janitor) sweepRetention(ctx context.Context) {
 // instances may do it at once: deleting twice is harmless and the row update is guarded.
 func (j *Janitor) ExpireOutputs(ctx context.Context, now time.Time) (int, error) {
 	var expired []models.Task
-	if err := j.DB.R.WithContext(ctx).Select("id", "output_key").Where("output_key IS NOT NULL AND expires_at < ?", now).
-		Limit(100).Find(&expired).Error; err != nil {
+	if err := j.DB.R.WithContext(ctx).Select("id", "output_key", "thumbnail_key", "spritesheet_key").
+		Where("output_key IS NOT NULL AND expires_at < ?", now).Limit(100).Find(&expired).Error; err != nil {
 		return 0, fmt.Errorf("find expired outputs: %w", err)
 	}
 	n := 0
+expired:
 	for _, t := range expired {
-		if err := j.Outputs.Delete(ctx, *t.OutputKey); err != nil {
-			j.Log.Warn("delete expired output; retrying next sweep", "task", t.ID, "err", err)
-			continue
+		// The stills go with the video, under the same retention; the row forgets them all at once.
+		for _, key := range tasks.StoredKeys(&t) {
+			if err := j.Outputs.Delete(ctx, key); err != nil {
+				j.Log.Warn("delete expired output; retrying next sweep", "task", t.ID, "key", key, "err", err)
+				continue expired
+			}
 		}
 		if err := j.Tasks.ForgetOutput(ctx, t.ID, *t.OutputKey); err != nil {
 			return n, err
@@ -198,7 +202,8 @@ func (j *Janitor) sweepStore(ctx context.Context, store blob.Store, prefix strin
 	return deleted, flush()
 }
 
-// namedOutputs: outputs/<task>/<copy>.mp4 is named when it is its task's output_key.
+// namedOutputs: outputs/<task>/<copy>.mp4 is named when it is its task's output_key, and the stills
+// beside it (<copy>.thumbnail.jpg, ...) when they are its thumbnail_key or spritesheet_key.
 func (j *Janitor) namedOutputs(ctx context.Context, keys []string) (map[string]bool, error) {
 	var taskIDs []string
 	for _, k := range keys {
@@ -210,13 +215,15 @@ func (j *Janitor) namedOutputs(ctx context.Context, keys []string) (map[string]b
 	if len(taskIDs) == 0 {
 		return out, nil
 	}
-	var named []string
-	if err := j.DB.R.WithContext(ctx).Model(&models.Task{}).Where("id IN ? AND output_key IS NOT NULL", taskIDs).
-		Pluck("output_key", &named).Error; err != nil {
+	var named []models.Task
+	if err := j.DB.R.WithContext(ctx).Select("output_key", "thumbnail_key", "spritesheet_key").
+		Where("id IN ? AND output_key IS NOT NULL", taskIDs).Find(&named).Error; err != nil {
 		return nil, fmt.Errorf("read output keys: %w", err)
 	}
-	for _, k := range named {
-		out[k] = true
+	for _, t := range named {
+		for _, k := range tasks.StoredKeys(&t) {
+			out[k] = true
+		}
 	}
 	return out, nil
 }

@@ -234,8 +234,6 @@ func TestDecodedPixelsExact(t *testing.T) {
 				}
 			}()
 
-			g := newGeometry(p.Width, p.Height)
-			sc := newScene(g, 24, p.Seed)
 			w, h := p.Width, p.Height
 			got := make([]byte, w*h*3/2)
 			r := bufio.NewReaderSize(stdout, 1<<20)
@@ -243,7 +241,7 @@ func TestDecodedPixelsExact(t *testing.T) {
 				if _, err := io.ReadFull(r, got); err != nil {
 					t.Fatalf("frame %d: reading decoded video: %v (stderr: %s)", n, err, stderr.Bytes())
 				}
-				want := renderFrame(sc, n)
+				want := framePlanes(t, p, n)
 				if i := firstDiff(got, want); i >= 0 {
 					t.Fatalf("frame %d: decoded picture differs at %s", n, planePos(i, w, h))
 				}
@@ -259,33 +257,25 @@ func TestDecodedPixelsExact(t *testing.T) {
 	}
 }
 
-// renderFrame draws frame n as cropped yuv420p planes, the way a decoder
-// should output it.
-func renderFrame(sc *scene, n int) []byte {
-	g := sc.geo
-	w, h := g.width, g.height
-	out := make([]byte, w*h*3/2)
-	yPlane, uPlane, vPlane := out[:w*h], out[w*h:w*h*5/4], out[w*h*5/4:]
-	st := sc.state(n)
-	var mb [mbBytes]byte
-	for mby := range g.mbh {
-		for mbx := range g.mbw {
-			sc.fillMB(&st, mbx, mby, &mb)
-			for j := range 16 {
-				for i := range 16 {
-					if x, y := mbx*16+i, mby*16+j; x < w && y < h {
-						yPlane[y*w+x] = mb[j*16+i]
-					}
-				}
-			}
-			for j := range 8 {
-				for i := range 8 {
-					if x, y := mbx*8+i, mby*8+j; x < w/2 && y < h/2 {
-						uPlane[y*w/2+x] = mb[256+j*8+i]
-						vPlane[y*w/2+x] = mb[320+j*8+i]
-					}
-				}
-			}
+// framePlanes is frameYCbCr(p, n) as packed yuv420p planes, the way ffmpeg writes a decoded frame: the
+// test proves that what Frame draws from (the simulator's thumbnails) is what a decoder shows.
+func framePlanes(t *testing.T, p Params, n int) []byte {
+	t.Helper()
+	img, err := frameYCbCr(p, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := p.Width, p.Height
+	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Fatalf("frame %d is %v, want %dx%d", n, b, w, h)
+	}
+	out := make([]byte, 0, w*h*3/2)
+	for y := range h {
+		out = append(out, img.Y[img.YOffset(0, y):][:w]...)
+	}
+	for _, plane := range [][]byte{img.Cb, img.Cr} {
+		for y := 0; y < h; y += 2 {
+			out = append(out, plane[img.COffset(0, y):][:w/2]...)
 		}
 	}
 	return out

@@ -200,7 +200,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		ID: cfg.WorkerID, PollMin: cfg.PollMin, PollMax: cfg.PollMax, Lease: cfg.LeaseDuration,
 		RunTimeout: cfg.RunTimeout, OutputRetention: cfg.OutputRetention,
 	}, worker.Deps{Tasks: s.Tasks, Pool: pool, Blobs: blobs, Log: log.With("part", "worker"),
-		OnChange: polls.Forget, Inputs: s.Media.SignedInputs})
+		OnChange: polls.Forget, Inputs: s.Media.SignedInputs, FFmpeg: findFFmpeg(cfg.FFmpegPath, log)})
 	var wakeWorker func()
 	if cfg.Workers {
 		wakeWorker = s.Worker.Notify

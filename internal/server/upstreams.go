@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"videogen/internal/catalog"
 	"videogen/internal/db"
+	"videogen/internal/stills"
 	"videogen/internal/storetext"
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/httpapi"
@@ -221,4 +223,14 @@ func (s *Server) reloadSeq(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	return rows[0].Seq, nil
+}
+
+// findFFmpeg finds the program that makes stills for providers that serve none, and says at start when
+// there is none, since those videos then have no thumbnail or spritesheet.
+func findFFmpeg(name string, log *slog.Logger) stills.FFmpeg {
+	f, ok := stills.Find(name)
+	if !ok && name != "off" {
+		log.Warn("ffmpeg not found (FFMPEG_PATH): videos from providers that serve no stills (ark) get no thumbnail or spritesheet", "ffmpeg", name)
+	}
+	return f
 }

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image/jpeg"
 	"io"
 	"log/slog"
 	"net/http"
@@ -195,6 +197,9 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 					t.Fatalf("task %s seed %v", id, task.Seed)
 				}
 			}
+			// Stills: the OpenAI-style provider serves them; for Ark, which serves only the video, the
+			// worker made them with ffmpeg. Either way a JPEG thumbnail at the video's size.
+			checkThumbnail(t, s, acct.Key, task)
 		}
 		if testkit.Task(t, s.DB, onlyOAI).CredentialID == nil || *testkit.Task(t, s.DB, onlyOAI).CredentialID != "oai-main" {
 			t.Fatal("frames with references went to the Ark credential")
@@ -246,6 +251,53 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		}
 		checkMargin(t, rep, want)
 		testkit.CheckLedger(t, s.DB)
+	})
+}
+
+// checkThumbnail downloads a completed task's thumbnail and spritesheet: JPEGs, the thumbnail at the
+// video's size.
+func checkThumbnail(t *testing.T, s *testkit.Server, key string, task models.Task) {
+	t.Helper()
+	for _, variant := range []string{"thumbnail", "spritesheet"} {
+		r := s.Do(t, "GET", "/v1/videos/"+task.ID+"/content?variant="+variant, key, nil)
+		if r.Status != 200 || r.Header.Get("Content-Type") != "image/jpeg" {
+			t.Fatalf("%s of %s (on %s): %d %q %.300s", variant, task.ID, *task.CredentialID, r.Status, r.Header.Get("Content-Type"), r.Body)
+		}
+		img, err := jpeg.Decode(bytes.NewReader(r.Body))
+		if err != nil {
+			t.Fatalf("%s of %s is not a JPEG: %v", variant, task.ID, err)
+		}
+		if got := fmt.Sprintf("%dx%d", img.Bounds().Dx(), img.Bounds().Dy()); variant == "thumbnail" && got != task.Size {
+			t.Fatalf("thumbnail of %s (on %s) is %s, the video %s", task.ID, *task.CredentialID, got, task.Size)
+		}
+	}
+}
+
+// TestStillsWithoutFFmpeg: with ffmpeg switched off (FFMPEG_PATH=off), a video from a provider that
+// serves no stills (Ark) still completes and downloads; its thumbnail and spritesheet answer 404
+// variant_unavailable, and the task log says why.
+func TestStillsWithoutFFmpeg(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		arkSim := startSim(t, "ark", 200*time.Millisecond, 4, "ark-secret-0002")
+		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
+			cred("ark-only", "ark", arkSim.Base, "ark-secret-0002", 2, route("videogen-2.0-720p", "seedance-2-0-pro", "0.18")))
+		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"FFMPEG_PATH": "off"}))
+		acct := s.NewAccount(t, "10")
+		id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "a lighthouse"})["id"].(string)
+		s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed")
+		if r := s.Do(t, "GET", "/v1/videos/"+id+"/content", acct.Key, nil); r.Status != 200 || r.Header.Get("Content-Type") != "video/mp4" {
+			t.Fatalf("video: %d %s", r.Status, r.Header.Get("Content-Type"))
+		}
+		for _, variant := range []string{"thumbnail", "spritesheet"} {
+			r := s.Do(t, "GET", "/v1/videos/"+id+"/content?variant="+variant, acct.Key, nil)
+			if r.Status != 404 || r.ErrorCode() != "variant_unavailable" || !strings.Contains(string(r.Body), "variant=video") {
+				t.Fatalf("%s without ffmpeg: %d %s", variant, r.Status, r.Body)
+			}
+		}
+		var notes []models.TaskEvent
+		if err := s.DB.R.Where("task_id = ? AND detail LIKE ?", id, "%no thumbnail or spritesheet%").Find(&notes).Error; err != nil || len(notes) != 1 {
+			t.Fatalf("task-log notes on the missing stills: %v, %v", notes, err)
+		}
 	})
 }
 

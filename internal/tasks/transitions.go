@@ -217,16 +217,36 @@ func (s *Store) Reschedule(ctx context.Context, t *models.Task, owner string, ne
 	return nil
 }
 
+// Output is a finished task's video as stored, and the stills stored beside it ("" when none).
+type Output struct {
+	Key                          string
+	Size                         int64
+	ThumbnailKey, SpritesheetKey string
+}
+
+// Keys lists the stored files of the output: the video and each still stored.
+func (o Output) Keys() []string {
+	keys := []string{o.Key}
+	for _, k := range []string{o.ThumbnailKey, o.SpritesheetKey} {
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // Complete marks the task completed with its stored output and, in the same transaction, charges its
 // reservation and frees its credential slot. won is false when the task had already ended (a deadline):
 // then nothing changes and the caller deletes its copy.
-func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, size int64, expires time.Time, cost Cost) (won bool, err error) {
+func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expires time.Time, cost Cost) (won bool, err error) {
 	now := s.Now()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
-			output_bytes = ?, usage_completion_tokens = ?, usage_total_tokens = ?, upstream_cost_micros = ?,
-			lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND billing_state = ?`,
-			Completed, billing.Settled, now, expires, outputKey, size, cost.CompletionTokens, cost.TotalTokens, cost.column(),
+			output_bytes = ?, thumbnail_key = ?, spritesheet_key = ?, usage_completion_tokens = ?, usage_total_tokens = ?,
+			upstream_cost_micros = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			WHERE id = ? AND status IN ? AND billing_state = ?`,
+			Completed, billing.Settled, now, expires, out.Key, out.Size, nullable(out.ThumbnailKey), nullable(out.SpritesheetKey),
+			cost.CompletionTokens, cost.TotalTokens, cost.column(),
 			now, t.ID, movingTo(Completed), billing.Reserved)
 		if res.Error != nil {
 			return res.Error
@@ -244,13 +264,14 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, outputKey string, 
 			return err
 		}
 		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
-			size, billing.Micros(t.AmountMicros).USD(), cost.text()))
+			out.Size, billing.Micros(t.AmountMicros).USD(), cost.text()))
 	})
 	if err != nil {
 		return false, fmt.Errorf("complete %s: %w", t.ID, err)
 	}
 	if won {
-		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &outputKey
+		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &out.Key
+		t.ThumbnailKey, t.SpritesheetKey = nullable(out.ThumbnailKey), nullable(out.SpritesheetKey)
 	}
 	return won, nil
 }
@@ -346,10 +367,11 @@ func (s *Store) Note(ctx context.Context, t *models.Task, detail string) error {
 	return nil
 }
 
-// ForgetOutput records that a task's stored video was deleted (its retention ended), if the task still
-// names that copy.
+// ForgetOutput records that a task's stored video and its stills were deleted (their retention ended),
+// if the task still names that copy.
 func (s *Store) ForgetOutput(ctx context.Context, taskID, key string) error {
-	if err := s.db.W.WithContext(ctx).Exec("UPDATE tasks SET output_key = NULL WHERE id = ? AND output_key = ?", taskID, key).Error; err != nil {
+	if err := s.db.W.WithContext(ctx).Exec(`UPDATE tasks SET output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL
+		WHERE id = ? AND output_key = ?`, taskID, key).Error; err != nil {
 		return fmt.Errorf("forget the output of %s: %w", taskID, err)
 	}
 	return nil
@@ -367,12 +389,12 @@ var (
 
 // MarkDeleted records that the account's customer deleted a finished task (by names who, for the log):
 // from this commit the API answers for it as for an unknown id. In the same transaction it forgets the
-// task's stored video, so no row names the file any more: the caller deletes the returned key ("" when
-// none is stored), and if it never gets to — a crash, a storage error — the orphan sweep deletes the file
+// task's stored video and stills, so no row names the files any more: the caller deletes the returned keys
+// (none when nothing is stored), and if it never gets to — a crash, a storage error — the orphan sweep deletes the file
 // as it does every file no row names. Forgetting the key after deleting the file instead would leave,
 // after such a crash, a deleted task whose row still names a file nothing would ever remove. The ledger
 // is not touched: a deleted video was still made, and stays charged.
-func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string) (outputKey string, err error) {
+func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string) (keys []string, err error) {
 	now := s.Now()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		q := tx
@@ -381,7 +403,7 @@ func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string)
 			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
 		}
 		var cur models.Task
-		err := q.Select("id", "status", "output_key", "deleted_at").Where("id = ? AND account_id = ?", id, accountID).Take(&cur).Error
+		err := q.Select("id", "status", "output_key", "thumbnail_key", "spritesheet_key", "deleted_at").Where("id = ? AND account_id = ?", id, accountID).Take(&cur).Error
 		switch {
 		case errors.Is(err, gorm.ErrRecordNotFound):
 			return ErrNoTask
@@ -392,7 +414,7 @@ func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string)
 		case !Terminal(cur.Status):
 			return ErrUnfinished
 		}
-		res := tx.Exec("UPDATE tasks SET deleted_at = ?, output_key = NULL, updated_at = ? WHERE id = ? AND deleted_at IS NULL AND status IN ?",
+		res := tx.Exec("UPDATE tasks SET deleted_at = ?, output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL, updated_at = ? WHERE id = ? AND deleted_at IS NULL AND status IN ?",
 			now, now, id, []string{Completed, Failed})
 		if res.Error != nil {
 			return res.Error
@@ -402,18 +424,37 @@ func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string)
 		}
 		detail := "deleted through the API by " + by + "; no stored video to remove"
 		if cur.OutputKey != nil {
-			outputKey = *cur.OutputKey
-			detail = "deleted through the API by " + by + "; its stored video " + outputKey + " is removed"
+			keys = StoredKeys(&cur)
+			detail = "deleted through the API by " + by + "; its stored video " + *cur.OutputKey + " is removed"
 		}
 		return logEvent(tx, id, now, cur.Status, cur.Status, detail)
 	})
 	if errors.Is(err, ErrNoTask) || errors.Is(err, ErrUnfinished) {
-		return "", err
+		return nil, err
 	}
 	if err != nil {
-		return "", fmt.Errorf("delete %s: %w", id, err)
+		return nil, fmt.Errorf("delete %s: %w", id, err)
 	}
-	return outputKey, nil
+	return keys, nil
+}
+
+// StoredKeys lists the files a task's row names: its video and the stills beside it.
+func StoredKeys(t *models.Task) []string {
+	var keys []string
+	for _, k := range []*string{t.OutputKey, t.ThumbnailKey, t.SpritesheetKey} {
+		if k != nil {
+			keys = append(keys, *k)
+		}
+	}
+	return keys
+}
+
+// nullable stores "" as NULL.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {

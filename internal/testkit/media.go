@@ -119,7 +119,11 @@ func (s *Server) Upload(t testing.TB, key, query string, parts ...Part) *Resp {
 		}
 		_ = pw.CloseWithError(mw.Close())
 	}()
-	req, err := http.NewRequest("POST", s.URL+"/uploads/v1/files"+query, pr)
+	// The body streams (uploads in tests run to hundreds of megabytes, and some tests measure the heap);
+	// up to 1 MiB of it is kept so that the exchange is checked against the OpenAPI document, request and
+	// answer. A larger body is not kept: its answer alone is checked.
+	kept := &cappedBuffer{limit: 1 << 20}
+	req, err := http.NewRequest("POST", s.URL+"/uploads/v1/files"+query, io.TeeReader(pr, kept))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +141,28 @@ func (s *Server) Upload(t testing.TB, key, query string, parts ...Part) *Resp {
 	if err != nil {
 		t.Fatalf("upload: read answer: %v", err)
 	}
-	return &Resp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	r := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if !kept.over {
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(kept.buf.Bytes())), nil }
+	}
+	checkOpenAPI(t, req, r)
+	return r
+}
+
+// cappedBuffer keeps what is written to it up to limit bytes, and notes when more came.
+type cappedBuffer struct {
+	buf   bytes.Buffer
+	limit int
+	over  bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.over || c.buf.Len()+len(p) > c.limit {
+		c.over = true
+		c.buf = bytes.Buffer{} // let the memory go
+		return len(p), nil
+	}
+	return c.buf.Write(p)
 }
 
 // Answer decodes an upload or import answer, requiring a 200.

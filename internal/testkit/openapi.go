@@ -92,7 +92,9 @@ func (c *openAPIChecker) check(sent *http.Request, r *Resp) string {
 	if msg := checkResponse(ctx, in, r); msg != "" {
 		return "answer does not match the document: " + msg
 	}
-	if r.Status/100 != 2 {
+	// A body too big to keep (a streamed upload) was not replayed: its answer alone is checked.
+	streamed := sent.GetBody == nil && sent.Body != nil && sent.Body != http.NoBody
+	if r.Status/100 != 2 || streamed {
 		return ""
 	}
 	if err := openapi3filter.ValidateRequest(ctx, in); err != nil {

@@ -252,6 +252,18 @@ func (p *Pool) Download(ctx context.Context, cred Credential, upstreamID string)
 	return body, size, p.note(ctx, cred, err)
 }
 
+// DownloadStill streams a still variant of a finished task from its credential's provider. ok is false
+// when the provider serves none. A failure here does not count against the credential's health: the
+// video, already copied, is what was paid for.
+func (p *Pool) DownloadStill(ctx context.Context, cred Credential, upstreamID, variant string) (body io.ReadCloser, contentType string, size int64, ok bool, err error) {
+	src, ok := cred.Provider.(StillSource)
+	if !ok {
+		return nil, "", 0, false, nil
+	}
+	body, contentType, size, err = src.DownloadStill(ctx, cred, upstreamID, variant)
+	return body, contentType, size, true, Redact(err, cred.Secret)
+}
+
 // note redacts the secret from err and, when the provider refused the key, marks the credential so that
 // no instance gives it new tasks until an operator reloads it.
 func (p *Pool) note(ctx context.Context, cred Credential, err error) error {

@@ -121,6 +121,15 @@ type Provider interface {
 	Download(ctx context.Context, cred Credential, upstreamID string) (body io.ReadCloser, size int64, err error)
 }
 
+// StillSource is a provider that serves still images of a finished task besides its video: the
+// thumbnail and spritesheet variants of OpenAI's content endpoint (internal/stills). The worker copies
+// them with the video; for providers without them it makes its own (docs/api.md#variants).
+type StillSource interface {
+	// DownloadStill streams the variant; contentType is the image type the provider gave, size its
+	// length in bytes or -1.
+	DownloadStill(ctx context.Context, cred Credential, upstreamID, variant string) (body io.ReadCloser, contentType string, size int64, err error)
+}
+
 // RejectedError is an upstream's final refusal of a task, with its reason.
 type RejectedError struct {
 	Status  int

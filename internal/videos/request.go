@@ -125,10 +125,11 @@ func onlyKnownFields(p *parsing) *apierr.Error {
 	for _, name := range sortedKeys(p.fields) {
 		if name == "input_reference" || strings.HasPrefix(name, "input_reference[") {
 			// What OpenAI's SDKs send for a first-frame image: say where it goes here.
-			return apierr.Field(400, "unknown_field", name, "input_reference is not a field of this API. Upload the image with POST /uploads/v1/files (or import it with POST /uploads/v1/import) and send the url it returns as start_image_url.")
+			return apierr.Field(400, "unknown_field", truncate(name, 100), "input_reference is not a field of this API. Upload the image with POST /uploads/v1/files (or import it with POST /uploads/v1/import) and send the url it returns as start_image_url.")
 		}
 		if !knownFields[name] {
-			return apierr.Field(400, "unknown_field", name, "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", name)
+			// A field name may be any length (up to the body's limit): the answer quotes at most 100 characters.
+			return apierr.Field(400, "unknown_field", truncate(name, 100), "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", truncate(name, 100))
 		}
 	}
 	return nil

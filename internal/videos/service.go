@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -17,6 +19,7 @@ import (
 	"videogen/internal/db"
 	"videogen/internal/ids"
 	"videogen/internal/media"
+	"videogen/internal/stills"
 	"videogen/internal/tasks"
 	"videogen/internal/upstream"
 	"videogen/models"
@@ -336,12 +339,25 @@ func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Pag
 
 // Content is an open, completed video.
 type Content struct {
-	Body io.ReadCloser
-	Size int64
+	Body        io.ReadCloser
+	Size        int64
+	ContentType string
+	// Ext is the file name extension for Content-Disposition: .mp4, or the still's.
+	Ext string
 }
 
-// OpenContent opens a completed task's stored video for streaming.
-func (s *Service) OpenContent(ctx context.Context, accountID int64, id string) (*Content, error) {
+// VariantVideo is the default variant of GET /v1/videos/{id}/content, the MP4; internal/stills names the others.
+const VariantVideo = "video"
+
+// OpenContent opens a completed task's stored video, or one of the stills stored beside it (variant
+// thumbnail or spritesheet; "" means video), for streaming.
+func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant string) (*Content, error) {
+	if variant == "" {
+		variant = VariantVideo
+	}
+	if variant != VariantVideo && !slices.Contains(stills.Variants, variant) {
+		return nil, apierr.InvalidVariant
+	}
 	t, err := s.Get(ctx, accountID, id)
 	if err != nil {
 		return nil, err
@@ -356,14 +372,27 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id string) (
 	if t.OutputKey == nil || (t.ExpiresAt != nil && !s.now().Before(*t.ExpiresAt)) {
 		return nil, apierr.VideoExpired
 	}
-	body, size, err := s.Blobs.Open(ctx, *t.OutputKey)
-	if errors.Is(err, blob.ErrNotFound) {
+	key, contentType, ext := *t.OutputKey, "video/mp4", ".mp4"
+	if variant != VariantVideo {
+		still := t.ThumbnailKey
+		if variant == stills.Spritesheet {
+			still = t.SpritesheetKey
+		}
+		if still == nil {
+			return nil, apierr.VariantUnavailable(variant)
+		}
+		key, contentType, ext = *still, stills.ContentTypeOf(*still), "."+variant+path.Ext(*still)
+	}
+	body, size, err := s.Blobs.Open(ctx, key)
+	switch {
+	case errors.Is(err, blob.ErrNotFound) && variant == VariantVideo:
 		return nil, apierr.VideoExpired // the retention janitor got there first
+	case errors.Is(err, blob.ErrNotFound):
+		return nil, apierr.VariantUnavailable(variant) // the video is within its retention: only the still is gone
+	case err != nil:
+		return nil, fmt.Errorf("open %s of %s: %w", variant, id, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open output of %s: %w", id, err)
-	}
-	return &Content{Body: body, Size: size}, nil
+	return &Content{Body: body, Size: size, ContentType: contentType, Ext: ext}, nil
 }
 
 // Delete deletes a finished task of the account for DELETE /v1/videos/{id} (by names who, for the task
@@ -374,7 +403,7 @@ func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) er
 	if !ids.IsVideoID(id) {
 		return apierr.NotFound
 	}
-	key, err := s.Tasks.MarkDeleted(ctx, accountID, id, by)
+	keys, err := s.Tasks.MarkDeleted(ctx, accountID, id, by)
 	switch {
 	case errors.Is(err, tasks.ErrNoTask):
 		return apierr.NotFound
@@ -386,14 +415,13 @@ func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) er
 	// The poll cache may hold the task: this instance stops showing it at once, the others within their
 	// freshness bound (PollCache).
 	s.Polls.Forget(accountID, id)
-	if key == "" {
-		return nil
-	}
-	// The task is deleted whatever happens to the file now: no row names it since the commit above, so a
-	// file left by a failed delete is the orphan sweep's. Not the request's context: a client that goes
-	// away must not leave the file to the sweep.
-	if err := s.Blobs.Delete(context.WithoutCancel(ctx), key); err != nil {
-		s.log().Warn("delete the output of a deleted video; the storage sweep will remove it", "task", id, "key", key, "err", err)
+	// The task is deleted whatever happens to the files now: no row names them since the commit above, so
+	// a file left by a failed delete is the orphan sweep's. Not the request's context: a client that goes
+	// away must not leave the files to the sweep.
+	for _, key := range keys {
+		if err := s.Blobs.Delete(context.WithoutCancel(ctx), key); err != nil {
+			s.log().Warn("delete a stored file of a deleted video; the storage sweep will remove it", "task", id, "key", key, "err", err)
+		}
 	}
 	return nil
 }

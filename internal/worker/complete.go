@@ -20,7 +20,7 @@ const (
 	downloadTimeout = 30 * time.Minute
 )
 
-// complete copies the output into the platform's storage and only then has the task store mark the task
+// complete copies the output into the platform's storage, with its stills (copyStills), and only then has the task store mark the task
 // completed, charge it and free its slot, in one transaction. A copy that fails is retried on the next
 // poll.
 func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Credential, st upstream.Status) {
@@ -49,19 +49,32 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 		w.reschedule(ctx, t, t.Progress)
 		return
 	}
-	won, err := w.Tasks.Complete(ctx, t, key, n, w.Tasks.Now().Add(w.cfg.OutputRetention), taskCost(t, cred, st.Usage))
+	// The video is in; the stills that follow are bounded by downloadTimeout, not by the video's idle rule
+	// (ffmpeg reads a long video for a while before writing a spritesheet byte).
+	idle.Stop()
+	out := tasks.Output{Key: key, Size: n}
+	w.copyStills(dctx, t, cred, &out)
+	won, err := w.Tasks.Complete(ctx, t, out, w.Tasks.Now().Add(w.cfg.OutputRetention), taskCost(t, cred, st.Usage))
 	if err != nil {
 		log.Error("complete task", "err", err)
-		_ = w.Blobs.Delete(ctx, key)
+		w.deleteCopy(ctx, out)
 		w.reschedule(ctx, t, t.Progress)
 		return
 	}
 	if !won {
 		w.lateCompletion(ctx, t.ID)
-		_ = w.Blobs.Delete(ctx, key)
+		w.deleteCopy(ctx, out)
 		return
 	}
 	w.changed(t)
+}
+
+// deleteCopy deletes a copy that no row names (the completion did not commit); what it misses, the orphan
+// sweep deletes.
+func (w *Worker) deleteCopy(ctx context.Context, out tasks.Output) {
+	for _, key := range out.Keys() {
+		_ = w.Blobs.Delete(ctx, key)
+	}
 }
 
 // taskCost is what the task cost upstream at the operator's price for its credential and alias: per

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"videogen/internal/blob"
+	"videogen/internal/stills"
 	"videogen/internal/tasks"
 	"videogen/internal/upstream"
 	"videogen/models"
@@ -33,7 +34,9 @@ type Deps struct {
 	Tasks *tasks.Store
 	Pool  *upstream.Pool
 	Blobs blob.Store // where outputs are copied
-	Log   *slog.Logger
+	// FFmpeg makes the stills of outputs whose provider serves none; without it they have none.
+	FFmpeg stills.FFmpeg
+	Log    *slog.Logger
 	// OnChange, when set, is called after every committed change a client can see (status, progress),
 	// so caches of this instance drop the task at once.
 	OnChange func(accountID int64, taskID string)

@@ -295,7 +295,8 @@ type slowContent struct {
 }
 
 func (s *slowContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasSuffix(r.URL.Path, "/content") {
+	// Videos only: the stills the worker fetches after each video (?variant=) pass as they are.
+	if strings.HasSuffix(r.URL.Path, "/content") && r.URL.Query().Get("variant") == "" {
 		s.mu.Lock()
 		s.count[r.URL.Path]++
 		s.mu.Unlock()
@@ -510,7 +511,7 @@ type truncatingContent struct {
 }
 
 func (tc *truncatingContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(r.URL.Path, "/content") {
+	if !strings.HasSuffix(r.URL.Path, "/content") || r.URL.Query().Get("variant") != "" { // videos only, not their stills
 		tc.next.ServeHTTP(w, r)
 		return
 	}

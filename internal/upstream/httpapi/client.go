@@ -97,6 +97,24 @@ func (c *Client) Download(ctx context.Context, cred upstream.Credential, id stri
 	return resp.Body, resp.ContentLength, nil
 }
 
+// DownloadStill streams a still of the finished video: GET .../content?variant=thumbnail|spritesheet.
+func (c *Client) DownloadStill(ctx context.Context, cred upstream.Credential, id, variant string) (io.ReadCloser, string, int64, error) {
+	u := c.base + "/v1/videos/" + url.PathEscape(id) + "/content?" + url.Values{"variant": {variant}}.Encode()
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("build %s download: %w", variant, err)
+	}
+	resp, err := c.do(r, cred)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, "", 0, classify(resp, true)
+	}
+	return resp.Body, resp.Header.Get("Content-Type"), resp.ContentLength, nil
+}
+
 func (c *Client) do(r *http.Request, cred upstream.Credential) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+cred.Secret)
 	resp, err := c.http.Do(r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"videogen/internal/mp4synth"
+	"videogen/internal/stills"
 )
 
 // ServeHTTP answers the simulator's protocol: for OpenAI-style, POST /v1/videos, GET /v1/videos/{id},
@@ -73,7 +75,20 @@ func fetchInputs(ctx context.Context, media []Media) (int64, error) {
 
 // serveVideo streams the task's rendered MP4.
 func (s *Sim) serveVideo(w http.ResponseWriter, t *Task, fail func(status int, msg string)) {
-	path, err := s.rendered(t)
+	s.serveFile(w, t, "video/mp4", ".mp4", s.renderVideo, fail)
+}
+
+// serveStill serves the task's thumbnail or spritesheet, as OpenAI's content endpoint does for its
+// variants: a JPEG drawn in pure Go from the same frames the video shows (mp4synth.Frame).
+func (s *Sim) serveStill(w http.ResponseWriter, t *Task, variant string, fail func(status int, msg string)) {
+	render := func(t *Task, f *os.File) error { return renderStill(t, variant, f) }
+	s.serveFile(w, t, "image/jpeg", "."+variant+".jpg", render, fail)
+}
+
+// serveFile streams one of the task's rendered files (suffix names which), rendering it on first request.
+func (s *Sim) serveFile(w http.ResponseWriter, t *Task, contentType, suffix string, render func(*Task, *os.File) error,
+	fail func(status int, msg string)) {
+	path, err := s.rendered(t, suffix, render)
 	if err != nil {
 		s.cfg.Log.Error("simulator render", "task", t.ID, "err", err)
 		fail(http.StatusInternalServerError, "rendering failed")
@@ -90,30 +105,26 @@ func (s *Sim) serveVideo(w http.ResponseWriter, t *Task, fail func(status int, m
 		fail(http.StatusInternalServerError, "output unreadable")
 		return
 	}
-	w.Header().Set("Content-Type", "video/mp4")
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
 	_, _ = io.Copy(w, f)
 }
 
-// rendered returns the path of the task's MP4, rendering it once on first request.
-func (s *Sim) rendered(t *Task) (string, error) {
-	path := filepath.Join(s.outputDir(), t.ID+".mp4")
-	lock, _ := s.render.LoadOrStore(t.ID, &sync.Mutex{})
+// rendered returns the path of the task's file with the given suffix, rendering it once on first request.
+func (s *Sim) rendered(t *Task, suffix string, render func(*Task, *os.File) error) (string, error) {
+	path := filepath.Join(s.outputDir(), t.ID+suffix)
+	lock, _ := s.render.LoadOrStore(t.ID+suffix, &sync.Mutex{})
 	mu := lock.(*sync.Mutex)
 	mu.Lock()
 	defer mu.Unlock()
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	wd, ht, err := parseSize(t.Size)
-	if err != nil {
-		return "", err
-	}
 	f, err := os.CreateTemp(s.outputDir(), ".render-*")
 	if err != nil {
 		return "", fmt.Errorf("render %s: %w", t.ID, err)
 	}
-	_, err = mp4synth.Write(f, mp4synth.Params{Width: wd, Height: ht, Seconds: t.Seconds, FPS: fps, Seed: t.renderSeed()})
+	err = render(t, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -125,6 +136,42 @@ func (s *Sim) rendered(t *Task) (string, error) {
 		return "", fmt.Errorf("render %s: %w", t.ID, err)
 	}
 	return path, nil
+}
+
+// params is what the task's video is drawn from.
+func (t *Task) params() (mp4synth.Params, error) {
+	wd, ht, err := parseSize(t.Size)
+	if err != nil {
+		return mp4synth.Params{}, err
+	}
+	return mp4synth.Params{Width: wd, Height: ht, Seconds: t.Seconds, FPS: fps, Seed: t.renderSeed()}, nil
+}
+
+func (s *Sim) renderVideo(t *Task, f *os.File) error {
+	p, err := t.params()
+	if err != nil {
+		return err
+	}
+	_, err = mp4synth.Write(f, p)
+	return err
+}
+
+// renderStill draws the task's thumbnail (its first frame, at its size) or spritesheet (its frames at
+// tile size) from the frames of its video.
+func renderStill(t *Task, variant string, f *os.File) error {
+	p, err := t.params()
+	if err != nil {
+		return err
+	}
+	if variant == stills.Thumbnail {
+		img, err := mp4synth.Frame(p, 0, p.Width, p.Height)
+		if err != nil {
+			return err
+		}
+		return stills.EncodeThumbnail(f, img)
+	}
+	frame := func(n, w, h int) (image.Image, error) { return mp4synth.Frame(p, n, w, h) }
+	return stills.EncodeSpritesheet(f, p.Width, p.Height, p.Seconds*fps, frame)
 }
 
 // fps is the frame rate of every simulated video, as Seedance renders.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"videogen/internal/stills"
 	"videogen/models"
 )
 
@@ -160,5 +161,13 @@ func (s *Sim) openaiContent(w http.ResponseWriter, r *http.Request, own string) 
 		openaiErr(w, http.StatusConflict, "video_not_ready", "task is "+st)
 		return
 	}
-	s.serveVideo(w, t, func(status int, msg string) { openaiErr(w, status, "internal_error", msg) })
+	fail := func(status int, msg string) { openaiErr(w, status, "internal_error", msg) }
+	switch v := r.URL.Query().Get("variant"); v {
+	case "", "video":
+		s.serveVideo(w, t, fail)
+	case stills.Thumbnail, stills.Spritesheet:
+		s.serveStill(w, t, v, fail)
+	default:
+		openaiErr(w, http.StatusBadRequest, "invalid_value", "variant must be video, thumbnail or spritesheet")
+	}
 }
