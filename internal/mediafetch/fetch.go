@@ -171,6 +171,13 @@ func (f *Fetcher) Open(ctx context.Context, raw string) (*Response, error) {
 		stop()
 		return nil, f.failure(ctx, rctx, err, "could not fetch the file from %s", u.Hostname())
 	}
+	if ctx.Err() != nil {
+		// The transport can hand back an answer that raced the caller's deadline: when it ends the request
+		// the server may see the connection close, give up and answer before Do notices the deadline.
+		_ = resp.Body.Close()
+		stop()
+		return nil, fmt.Errorf("import: %w", context.Cause(ctx))
+	}
 	if resp.StatusCode != http.StatusOK {
 		_ = resp.Body.Close()
 		stop()
