@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"videogen/models"
 )
 
@@ -78,6 +80,29 @@ func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, li
 	args = append(args, now, now, limit)
 	err := s.db.W.WithContext(ctx).Raw("UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id IN ("+due+") RETURNING *", args...).Scan(&out).Error
 	return out, err
+}
+
+// NextDue is the earliest time a task with a credential may be claimed, as far as the database knows
+// now: the next check of an unleased one, or the end of a lease (its holder may have died). ok is false
+// when no such task exists. An idle worker sleeps until then instead of asking for claims on every tick.
+func (s *Store) NextDue(ctx context.Context) (next time.Time, ok bool, err error) {
+	inFlight := s.db.R.WithContext(ctx).Model(&models.Task{}).
+		Where("credential_id IS NOT NULL AND status IN ?", Unfinished).Limit(1).Session(&gorm.Session{})
+	var checks, leases []time.Time
+	if err := inFlight.Where("lease_until IS NULL").Order("next_check_at").
+		Pluck("next_check_at", &checks).Error; err != nil {
+		return time.Time{}, false, fmt.Errorf("find the next check due: %w", err)
+	}
+	if err := inFlight.Where("lease_until IS NOT NULL").Order("lease_until").
+		Pluck("lease_until", &leases).Error; err != nil {
+		return time.Time{}, false, fmt.Errorf("find the next lease to end: %w", err)
+	}
+	for _, t := range append(checks, leases...) {
+		if !ok || t.Before(next) {
+			next, ok = t, true
+		}
+	}
+	return next, ok, nil
 }
 
 // RenewLease extends owner's claim on a task it is still working on.

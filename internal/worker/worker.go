@@ -92,18 +92,25 @@ func (w *Worker) Run(ctx context.Context) {
 	}()
 
 	tick := min(max(w.cfg.PollMin/2, 10*time.Millisecond), 500*time.Millisecond)
+	// An idle worker sleeps until the next task it knows of is due, but never longer than idle: what it
+	// cannot know of (a task created on another instance, a slot freed there, a breaker closing) waits at
+	// most that long. Creates and freed handlers on this instance wake it at once (Notify).
+	idle := min(max(5*w.cfg.PollMin, 100*time.Millisecond), 2*time.Second)
 	// Creates wake the worker; under a burst of them, claims are spaced so the queue is not re-read for
 	// every single create.
 	gap := min(max(w.cfg.PollMin/10, 5*time.Millisecond), 50*time.Millisecond)
-	t := time.NewTicker(tick)
+	t := time.NewTimer(tick)
 	defer t.Stop()
 	handlers := make(chan struct{}, w.cfg.Parallel)
 	for {
 		claimed := time.Now()
+		wait := tick
 		if free := cap(handlers) - len(handlers); free > 0 {
 			claims, err := w.Claim(work, min(free, w.cfg.Batch))
 			if err != nil {
 				w.Log.Error("claim tasks", "err", err)
+			} else if len(claims) == 0 {
+				wait = w.idleWait(work, tick, idle)
 			}
 			for i := range claims {
 				handlers <- struct{}{}
@@ -118,6 +125,7 @@ func (w *Worker) Run(ctx context.Context) {
 				}(claims[i])
 			}
 		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -132,6 +140,20 @@ func (w *Worker) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// idleWait is how long a worker that found nothing to claim sleeps: until the next task is due, at
+// least tick (the pace of a busy worker), at most idle.
+func (w *Worker) idleWait(ctx context.Context, tick, idle time.Duration) time.Duration {
+	next, ok, err := w.Tasks.NextDue(ctx)
+	switch {
+	case err != nil:
+		w.Log.Error("find the next task due", "err", err)
+		return tick
+	case !ok:
+		return idle
+	}
+	return min(max(next.Sub(w.Tasks.Now()), tick), idle)
 }
 
 // handle moves one claimed task a step: a waiting task gets a credential and is submitted, a task whose

@@ -584,3 +584,52 @@ func TestOldIdempotencyKeysAreDeleted(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// pollTimes records when the worker created each upstream task and when it polled it.
+type pollTimes struct {
+	next    http.Handler
+	mu      sync.Mutex
+	created time.Time
+	polls   []time.Time
+}
+
+func (p *pollTimes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/videos":
+		p.created = time.Now()
+	case r.Method == http.MethodGet && strings.Count(r.URL.Path, "/") == 3: // /v1/videos/{id}, not its content
+		p.polls = append(p.polls, time.Now())
+	}
+	p.mu.Unlock()
+	p.next.ServeHTTP(w, r)
+}
+
+// TestIdleWorkerWakesWhenATaskIsDue: a worker with nothing to claim sleeps until the next check it finds
+// in the database, not for its whole idle wait (2 s here, with 1 s polls): the first poll comes at the
+// poll interval after the submission.
+func TestIdleWorkerWakesWhenATaskIsDue(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		secrets := []string{"idle-key"}
+		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 2, Secrets: secrets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		times := &pollTimes{next: up}
+		hs := httptest.NewServer(times)
+		defer hs.Close()
+		s := testkit.Start(t, dbURL, map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": secrets[0],
+			"POLL_INTERVAL_MIN": "1s", "POLL_INTERVAL_MAX": "1s"})
+		acct := s.NewAccount(t, "10")
+		id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "due"})["id"].(string)
+		s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
+		times.mu.Lock()
+		defer times.mu.Unlock()
+		if len(times.polls) == 0 {
+			t.Fatal("the task completed without a poll")
+		}
+		if d := times.polls[0].Sub(times.created); d < 950*time.Millisecond || d >= 1900*time.Millisecond {
+			t.Fatalf("first poll %s after the submission, want the 1 s poll interval (well before the 2 s idle wait)", d)
+		}
+	})
+}
