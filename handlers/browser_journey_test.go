@@ -351,7 +351,12 @@ func TestBrowserJourney(t *testing.T) {
 	look("calls")
 
 	// The pages the journey has not shown yet, signed in.
-	do("open the revoke page", chromedp.Navigate(s.URL+"/console/keys"), chromedp.Click(chromedp.CSS(`a[href$="/revoke"]`)))
+	do("open the keys page", chromedp.Navigate(s.URL+"/console/keys"))
+	ctx, cancel = ctxFor()
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`a[href$="/revoke"]`))); err != nil { // waits for the page
+		t.Fatalf("open the revoke page: %v", err)
+	}
+	cancel()
 	heading("Revoke journey laptop?")
 	look("revoke")
 	do("open the account page", chromedp.Navigate(s.URL+"/console/account"),

@@ -93,6 +93,15 @@ func TestBrowserSupport(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// follow clicks a link and waits for the page it leads to (a bare click returns before the navigation).
+	follow := func(what, link string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(b, 30*time.Second)
+		defer cancel()
+		if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(link))); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 	photo := func(name string) {
 		t.Helper()
 		n++
@@ -148,7 +157,7 @@ func TestBrowserSupport(t *testing.T) {
 		t.Fatalf("call page heading %q", h)
 	}
 	photo("call")
-	run("open the task", chromedp.Click(chromedp.CSS(`a[href$="/tasks/`+id+`"]`)))
+	follow("open the task", `a[href$="/tasks/`+id+`"]`)
 	if p := where(); !strings.HasSuffix(p, "/tasks/"+id) {
 		t.Fatalf("the task link led to %s", p)
 	}
