@@ -85,7 +85,7 @@ func (h *handler) web(c *fiber.Ctx) error {
 		seed += "|" + tok
 	}
 	c.Locals(localCSRF, h.csrfToken(seed, h.Secrets[0]))
-	if c.Method() == fiber.MethodPost && !h.csrfValid(seed, c.FormValue("_csrf")) {
+	if c.Method() == fiber.MethodPost && !h.csrfValid(seed, csrfSent(c)) {
 		c.Status(fiber.StatusForbidden)
 		return h.render(c, views.ErrorPage(h.viewer(c, ""), 403, "This form has expired",
 			"For your safety the form could not be sent. Go back, reload the page and send it again."))
@@ -105,6 +105,32 @@ func (h *handler) csrfToken(seed, secret string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("csrf\x00" + seed))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrfSent is the token a POST carries: in its form body, or in the X-CSRF-Token header for scripts.
+// Never from the query string: a token in a URL lands in browser history, Referer headers and proxy logs.
+func csrfSent(c *fiber.Ctx) string {
+	if v, ok := formValue(c, "_csrf"); ok {
+		return v
+	}
+	return c.Get("X-CSRF-Token")
+}
+
+// formValue is a field of a posted form and whether it was posted at all. Only the body counts (Fiber's
+// c.FormValue reads the query string first): a link must not be able to fill in a form's fields, and
+// what a form carries stays out of URLs and the logs that keep them.
+func formValue(c *fiber.Ctx, name string) (string, bool) {
+	v := c.Request().PostArgs().Peek(name)
+	if v == nil {
+		return "", false
+	}
+	return string(v), true
+}
+
+// posted is a field of a posted form ("" when it was not posted); see formValue.
+func posted(c *fiber.Ctx, name string) string {
+	v, _ := formValue(c, name)
+	return v
 }
 
 func (h *handler) csrfValid(seed, token string) bool {

@@ -26,7 +26,7 @@ func (h *handler) showAccount(c *fiber.Ctx) error { return h.accountPage(c, nil)
 // updateAccount answers the account page's forms, which post to the page's own URL so that a refused
 // one is shown again where it came from; a hidden field says which form it is.
 func (h *handler) updateAccount(c *fiber.Ctx) error {
-	switch c.FormValue("form") {
+	switch posted(c, "form") {
 	case "timezone":
 		return h.saveTimeZone(c)
 	case "password":
@@ -37,7 +37,7 @@ func (h *handler) updateAccount(c *fiber.Ctx) error {
 
 // saveTimeZone stores the zone the console shows times in ("" = the browser's).
 func (h *handler) saveTimeZone(c *fiber.Ctx) error {
-	err := accounts.SetTimeZone(c.UserContext(), h.DB, currentUser(c).ID, c.FormValue("tz"), h.Now())
+	err := accounts.SetTimeZone(c.UserContext(), h.DB, currentUser(c).ID, posted(c, "tz"), h.Now())
 	if errors.Is(err, accounts.ErrBadTimeZone) {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.accountPage(c, map[string]string{"tz": "Choose a time zone from the list."})
@@ -51,7 +51,7 @@ func (h *handler) saveTimeZone(c *fiber.Ctx) error {
 // changePassword sets a new password, ends every session, and signs this browser in afresh.
 func (h *handler) changePassword(c *fiber.Ctx) error {
 	u := currentUser(c)
-	errs, err := h.Auth.ChangePassword(c.UserContext(), u, c.FormValue("current"), c.FormValue("password"))
+	errs, err := h.Auth.ChangePassword(c.UserContext(), u, posted(c, "current"), posted(c, "password"))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {
 		return h.tooManyForms(c, throttled)

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -542,5 +543,57 @@ func TestFormsThrottledPerIP(t *testing.T) {
 	other.ip = "198.51.100.21"
 	if p := other.post("/signup", "/signup", url.Values{"email": {"honest@example.com"}, "password": {"paper-boats-float-42"}, "terms": {"yes"}}); p.Status != 200 {
 		t.Fatalf("another client was throttled: %d", p.Status)
+	}
+}
+
+// TestCSRFTokenOnlyFromTheBody: a form's token counts only in the form body (or, for scripts, the
+// X-CSRF-Token header), never in the query string, where it would land in browser history and proxy logs;
+// nor do a form's other fields come from the query string. The probe's request was an admin credit:
+// POST /support/accounts/{id}/balance?_csrf=…&direction=credit&amount=1&reason=…&confirm=yes.
+func TestCSRFTokenOnlyFromTheBody(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	adm := signInStaff(t, s, "csrf-boss@example.com", "admin")
+	cust := s.NewAccount(t, "10")
+	base := "/support/accounts/" + itoa(int(cust.ID))
+	token := html.UnescapeString(csrfRE.FindStringSubmatch(adm.get(base).Body)[1])
+	credit := url.Values{"direction": {"credit"}, "amount": {"1"}, "reason": {"probe"}, "confirm": {"yes"}}
+	adjustments := func() int64 {
+		var n int64
+		s.DB.R.Model(&models.LedgerEntry{}).Where("account_id = ? AND kind = ?", cust.ID, models.KindAdjustment).Count(&n)
+		return n
+	}
+	before := adjustments()
+
+	inQuery := url.Values{"_csrf": {token}}
+	for k, v := range credit {
+		inQuery[k] = v
+	}
+	if p := adm.postRaw(base+"/balance?"+inQuery.Encode(), url.Values{}); p.Status != 403 {
+		t.Fatalf("the token and fields in the query string: %d, want 403", p.Status)
+	}
+	if p := adm.postRaw(base+"/balance?"+inQuery.Encode(), url.Values{"x": {"1"}}); p.Status != 403 {
+		t.Fatalf("the token in the query string beside a form body: %d, want 403", p.Status)
+	}
+	// The token in the body, the amount only in the query string: the form is read from its body alone,
+	// so it lacks an amount and nothing moves.
+	if p := adm.postRaw(base+"/balance?amount=1", url.Values{"_csrf": {token}, "direction": {"credit"}, "reason": {"probe"}, "confirm": {"yes"}}); p.Status != 422 {
+		t.Fatalf("an amount only in the query string: %d, want 422", p.Status)
+	}
+	if n := adjustments(); n != before {
+		t.Fatalf("refused forms credited the account: %d adjustments, %d before", n, before)
+	}
+
+	// The same form with its token in the body, or in the header a script sends, goes through.
+	body := url.Values{"_csrf": {token}}
+	for k, v := range credit {
+		body[k] = v
+	}
+	adm.postRaw(base+"/balance", body).admStatus(t, "the token in the body", 303)
+	req, _ := http.NewRequest("POST", s.URL+base+"/balance", strings.NewReader(credit.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-CSRF-Token", token)
+	adm.do(req).admStatus(t, "the token in X-CSRF-Token", 303)
+	if n := adjustments(); n != before+2 {
+		t.Fatalf("%d adjustments after two good forms, want %d", n, before+2)
 	}
 }

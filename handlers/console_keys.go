@@ -27,7 +27,7 @@ func (h *handler) showKeys(c *fiber.Ctx) error { return h.keysPage(c, views.Keys
 
 // createKey makes a key and shows its secret on this answer only (never stored, never cached).
 func (h *handler) createKey(c *fiber.Ctx) error {
-	name := c.FormValue("name")
+	name := posted(c, "name")
 	secret, k, err := apikeys.Issue(c.UserContext(), h.DB, currentUser(c), name, h.Now())
 	switch {
 	case errors.Is(err, apikeys.ErrUnverified):

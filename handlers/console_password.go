@@ -15,7 +15,7 @@ func (h *handler) showForgotPassword(c *fiber.Ctx) error {
 
 // requestPasswordReset e-mails a reset link when the address has an account; the answer never tells.
 func (h *handler) requestPasswordReset(c *fiber.Ctx) error {
-	email := c.FormValue("email")
+	email := posted(c, "email")
 	err := h.Auth.RequestReset(c.UserContext(), email, h.clientIP(c))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {
@@ -38,8 +38,8 @@ func (h *handler) showResetPassword(c *fiber.Ctx) error {
 
 // resetPassword sets the new password and signs the user out everywhere.
 func (h *handler) resetPassword(c *fiber.Ctx) error {
-	token := c.FormValue("token")
-	_, errs, err := h.Auth.ResetPassword(c.UserContext(), token, c.FormValue("password"))
+	token := posted(c, "token")
+	_, errs, err := h.Auth.ResetPassword(c.UserContext(), token, posted(c, "password"))
 	if errors.Is(err, auth.ErrBadToken) {
 		c.Status(fiber.StatusBadRequest)
 		return h.render(c, views.ResetPassword(h.viewer(c, ""), "", "", true))

@@ -18,8 +18,8 @@ func (h *handler) showSignIn(c *fiber.Ctx) error {
 
 // signIn checks the password (throttled per address and per IP) and starts a session.
 func (h *handler) signIn(c *fiber.Ctx) error {
-	form := views.SignInForm{Email: c.FormValue("email"), Next: c.FormValue("next")}
-	u, err := h.Auth.SignIn(c.UserContext(), form.Email, c.FormValue("password"), h.clientIP(c))
+	form := views.SignInForm{Email: posted(c, "email"), Next: posted(c, "next")}
+	u, err := h.Auth.SignIn(c.UserContext(), form.Email, posted(c, "password"), h.clientIP(c))
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):

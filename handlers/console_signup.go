@@ -21,9 +21,9 @@ func (h *handler) showSignUp(c *fiber.Ctx) error {
 // signUp creates the account and sends the verification e-mail; the answer is the same whether or not the
 // address was already registered.
 func (h *handler) signUp(c *fiber.Ctx) error {
-	form := views.SignUpForm{Email: c.FormValue("email"), Terms: c.FormValue("terms") != ""}
+	form := views.SignUpForm{Email: posted(c, "email"), Terms: posted(c, "terms") != ""}
 	proof := ids.NewToken(32)
-	errs, err := h.Auth.Register(c.UserContext(), auth.SignUp{Email: form.Email, Password: c.FormValue("password"), AcceptTerms: form.Terms,
+	errs, err := h.Auth.Register(c.UserContext(), auth.SignUp{Email: form.Email, Password: posted(c, "password"), AcceptTerms: form.Terms,
 		BrowserProof: proof}, h.clientIP(c))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {

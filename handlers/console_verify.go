@@ -30,7 +30,7 @@ func (h *handler) showVerifyEmail(c *fiber.Ctx) error {
 // verifyEmail spends the verification link and confirms the address; in the browser that signed up, it
 // also signs the person in.
 func (h *handler) verifyEmail(c *fiber.Ctx) error {
-	u, signedUpHere, err := h.Auth.Verify(c.UserContext(), c.FormValue("token"), c.Cookies(signupCookie))
+	u, signedUpHere, err := h.Auth.Verify(c.UserContext(), posted(c, "token"), c.Cookies(signupCookie))
 	if errors.Is(err, auth.ErrBadToken) {
 		c.Status(fiber.StatusBadRequest)
 		return h.render(c, views.VerifyResult(h.viewer(c, ""), false))

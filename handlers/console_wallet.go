@@ -61,7 +61,7 @@ func (h *handler) showWallet(c *fiber.Ctx) error { return h.walletPage(c, views.
 // walletForm answers the wallet page's forms, which post to the page's own URL so that a refused one is
 // shown again where it came from: a card top-up (the default), the balance alerts, or test funds.
 func (h *handler) walletForm(c *fiber.Ctx) error {
-	switch c.FormValue("form") {
+	switch posted(c, "form") {
 	case "alerts":
 		return h.saveAlerts(c)
 	case "test":
@@ -81,9 +81,9 @@ func (h *handler) startTopup(c *fiber.Ctx) error {
 		c.Status(fiber.StatusForbidden)
 		return h.walletPage(c, views.WalletPage{})
 	}
-	text := strings.TrimSpace(c.FormValue("preset"))
+	text := strings.TrimSpace(posted(c, "preset"))
 	if text == "" {
-		text = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(c.FormValue("amount")), "$"))
+		text = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(posted(c, "amount")), "$"))
 	}
 	lo, hi := h.Payments.Bounds()
 	amountError := "Enter an amount between " + lo.USD() + " and " + hi.USD() + " in dollars and cents, such as 25 or 25.50."
@@ -93,7 +93,7 @@ func (h *handler) startTopup(c *fiber.Ctx) error {
 		return h.walletPage(c, views.WalletPage{Amount: text, Error: amountError})
 	}
 	_, url, err := h.Payments.StartCheckout(c.UserContext(), payments.Checkout{AccountID: u.AccountID, UserID: u.ID, Email: u.Email,
-		Amount: amount, SaveCard: c.FormValue("save_card") != ""})
+		Amount: amount, SaveCard: posted(c, "save_card") != ""})
 	switch {
 	case errors.Is(err, payments.ErrAmount):
 		c.Status(fiber.StatusUnprocessableEntity)
@@ -172,8 +172,8 @@ func (h *handler) saveAlerts(c *fiber.Ctx) error {
 		c.Status(fiber.StatusForbidden)
 		return h.walletPage(c, views.WalletPage{})
 	}
-	f := &views.AlertsForm{LowBalance: strings.TrimSpace(c.FormValue("low_balance")), RechargeOn: c.FormValue("recharge") != "",
-		RechargeBelow: strings.TrimSpace(c.FormValue("recharge_below")), RechargeAmount: strings.TrimSpace(c.FormValue("recharge_amount")),
+	f := &views.AlertsForm{LowBalance: strings.TrimSpace(posted(c, "low_balance")), RechargeOn: posted(c, "recharge") != "",
+		RechargeBelow: strings.TrimSpace(posted(c, "recharge_below")), RechargeAmount: strings.TrimSpace(posted(c, "recharge_amount")),
 		Errors: map[string]string{}}
 	var a payments.Alerts
 	money := func(field, text string, optional bool) billing.Micros {
@@ -227,7 +227,7 @@ func (h *handler) addTestFunds(c *fiber.Ctx) error {
 		c.Status(fiber.StatusForbidden)
 		return h.walletPage(c, views.WalletPage{})
 	}
-	text := c.FormValue("amount")
+	text := posted(c, "amount")
 	amount, err := billing.ParseUSD(text)
 	if err != nil || amount < minTestTopup || amount > maxTestTopup {
 		c.Status(fiber.StatusUnprocessableEntity)

@@ -46,8 +46,8 @@ func (h *handler) renderEnrolment(c *fiber.Ctx, next, errMsg string) error {
 // enrolTOTP turns the authenticator on with a code it shows; this session has then passed the second
 // factor, and the answer shows the recovery codes (200, not a redirect: they are shown this once).
 func (h *handler) enrolTOTP(c *fiber.Ctx) error {
-	next := c.FormValue("next")
-	codes, err := h.Auth.ConfirmTOTP(c.UserContext(), currentUser(c).ID, sessionID(c), c.FormValue("code"), h.staffActor(c))
+	next := posted(c, "next")
+	codes, err := h.Auth.ConfirmTOTP(c.UserContext(), currentUser(c).ID, sessionID(c), posted(c, "code"), h.staffActor(c))
 	switch {
 	case errors.Is(err, auth.ErrWrongCode):
 		c.Status(fiber.StatusUnprocessableEntity)
@@ -84,11 +84,11 @@ func (h *handler) showSecondFactor(c *fiber.Ctx) error {
 // checkSecondFactor passes this session with an authenticator code or a recovery code, then goes on to
 // the staff page that was asked for.
 func (h *handler) checkSecondFactor(c *fiber.Ctx) error {
-	next := c.FormValue("next")
+	next := posted(c, "next")
 	if currentUser(c).TOTPEnabledAt == nil {
 		return redirect(c, "/support/2fa/setup"+nextQuery(next))
 	}
-	_, err := h.Auth.CheckSecondFactor(c.UserContext(), currentUser(c).ID, sessionID(c), c.FormValue("code"), h.staffActor(c))
+	_, err := h.Auth.CheckSecondFactor(c.UserContext(), currentUser(c).ID, sessionID(c), posted(c, "code"), h.staffActor(c))
 	p := views.SecondFactorPage{Next: supportNext(next)}
 	var throttled *auth.ThrottledError
 	switch {
@@ -114,7 +114,7 @@ func (h *handler) checkSecondFactor(c *fiber.Ctx) error {
 // newRecoveryCodes replaces the recovery codes and shows the new ones. Only a session that has passed
 // the second factor may: the codes are a way past it.
 func (h *handler) newRecoveryCodes(c *fiber.Ctx) error {
-	next := c.FormValue("next")
+	next := posted(c, "next")
 	if sess := currentSession(c); sess == nil || sess.SecondFactorAt == nil {
 		return redirect(c, "/support/2fa"+nextQuery(next))
 	}

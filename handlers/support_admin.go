@@ -26,7 +26,7 @@ func (h *handler) admin() *admin.Service {
 }
 
 // confirmed reports whether the form is the second, confirming post.
-func confirmed(c *fiber.Ctx) bool { return c.FormValue("confirm") == "yes" }
+func confirmed(c *fiber.Ctx) bool { return posted(c, "confirm") == "yes" }
 
 // invalidInput is the message of input the domain refused as it was typed.
 func invalidInput(err error) (string, bool) {
@@ -41,8 +41,8 @@ func invalidInput(err error) (string, bool) {
 func (h *handler) adjustBalance(c *fiber.Ctx) error {
 	t := tenantOf(c)
 	p := views.AdjustPage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base,
-		Form:          views.AdjustForm{Direction: c.FormValue("direction"), Amount: c.FormValue("amount"), Reason: c.FormValue("reason")},
-		AllowNegative: c.FormValue("allow_negative") == "yes"}
+		Form:          views.AdjustForm{Direction: posted(c, "direction"), Amount: posted(c, "amount"), Reason: posted(c, "reason")},
+		AllowNegative: posted(c, "allow_negative") == "yes"}
 	show := func(status int) error {
 		c.Status(status)
 		return h.render(c, views.AdjustBalance(h.tenantViewer(c, "support"), p))
@@ -91,7 +91,7 @@ func (h *handler) adjustBalance(c *fiber.Ctx) error {
 // disableAccount disables the tenant, once the admin has seen what that does.
 func (h *handler) disableAccount(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	p := views.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "disable", Reason: c.FormValue("reason")}
+	p := views.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "disable", Reason: posted(c, "reason")}
 	show := func(status int) error {
 		c.Status(status)
 		return h.render(c, views.AccountState(h.tenantViewer(c, "support"), p))
@@ -135,7 +135,7 @@ func (h *handler) disableAccount(c *fiber.Ctx) error {
 // enableAccount re-enables the tenant (nothing is lost by it, so it is not asked twice).
 func (h *handler) enableAccount(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	p := views.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "enable", Reason: c.FormValue("reason")}
+	p := views.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "enable", Reason: posted(c, "reason")}
 	err := h.admin().Enable(c.UserContext(), h.staffActor(c), t.AccountID, p.Reason)
 	msg, invalid := invalidInput(err)
 	switch {
@@ -159,7 +159,7 @@ func (h *handler) setRole(c *fiber.Ctx) error {
 	if err != nil || id <= 0 {
 		return fiber.ErrNotFound
 	}
-	ch, err := h.admin().SetRole(c.UserContext(), h.staffActor(c), id, c.FormValue("role"), c.FormValue("reason"))
+	ch, err := h.admin().SetRole(c.UserContext(), h.staffActor(c), id, posted(c, "role"), posted(c, "reason"))
 	if errors.Is(err, admin.ErrNoSuchUser) {
 		return fiber.ErrNotFound
 	}
@@ -221,7 +221,7 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p := views.PricesPage{Reason: c.FormValue("reason")}
+	p := views.PricesPage{Reason: posted(c, "reason")}
 	show := func(status int) error {
 		c.Status(status)
 		return h.render(c, views.PriceTable(h.viewer(c, "support"), p))
@@ -235,7 +235,7 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 		}
 		r.Typed = strings.TrimSpace(typed)
 		seen := r.Current // what the admin based the change on: the form's hidden was_, else the stored price
-		if was, err := strconv.ParseInt(c.FormValue("was_"+r.Model), 10, 64); err == nil {
+		if was, err := strconv.ParseInt(posted(c, "was_"+r.Model), 10, 64); err == nil {
 			seen = was
 		}
 		// The form shown again keeps that base, so a change made meanwhile by someone else is still caught.
@@ -301,15 +301,6 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 		return err
 	}
 	return redirect(c, "/support/prices?notice=prices-saved")
-}
-
-// formValue is a posted field and whether it was posted at all.
-func formValue(c *fiber.Ctx, name string) (string, bool) {
-	v := c.Request().PostArgs().Peek(name)
-	if v == nil {
-		return "", false
-	}
-	return string(v), true
 }
 
 // postedFields lists the names of the posted fields that start with prefix, without it.

@@ -558,3 +558,46 @@ func TestAdminRoles(t *testing.T) {
 		}
 	})
 }
+
+// TestRoleChangeAsksForTheSecondFactorAgain: a staff session that passed the second factor under one
+// role does not carry it into the next. Demoted and promoted again, the old browser is asked for a code
+// before any staff page; so is a staff member moved between support and admin.
+func TestRoleChangeAsksForTheSecondFactorAgain(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		adm := signInStaff(t, s, "chief@example.com", "admin")
+		sup := signInStaff(t, s, "agent@example.com", "support")
+		agent := admUser(t, s, "agent@example.com")
+		rolePath := "/support/users/" + strconv.FormatInt(agent.ID, 10) + "/role"
+		if p := sup.get("/support"); p.Status != 200 {
+			t.Fatalf("the support member's own staff page before any change: %d", p.Status)
+		}
+		asksForCode := func(what string) {
+			t.Helper()
+			if p := sup.get("/support"); p.Status != 303 || !strings.HasPrefix(p.location(), "/support/2fa?") {
+				t.Fatalf("%s: the old session opened /support: %d %q", what, p.Status, p.location())
+			}
+		}
+
+		admForm(adm.browser, rolePath, url.Values{"role": {"member"}}).admStatus(t, "demote", 303)
+		if sup.get("/support").Status != 404 {
+			t.Fatal("a demoted member still reaches the staff pages")
+		}
+		admForm(adm.browser, rolePath, url.Values{"role": {"support"}}).admStatus(t, "promote again", 303)
+		asksForCode("demoted, then promoted again")
+
+		// A code passes the session again (a recovery code: the authenticator's step of now was spent at
+		// enrolment), under the new role only.
+		sup.submit("/support/2fa", "code", url.Values{"code": {sup.Recovery[0]}}).admStatus(t, "a fresh code", 303)
+		if p := sup.get("/support"); p.Status != 200 {
+			t.Fatalf("after a fresh code: %d", p.Status)
+		}
+		admForm(adm.browser, rolePath, url.Values{"role": {"admin"}}).admStatus(t, "support to admin", 303)
+		asksForCode("support to admin")
+
+		// The admin who made the changes kept their own pass: only the changed user's sessions forget it.
+		if p := adm.get("/support"); p.Status != 200 {
+			t.Fatalf("the acting admin's session: %d", p.Status)
+		}
+	})
+}

@@ -242,7 +242,9 @@ func (r RoleChange) Changed() bool { return r.Old != r.New }
 // SetRole gives a user a role (member, support or admin) with its audit row. It refuses to take the
 // admin role from the last admin, themselves included. Roles are read from the database on every
 // request, so the change holds from the user's next page on; sessions are kept (a demoted staff member
-// simply finds the staff pages gone). Setting the role a user already has changes and records nothing.
+// simply finds the staff pages gone), but none of them counts as past the second factor any more: staff
+// reach under the new role starts with a fresh code. Setting the role a user already has changes and
+// records nothing.
 func (s *Service) SetRole(ctx context.Context, by audit.Actor, userID int64, role, reason string) (*RoleChange, error) {
 	switch role {
 	case models.RoleMember, models.RoleSupport, models.RoleAdmin:
@@ -291,6 +293,9 @@ func (s *Service) SetRole(ctx context.Context, by audit.Actor, userID int64, rol
 			return fmt.Errorf("set the role of user %d: %w", userID, err)
 		}
 		u.Role = role
+		if err := auth.ForgetSecondFactor(tx, userID); err != nil {
+			return err
+		}
 		return audit.Record(ctx, tx, now, by, audit.Entry{Action: audit.GrantRole, TargetType: audit.TargetUser, TargetID: fmt.Sprint(userID),
 			AccountID: u.AccountID, Reason: reason, Detail: fmt.Sprintf("%s: %s → %s", u.Email, out.Old, role)})
 	})

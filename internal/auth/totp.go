@@ -348,6 +348,17 @@ func markSecondFactor(tx *gorm.DB, userID, sessionID int64, now time.Time) error
 	return nil
 }
 
+// ForgetSecondFactor makes every session of a user pass the second factor again, inside tx. A role
+// change calls it: a pass earned under one role must not carry staff reach granted later (demoted, then
+// promoted again, an old browser would otherwise walk straight back in).
+func ForgetSecondFactor(tx *gorm.DB, userID int64) error {
+	err := tx.Model(&models.Session{}).Where("user_id = ? AND second_factor_at IS NOT NULL", userID).Update("second_factor_at", nil).Error
+	if err != nil {
+		return fmt.Errorf("forget the second factor of user %d's sessions: %w", userID, err)
+	}
+	return nil
+}
+
 // enrolment is the authenticator key of a secret, named for the app's list: "videogen (e-mail)".
 func enrolment(email string, secret []byte) (*TOTPEnrolment, error) {
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: totpIssuer, AccountName: email, Period: totpPeriod,
