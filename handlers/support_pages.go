@@ -17,13 +17,16 @@ import (
 // prefix, a task, media or request id; exactly one match opens it.
 func (h *handler) searchStaff(c *fiber.Ctx) error {
 	v := h.viewer(c, "support-search")
-	q := c.Query("q")
-	if q == "" {
+	found, err := staffsearch.Find(c.UserContext(), h.DB.R, c.Query("q"), 50)
+	switch {
+	case errors.Is(err, staffsearch.ErrEmpty):
 		return h.render(c, views.SearchView(v, views.SearchPage{Hint: "Paste what the customer gave you: their e-mail address, " +
 			"an account id, an API key prefix (vg_ and 8 characters — never ask for a whole key), a video id, a file id, or the X-Request-Id of a call."}))
-	}
-	found, err := staffsearch.Find(c.UserContext(), h.DB.R, q, 50)
-	if err != nil {
+	case errors.Is(err, staffsearch.ErrUnsearchable):
+		c.Status(fiber.StatusBadRequest)
+		return h.render(c, views.SearchView(v, views.SearchPage{Error: "Nothing was searched: what you pasted holds an invisible " +
+			"control character (such as a NUL byte or a line break inside it). Type or paste it again as plain text."}))
+	case err != nil:
 		return err
 	}
 	// The term is recorded as it was read: a whole API key pasted by mistake is kept as its prefix only.

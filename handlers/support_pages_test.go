@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"videogen/internal/testkit"
 	"videogen/models"
@@ -103,10 +104,25 @@ func TestStaffSearch(t *testing.T) {
 			t.Fatalf("two matches: %d", list.Status)
 		}
 		list.contains(t, "twin-one@example.com", "twin-two@example.com")
-		for _, q := range []string{"\x00", "a\x00b", strings.Repeat("é", 200), "%_%", `\`} {
+		for _, q := range []string{strings.Repeat("é", 200), "%_%", `\`} {
 			if got := sup.get("/support/search?q=" + url.QueryEscape(q)); got.Status != 200 {
 				t.Errorf("q=%q: %d", q, got.Status)
 			}
+		}
+		// What trims to nothing is an empty query: the search form and its hint, no list of users, nothing
+		// audited. A NUL or another control character is refused with 400, not dropped and searched.
+		for _, q := range []string{" ", "\t", "  \n ", "\u00a0"} {
+			got := sup.get("/support/search?q=" + url.QueryEscape(q))
+			if got.Status != 200 || strings.Contains(got.Body, "twin-one@example.com") || !strings.Contains(got.Body, "Paste what the customer gave you") {
+				t.Errorf("blank q=%q: %d, lists users or lacks the hint:\n%s", q, got.Status, trimPage(got.Body))
+			}
+		}
+		for _, q := range []string{"\x00", "a\x00b", "twin-\x00", "twin\x01", "tw\nin", "\xff\xfe"} {
+			got := sup.get("/support/search?q=" + url.QueryEscape(q))
+			if got.Status != 400 || strings.Contains(got.Body, "twin-one@example.com") {
+				t.Errorf("q=%q: %d, want 400 and no matches:\n%s", q, got.Status, trimPage(got.Body))
+			}
+			got.contains(t, "Nothing was searched")
 		}
 		none := sup.get("/support/search?q=video_doesnotexist")
 		none.contains(t, "Nothing matches")
@@ -115,10 +131,13 @@ func TestStaffSearch(t *testing.T) {
 		// The search is audited, and a pasted key is kept as its prefix only.
 		var rows []models.AuditEntry
 		s.DB.R.Where("action = ?", "search").Find(&rows)
-		if len(rows) != len(cases)+8 {
-			t.Errorf("%d search rows in the audit log, want %d", len(rows), len(cases)+8)
+		if len(rows) != len(cases)+6 {
+			t.Errorf("%d search rows in the audit log, want %d", len(rows), len(cases)+6)
 		}
 		for _, r := range rows {
+			if strings.TrimSpace(r.Detail) == "" || strings.ContainsFunc(r.Detail, unicode.IsControl) {
+				t.Errorf("audit row %+v: a search of nothing, or of a control character, was recorded", r)
+			}
 			if strings.Contains(r.Detail, a.Key) || r.Actor != sup.Email || r.IP == "" {
 				t.Errorf("audit row %+v: a secret kept, or no actor or address", r)
 			}

@@ -58,6 +58,7 @@ type SearchPage struct {
 	Query   string
 	Results []SearchResult
 	Hint    string // what to try next when nothing was found, or how the query was read
+	Error   string // why the query was not searched at all
 }
 
 // StaffCallPage is one API call opened from its request id.

@@ -4,10 +4,13 @@ package staffsearch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -40,9 +43,30 @@ var (
 
 const keyPrefixLen = len("vg_") + 8
 
+// Errors of a query that is not searched (and so not audited either).
+var (
+	// ErrEmpty is a query of nothing but white space: there is nothing to look for, and listing every
+	// user instead would show everyone to a stray Enter.
+	ErrEmpty = errors.New("nothing to search for")
+	// ErrUnsearchable is a query holding a NUL or another control character, or bytes that are not
+	// UTF-8. It is refused, not cleaned: what is searched, and what the audit log records, must be what
+	// was typed.
+	ErrUnsearchable = errors.New("the search holds a control character or bytes that are not text")
+)
+
+// maxQuery bounds what is searched and recorded; the longest e-mail address is 254 bytes.
+const maxQuery = 254
+
 // Find reads q and looks for what it names; at most limit matches.
 func Find(ctx context.Context, db *gorm.DB, q string, limit int) (Result, error) {
-	q, _ = storetext.Clip(strings.TrimSpace(q), 254) // no NUL, no half character: PostgreSQL takes neither
+	q = strings.TrimSpace(q)
+	if q == "" {
+		return Result{}, ErrEmpty
+	}
+	if !utf8.ValidString(q) || strings.ContainsFunc(q, unicode.IsControl) {
+		return Result{}, ErrUnsearchable
+	}
+	q, _ = storetext.Clip(q, maxQuery) // never half a character
 	r := Result{Term: q}
 	if key := wholeKeyRE.FindString(q); key != "" {
 		// A whole key was pasted: only its prefix is looked at, and only the prefix is kept — the term is
