@@ -26,6 +26,9 @@ const (
 	csrfCookie    = "vg_csrf"
 	tzCookie      = "vg_tz"
 	signupCookie  = "vg_signup" // which address this browser signed up with (console_signup.go)
+	// deviceCookie says this browser signed in as a user before: it exempts the browser from the sign-in
+	// ceiling shared by strangers (internal/auth/trust.go). It signs nobody in.
+	deviceCookie = "vg_device"
 )
 
 const (
@@ -217,6 +220,25 @@ func (h *handler) htmlError(c *fiber.Ctx, err error) error {
 func (h *handler) setCookie(c *fiber.Ctx, name, value string, maxAge time.Duration) {
 	c.Cookie(&fiber.Cookie{Name: name, Value: value, Path: "/", MaxAge: int(maxAge.Seconds()),
 		HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
+}
+
+// client is who a sign-in or a code comes from, as the throttles tell clients apart.
+func (h *handler) client(c *fiber.Ctx) auth.Client {
+	return auth.Client{IP: h.clientIP(c), Device: c.Cookies(deviceCookie)}
+}
+
+// rememberDevice gives this browser the device cookie of the user it just proved to be: by a password
+// or a link, or, with secondFactor, by a staff member's second factor too.
+func (h *handler) rememberDevice(c *fiber.Ctx, userID int64, secondFactor bool) error {
+	token, err := h.Auth.DeviceToken(userID)
+	if secondFactor {
+		token, err = h.Auth.SecondFactorDeviceToken(userID)
+	}
+	if err != nil {
+		return err
+	}
+	h.setCookie(c, deviceCookie, token, auth.DeviceTTL)
+	return nil
 }
 
 func (h *handler) clearCookie(c *fiber.Ctx, name string) {

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"net/url"
@@ -367,10 +368,18 @@ func TestPasswordReset(t *testing.T) {
 		if known.Status != 200 || unknown.Status != 200 || strings.Count(known.Body, "we have sent it a link") != 1 || strings.Count(unknown.Body, "we have sent it a link") != 1 {
 			t.Fatal("the reset form answers differently for a registered address")
 		}
+		nextMail(t, s, "rae@example.com", 1) // after the verification e-mail
+		waitFor(t, s, func() bool {          // the queued requests are handled (internal/auth/reset.go)
+			var n int64
+			s.DB.R.Model(&models.ResetRequest{}).Count(&n)
+			return n == 0
+		})
+		if _, err := s.Outbox.DeliverDue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		if _, ok := s.Mails.Last("ghost@example.com"); ok {
 			t.Fatal("an e-mail went to an unknown address")
 		}
-		nextMail(t, s, "rae@example.com", 1) // after the verification e-mail
 		stale := mailedLink(t, s, "rae@example.com")
 		b.post("/password/forgot", "/password/forgot", url.Values{"email": {"rae@example.com"}})
 		nextMail(t, s, "rae@example.com", 2)
@@ -418,6 +427,96 @@ func TestSignInThrottled(t *testing.T) {
 		t.Fatalf("11th try on one address: %d", p.Status)
 	}
 	p.contains(t, "Too many sign-in attempts for this address", "reset your password")
+}
+
+// TestStrangersCannotLockTheOwnerOut: the probe's lockout — wrong passwords for one address from many
+// networks — no longer keeps the owner out. Ten strangers' failures leave a fresh client's sign-in alone.
+// Past the ceiling of a hundred failures an hour from clients the account does not know, a new stranger
+// waits, even with the right password; the owner does not: from the network they signed in from before,
+// from their own browser on a new network, or from the browser where they just reset their password.
+func TestStrangersCannotLockTheOwnerOut(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
+		signUpVerified(t, s, "t30@example.com")
+		const password = "paper-boats-float-42"
+		signIn := func(b *browser, pw string) *page {
+			t.Helper()
+			return b.post("/signin", "/signin", url.Values{"email": {"t30@example.com"}, "password": {pw}})
+		}
+		// The owner's laptop signs in at home, and out again.
+		laptop := newBrowser(t, s)
+		laptop.ip = "198.51.100.50"
+		if p := signIn(laptop, password); p.Status != 303 {
+			t.Fatalf("the owner at home: %d", p.Status)
+		}
+		if p := laptop.post("/console", "/signout", url.Values{}); p.Status != 303 {
+			t.Fatalf("sign-out: %d", p.Status)
+		}
+
+		stranger := func(i int) *page {
+			b := newBrowser(t, s)
+			b.ip = "203.0.113." + itoa(i%250+1)
+			if i >= 250 {
+				b.ip = "192.0.2." + itoa(i%250+1)
+			}
+			return signIn(b, "guess-number-"+itoa(i))
+		}
+		for i := range 10 {
+			if p := stranger(i); p.Status != 401 {
+				t.Fatalf("stranger %d: %d", i+1, p.Status)
+			}
+		}
+		fresh := newBrowser(t, s)
+		fresh.ip = "198.51.100.60"
+		if p := signIn(fresh, password); p.Status != 303 {
+			t.Fatalf("the right password from a fresh client after ten strangers' failures: %d, want 303", p.Status)
+		}
+
+		// The guessing goes on from 88 more networks: with the two sign-ins above (neither browser was
+		// known yet), a hundred attempts from clients the account does not know reach the ceiling.
+		for i := 10; i < 98; i++ {
+			if p := stranger(i); p.Status != 401 {
+				t.Fatalf("stranger %d: %d", i+1, p.Status)
+			}
+		}
+		if p := stranger(100); p.Status != 429 || p.Header.Get("Retry-After") == "" {
+			t.Fatalf("a stranger past the ceiling: %d", p.Status)
+		}
+		newcomer := newBrowser(t, s)
+		newcomer.ip = "198.51.100.70"
+		if p := signIn(newcomer, password); p.Status != 429 {
+			t.Fatalf("the right password from a client the account does not know, past the ceiling: %d, want 429", p.Status)
+		} else {
+			p.contains(t, "Too many sign-in attempts for this address", "reset your password")
+		}
+
+		// The owner, while the stranger keeps guessing: from home in another browser (the network is
+		// known), and from the laptop on a network never seen (its device cookie is).
+		home := newBrowser(t, s)
+		home.ip = "198.51.100.50"
+		if p := signIn(home, password); p.Status != 303 {
+			t.Fatalf("the owner from home during the guessing: %d, want 303", p.Status)
+		}
+		laptop.ip = "198.51.100.80"
+		if p := signIn(laptop, password); p.Status != 303 {
+			t.Fatalf("the owner's laptop on a new network during the guessing: %d, want 303", p.Status)
+		}
+		if p := stranger(101); p.Status != 429 {
+			t.Fatalf("the stranger after the owner signed in: %d", p.Status)
+		}
+
+		// A reset proves the mailbox: the browser that sets the new password may sign in with it.
+		newcomer.post("/password/forgot", "/password/forgot", url.Values{"email": {"t30@example.com"}})
+		nextMail(t, s, "t30@example.com", 1) // after the verification e-mail
+		link := mailedLink(t, s, "t30@example.com")
+		token := link[strings.Index(link, "token=")+6:]
+		if p := newcomer.post(link, "/password/reset", url.Values{"token": {token}, "password": {"a-new-start-2031"}}); p.Status != 303 {
+			t.Fatalf("reset: %d", p.Status)
+		}
+		if p := signIn(newcomer, "a-new-start-2031"); p.Status != 303 {
+			t.Fatalf("sign-in from the browser that reset the password: %d, want 303", p.Status)
+		}
+	})
 }
 
 // TestSignInThrottledPerIP: per client IP, as seen through the trusted proxy: 30 tries across addresses,

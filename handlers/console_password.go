@@ -39,7 +39,7 @@ func (h *handler) showResetPassword(c *fiber.Ctx) error {
 // resetPassword sets the new password and signs the user out everywhere.
 func (h *handler) resetPassword(c *fiber.Ctx) error {
 	token := posted(c, "token")
-	_, errs, err := h.Auth.ResetPassword(c.UserContext(), token, posted(c, "password"))
+	u, errs, err := h.Auth.ResetPassword(c.UserContext(), token, posted(c, "password"))
 	if errors.Is(err, auth.ErrBadToken) {
 		c.Status(fiber.StatusBadRequest)
 		return h.render(c, views.ResetPassword(h.viewer(c, ""), "", "", true))
@@ -52,5 +52,10 @@ func (h *handler) resetPassword(c *fiber.Ctx) error {
 		return h.render(c, views.ResetPassword(h.viewer(c, ""), token, errs["password"], false))
 	}
 	h.clearCookie(c, sessionCookie)
+	// The link proved the mailbox: this browser may sign in even while strangers are guessing at the
+	// address (the way back the sign-in page's throttle message points to).
+	if err := h.rememberDevice(c, u.ID, false); err != nil {
+		return err
+	}
 	return redirect(c, "/signin?notice=password-reset")
 }

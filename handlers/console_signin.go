@@ -16,10 +16,11 @@ func (h *handler) showSignIn(c *fiber.Ctx) error {
 	return h.render(c, views.SignIn(h.viewer(c, ""), views.SignInForm{Next: c.Query("next")}))
 }
 
-// signIn checks the password (throttled per address and per IP) and starts a session.
+// signIn checks the password (throttled per client and per address: internal/auth/trust.go) and starts a
+// session.
 func (h *handler) signIn(c *fiber.Ctx) error {
 	form := views.SignInForm{Email: posted(c, "email"), Next: posted(c, "next")}
-	u, err := h.Auth.SignIn(c.UserContext(), form.Email, posted(c, "password"), h.clientIP(c))
+	u, err := h.Auth.SignIn(c.UserContext(), form.Email, posted(c, "password"), h.client(c))
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
@@ -49,7 +50,8 @@ func (h *handler) signIn(c *fiber.Ctx) error {
 }
 
 // startSession signs this browser in as the user: a fresh session (a sign-in never reuses one, so any
-// it had ends) and its cookie.
+// it had ends) and its cookie, and the device cookie that lets this browser sign in again while
+// strangers are guessing the password.
 func (h *handler) startSession(c *fiber.Ctx, userID int64) error {
 	if old := c.Cookies(sessionCookie); old != "" {
 		_ = h.Auth.EndSession(c.UserContext(), old)
@@ -59,7 +61,10 @@ func (h *handler) startSession(c *fiber.Ctx, userID int64) error {
 		return err
 	}
 	h.setCookie(c, sessionCookie, token, auth.SessionTTL)
-	return nil
+	if h.Auth.HoldsDevice(c.Cookies(deviceCookie), userID) {
+		return nil // already known, perhaps past the second factor: kept as it is
+	}
+	return h.rememberDevice(c, userID, false)
 }
 
 // signOut ends this browser's session.

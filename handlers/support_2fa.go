@@ -61,6 +61,9 @@ func (h *handler) enrolTOTP(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
+	if err := h.rememberDevice(c, currentUser(c).ID, true); err != nil {
+		return err
+	}
 	return h.render(c, views.RecoveryCodes(h.viewer(c, ""), views.RecoveryCodesPage{Codes: codes, Next: supportNext(next), Enrolled: true}))
 }
 
@@ -88,7 +91,7 @@ func (h *handler) checkSecondFactor(c *fiber.Ctx) error {
 	if currentUser(c).TOTPEnabledAt == nil {
 		return redirect(c, "/support/2fa/setup"+nextQuery(next))
 	}
-	_, err := h.Auth.CheckSecondFactor(c.UserContext(), currentUser(c).ID, sessionID(c), posted(c, "code"), h.staffActor(c))
+	_, err := h.Auth.CheckSecondFactor(c.UserContext(), currentUser(c).ID, sessionID(c), posted(c, "code"), h.staffActor(c), c.Cookies(deviceCookie))
 	p := views.SecondFactorPage{Next: supportNext(next)}
 	var throttled *auth.ThrottledError
 	switch {
@@ -106,6 +109,9 @@ func (h *handler) checkSecondFactor(c *fiber.Ctx) error {
 	case errors.Is(err, auth.ErrNoSession):
 		return redirect(c, "/signin?next="+url.QueryEscape(supportNext(next)))
 	case err != nil:
+		return err
+	}
+	if err := h.rememberDevice(c, currentUser(c).ID, true); err != nil {
 		return err
 	}
 	return redirect(c, supportNext(next))

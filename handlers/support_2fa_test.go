@@ -352,3 +352,38 @@ func Test2FANextStaysUnderSupport(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondFactorStrangersDoNotLockOut: someone with a staff member's password tries codes from many
+// networks until the ceiling holds them all. The staff member's own browser, which passed the second
+// factor before, gets in on a network never seen (its device cookie), while a new stranger waits.
+func TestSecondFactorStrangersDoNotLockOutTheStaffMember(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
+	st := signInStaff(t, s, "guarded@example.com", models.RoleSupport) // passed at enrolment, from 127.0.0.1
+	stranger := func(i int) *page {
+		b := newBrowser(t, s)
+		b.ip = "203.0.113." + itoa(i+1)
+		if p := b.post("/signin", "/signin", url.Values{"email": {"guarded@example.com"}, "password": {"paper-boats-float-42"}}); p.Status != 303 {
+			t.Fatalf("stranger %d signing in with the password: %d", i+1, p.Status)
+		}
+		return enterCode(t, b, "000000")
+	}
+	for i := range 20 {
+		if p := stranger(i); p.Status != 422 {
+			t.Fatalf("stranger %d's code: %d", i+1, p.Status)
+		}
+	}
+	if p := stranger(20); p.Status != 429 || p.Header.Get("Retry-After") == "" {
+		t.Fatalf("a stranger's code past the ceiling: %d", p.Status)
+	}
+	// The staff member signs in again from a café: the browser is theirs, the network is new.
+	if p := st.post("/console", "/signout", url.Values{}); p.Status != 303 {
+		t.Fatalf("sign-out: %d", p.Status)
+	}
+	st.ip = "198.51.100.90"
+	if p := st.post("/signin", "/signin", url.Values{"email": {"guarded@example.com"}, "password": {"paper-boats-float-42"}}); p.Status != 303 {
+		t.Fatalf("the staff member signing in: %d", p.Status)
+	}
+	if p := enterCode(t, st.browser, st.Recovery[0]); p.Status != 303 || p.location() != gatedPage {
+		t.Fatalf("the staff member's own browser during the guessing: %d %q, want 303 to the page", p.Status, p.location())
+	}
+}

@@ -342,6 +342,14 @@ type CallLog struct {
 	Files                int
 }
 
+// ResetRequest is a password-reset form waiting to be handled (internal/auth/reset.go): the address as
+// typed, normalised. It is deleted in the transaction that handles it.
+type ResetRequest struct {
+	ID          int64
+	Email       string
+	RequestedAt time.Time
+}
+
 // MailOutbox is one e-mail on its way: written with the event that causes it, sent by the delivery
 // worker. The body (text and HTML) is sealed with a key derived from APP_SECRET, since it carries
 // one-time links, and blanked once the message is sent or given up.

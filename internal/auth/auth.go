@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -60,31 +61,51 @@ type Notifier interface {
 	Wake()
 }
 
-// Throttles are the limiters of the actions that can be abused.
+// Throttles are the limiters of the actions that can be abused. A nil limiter limits nothing (tests
+// that exercise one throttle leave the others out); NewThrottles sets them all.
 type Throttles struct {
-	SignInPerEmail ratelimit.Limiter // guessing one account's password
-	SignInPerIP    ratelimit.Limiter // guessing across accounts
-	Mail           ratelimit.Limiter // e-mails to one address (verification, reset, sign-up notices)
-	FormsPerIP     ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
+	// Sign-in and the current password on the account page (trust.go says how they combine).
+	SignInPerPair    ratelimit.Limiter // one client guessing one address's password
+	SignInPerAddress ratelimit.Limiter // every client the account does not know, together, per address
+	SignInPerIP      ratelimit.Limiter // one client guessing across addresses
+	// A staff member's second factor, the same way: per client and staff member, and a ceiling per staff
+	// member for clients their account does not know.
+	SecondFactorPerPair ratelimit.Limiter
+	SecondFactorPerUser ratelimit.Limiter
+	Mail                ratelimit.Limiter // e-mails to one address (verification, reset, sign-up notices)
+	FormsPerIP          ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
 }
 
-// DefaultRates are the throttles' rates: 10 sign-in attempts per address (enough for a person who
-// mistypes, few for a guesser) and 30 per IP per 15 minutes, 3 e-mails to one address and 20 sign-up or
-// reset forms per IP per 10 minutes.
-var DefaultRates = struct{ SignInPerEmail, SignInPerIP, Mail, FormsPerIP ratelimit.Rate }{
-	SignInPerEmail: ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
-	SignInPerIP:    ratelimit.Rate{Events: 30, Per: 15 * time.Minute, Burst: 30},
-	Mail:           ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
-	FormsPerIP:     ratelimit.Rate{Events: 20, Per: 10 * time.Minute, Burst: 20},
+// DefaultRates are the throttles' rates. Sign-in: 10 attempts per client and address in 15 minutes
+// (enough for a person who mistypes, few for a guesser), 30 per client across addresses, and 100 an
+// hour per address from clients the account does not know — ten strangers' failures no longer lock the
+// owner out, and a guesser spread over a hundred networks still gets few tries. The second factor: 10
+// codes per client and staff member, and 20 per staff member from unknown clients, in 15 minutes — no
+// more than the 10 per staff member before, doubled, since a code is guessed only by someone who already
+// has the password. Mail: 3 e-mails to one address and 20 sign-up or reset forms per client per 10
+// minutes.
+var DefaultRates = struct {
+	SignInPerPair, SignInPerAddress, SignInPerIP, SecondFactorPerPair, SecondFactorPerUser, Mail, FormsPerIP ratelimit.Rate
+}{
+	SignInPerPair:       ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
+	SignInPerAddress:    ratelimit.Rate{Events: 100, Per: time.Hour, Burst: 100},
+	SignInPerIP:         ratelimit.Rate{Events: 30, Per: 15 * time.Minute, Burst: 30},
+	SecondFactorPerPair: ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
+	SecondFactorPerUser: ratelimit.Rate{Events: 20, Per: 15 * time.Minute, Burst: 20},
+	Mail:                ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
+	FormsPerIP:          ratelimit.Rate{Events: 20, Per: 10 * time.Minute, Burst: 20},
 }
 
 // NewThrottles builds the throttles in a store (shared through Redis when it is one).
 func NewThrottles(store *ratelimit.Store) Throttles {
 	return Throttles{
-		SignInPerEmail: store.Limiter("videogen:signin-email:", DefaultRates.SignInPerEmail),
-		SignInPerIP:    store.Limiter("videogen:signin-ip:", DefaultRates.SignInPerIP),
-		Mail:           store.Limiter("videogen:mail:", DefaultRates.Mail),
-		FormsPerIP:     store.Limiter("videogen:forms-ip:", DefaultRates.FormsPerIP),
+		SignInPerPair:       store.Limiter("videogen:signin-pair:", DefaultRates.SignInPerPair),
+		SignInPerAddress:    store.Limiter("videogen:signin-address:", DefaultRates.SignInPerAddress),
+		SignInPerIP:         store.Limiter("videogen:signin-ip:", DefaultRates.SignInPerIP),
+		SecondFactorPerPair: store.Limiter("videogen:2fa-pair:", DefaultRates.SecondFactorPerPair),
+		SecondFactorPerUser: store.Limiter("videogen:2fa-user:", DefaultRates.SecondFactorPerUser),
+		Mail:                store.Limiter("videogen:mail:", DefaultRates.Mail),
+		FormsPerIP:          store.Limiter("videogen:forms-ip:", DefaultRates.FormsPerIP),
 	}
 }
 
@@ -95,9 +116,12 @@ type Service struct {
 	BaseURL  string // PUBLIC_BASE_URL: links in e-mails start with it
 	Throttle Throttles
 	Now      func() time.Time
-	// Secrets are the APP_SECRET values: the first seals staff members' TOTP secrets and keys their
-	// recovery-code hashes, every one opens and checks them (internal/seal).
+	// Secrets are the APP_SECRET values: the first seals staff members' TOTP secrets, keys their
+	// recovery-code hashes and signs device cookies; every one opens and checks them (internal/seal).
 	Secrets []string
+
+	resetOnce sync.Once
+	resetWake chan struct{} // RequestReset wakes RunResetRequests
 }
 
 func (s *Service) now() time.Time {
@@ -113,6 +137,9 @@ func allow(ctx context.Context, l ratelimit.Limiter, key string) error {
 }
 
 func allowScoped(ctx context.Context, l ratelimit.Limiter, key, scope string) error {
+	if l == nil {
+		return nil
+	}
 	ok, wait, err := l.Allow(ctx, key)
 	if err != nil {
 		return nil // a limiter outage must not lock everyone out; the database still checks passwords
@@ -122,6 +149,26 @@ func allowScoped(ctx context.Context, l ratelimit.Limiter, key, scope string) er
 	}
 	return nil
 }
+
+// allowStranger takes one token for key from a ceiling shared by the clients an account does not know.
+// Once the ceiling is reached, a client known tells it apart from the strangers (trust.go) and goes on.
+func allowStranger(ctx context.Context, l ratelimit.Limiter, key string, known func() (bool, error)) error {
+	err := allowScoped(ctx, l, key, "address")
+	if err == nil {
+		return nil
+	}
+	ok, kerr := known()
+	if kerr != nil {
+		return kerr
+	}
+	if ok {
+		return nil
+	}
+	return err
+}
+
+// pairKey is the limiter key of one client and one address or user.
+func pairKey(ip, who string) string { return ip + " " + who }
 
 // hashing bounds how many argon2 computations (19 MiB each) run at once, so a flood of sign-ups or
 // sign-ins queues instead of exhausting memory.

@@ -93,15 +93,19 @@ func (s *Service) noticeExisting(ctx context.Context, email string) error {
 // staff disabled.
 var ErrAccountDisabled = errors.New("the account is disabled")
 
-// SignIn checks an e-mail and password and returns the user; it is throttled per address and per IP. A
-// user of a disabled account is refused with ErrAccountDisabled — only once the password is right, so
-// the refusal tells nothing to someone who does not know it.
-func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*models.User, error) {
+// SignIn checks an e-mail and password and returns the user. It is throttled per client, per client and
+// address, and per address for clients the account does not know (trust.go). A user of a disabled
+// account is refused with ErrAccountDisabled — only once the password is right, so the refusal tells
+// nothing to someone who does not know it.
+func (s *Service) SignIn(ctx context.Context, email, password string, c Client) (*models.User, error) {
 	norm := strings.ToLower(strings.TrimSpace(email))
-	if err := allowScoped(ctx, s.Throttle.SignInPerIP, ip, "network"); err != nil {
+	if err := allowScoped(ctx, s.Throttle.SignInPerIP, c.IP, "network"); err != nil {
 		return nil, err
 	}
-	if err := allowScoped(ctx, s.Throttle.SignInPerEmail, norm, "address"); err != nil {
+	if err := allowScoped(ctx, s.Throttle.SignInPerPair, pairKey(c.IP, norm), "address"); err != nil {
+		return nil, err
+	}
+	if err := allowStranger(ctx, s.Throttle.SignInPerAddress, norm, func() (bool, error) { return s.knownForSignIn(ctx, norm, c) }); err != nil {
 		return nil, err
 	}
 	if len(password) > MaxPasswordLength {
@@ -187,34 +191,6 @@ func (s *Service) Verify(ctx context.Context, raw, browserProof string) (u *mode
 	return u, signedUpHere, nil
 }
 
-// RequestReset e-mails a password-reset link when the address has an account. It answers the same way
-// either way, and is throttled per address.
-func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
-	if err := allow(ctx, s.Throttle.FormsPerIP, ip); err != nil {
-		return err
-	}
-	u, err := accounts.ByEmail(ctx, s.DB, email)
-	if err != nil {
-		return nil
-	}
-	if allow(ctx, s.Throttle.Mail, u.Email) != nil {
-		return nil
-	}
-	// The link and its e-mail commit together.
-	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		raw, err := s.newResetToken(tx, u.ID, ResetTTL)
-		if err != nil {
-			return err
-		}
-		return s.Notify.ResetPassword(tx, u.Email, s.BaseURL+"/password/reset?token="+raw)
-	})
-	if err != nil {
-		return err
-	}
-	s.Notify.Wake()
-	return nil
-}
-
 // CheckResetToken reports whether a reset link is still good, before the form is shown.
 func (s *Service) CheckResetToken(ctx context.Context, raw string) error {
 	_, err := s.peekToken(ctx, raw, models.PurposeReset)
@@ -260,9 +236,9 @@ func (s *Service) ResetPassword(ctx context.Context, raw, password string) (*mod
 }
 
 // ChangePassword replaces a signed-in user's password and ends all their sessions.
-func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next string) (FieldErrors, error) {
-	// Guessing the current password here is guessing a sign-in: the same throttle.
-	if err := allow(ctx, s.Throttle.SignInPerEmail, u.Email); err != nil {
+func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next, ip string) (FieldErrors, error) {
+	// Guessing the current password here is guessing a sign-in from this client: the same throttle.
+	if err := allowScoped(ctx, s.Throttle.SignInPerPair, pairKey(ip, u.Email), "address"); err != nil {
 		return nil, err
 	}
 	ok, err := checkPassword(u.PasswordHash, current)

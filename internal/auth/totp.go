@@ -205,15 +205,18 @@ func (s *Service) ConfirmTOTP(ctx context.Context, userID, sessionID int64, code
 // A code is good once: an authenticator code's time step must be later than the last one accepted
 // (users.totp_last_step), and a recovery code is spent. Both are spent by an UPDATE guarded by what was
 // checked, so two requests racing with one code cannot both pass. Every attempt, right or wrong, counts
-// against a per-user throttle (*ThrottledError): a six-digit code is otherwise guessable.
-func (s *Service) CheckSecondFactor(ctx context.Context, userID, sessionID int64, code string, who audit.Actor) (SecondFactorPass, error) {
+// against throttles (*ThrottledError): a six-digit code is otherwise guessable. They are the sign-in's,
+// per client and staff member and per staff member for clients their account does not know (trust.go),
+// so a code guessed from elsewhere never locks the staff member out of their own browser. device is the
+// browser's device cookie ("" when none).
+func (s *Service) CheckSecondFactor(ctx context.Context, userID, sessionID int64, code string, who audit.Actor, device string) (SecondFactorPass, error) {
 	var pass SecondFactorPass
-	// The sign-in throttle (a guesser of one account's password is a guesser of its code), under a key
-	// of its own: second-factor attempts do not use up the password's, nor the reverse.
-	if l := s.Throttle.SignInPerEmail; l != nil {
-		if err := allow(ctx, l, "2fa:user:"+userRef(userID)); err != nil {
-			return pass, err
-		}
+	if err := allowScoped(ctx, s.Throttle.SecondFactorPerPair, pairKey(who.IP, userRef(userID)), "address"); err != nil {
+		return pass, err
+	}
+	known := func() (bool, error) { return s.knownForSecondFactor(ctx, userID, Client{IP: who.IP, Device: device}) }
+	if err := allowStranger(ctx, s.Throttle.SecondFactorPerUser, userRef(userID), known); err != nil {
+		return pass, err
 	}
 	code = normalizeCode(code)
 	var check func(tx *gorm.DB, u *models.User, now time.Time) error

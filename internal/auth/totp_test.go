@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,7 +58,8 @@ func newRig(t *testing.T, dbURL string, secrets ...string) *rig {
 	}
 	c := &clock{t: time.Date(2026, 5, 4, 12, 0, 10, 0, time.UTC)}
 	svc := &auth.Service{DB: d, Now: c.now, Secrets: secrets,
-		Throttle: auth.Throttles{SignInPerEmail: ratelimit.NewLocal(auth.DefaultRates.SignInPerEmail)}}
+		Throttle: auth.Throttles{SecondFactorPerPair: ratelimit.NewLocal(auth.DefaultRates.SecondFactorPerPair),
+			SecondFactorPerUser: ratelimit.NewLocal(auth.DefaultRates.SecondFactorPerUser)}}
 	return &rig{svc: svc, db: d, clock: c}
 }
 
@@ -272,7 +274,7 @@ func TestTOTPCodes(t *testing.T) {
 		} {
 			r.clock.add(tc.move)
 			sess := r.session(t, u.ID)
-			pass, err := r.svc.CheckSecondFactor(ctx, u.ID, sess, r.code(t, secret, tc.offset), actor(u))
+			pass, err := r.svc.CheckSecondFactor(ctx, u.ID, sess, r.code(t, secret, tc.offset), actor(u), "")
 			if tc.ok && (err != nil || pass.Recovery) {
 				t.Fatalf("%s: refused: %v", tc.name, err)
 			}
@@ -305,7 +307,7 @@ func TestTOTPReplayRace(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				_, errs[i] = r.svc.CheckSecondFactor(context.Background(), u.ID, sessions[i], code, actor(u))
+				_, errs[i] = r.svc.CheckSecondFactor(context.Background(), u.ID, sessions[i], code, actor(u), "")
 			})
 		}
 		wg.Wait()
@@ -334,7 +336,7 @@ func TestTOTPRecoveryCodes(t *testing.T) {
 		_, otherCodes := r.enrol(t, other)
 
 		check := func(code string) (auth.SecondFactorPass, error) {
-			return r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), code, actor(u))
+			return r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), code, actor(u), "")
 		}
 		pass, err := check(codes[0])
 		if err != nil || !pass.Recovery || pass.RecoveryLeft != 9 {
@@ -384,8 +386,8 @@ func TestTOTPRecoveryCodes(t *testing.T) {
 	})
 }
 
-// TestSecondFactorThrottle: every attempt counts against the user; past ten in a row even the right
-// code waits, and other users are not held up.
+// TestSecondFactorThrottle: every attempt counts against its client and the staff member; past ten in a
+// row from one client even the right code waits there, and other users are not held up.
 func TestSecondFactorThrottle(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		r := newRig(t, dbURL)
@@ -395,17 +397,78 @@ func TestSecondFactorThrottle(t *testing.T) {
 		other := r.staff(t, "bystander@example.com")
 		otherSecret, _ := r.enrol(t, other)
 		for i := range 10 {
-			if _, err := r.svc.CheckSecondFactor(ctx, u.ID, u.Session, "000000", actor(u)); !errors.Is(err, auth.ErrWrongCode) {
+			if _, err := r.svc.CheckSecondFactor(ctx, u.ID, u.Session, "000000", actor(u), ""); !errors.Is(err, auth.ErrWrongCode) {
 				t.Fatalf("attempt %d: %v", i+1, err)
 			}
 		}
 		var throttled *auth.ThrottledError
-		_, err := r.svc.CheckSecondFactor(ctx, u.ID, u.Session, r.code(t, secret, 30*time.Second), actor(u))
+		_, err := r.svc.CheckSecondFactor(ctx, u.ID, u.Session, r.code(t, secret, 30*time.Second), actor(u), "")
 		if !errors.As(err, &throttled) || throttled.RetryAfter <= 0 {
 			t.Fatalf("the 11th attempt: %v", err)
 		}
-		if _, err := r.svc.CheckSecondFactor(ctx, other.ID, other.Session, r.code(t, otherSecret, 30*time.Second), actor(other)); err != nil {
+		if _, err := r.svc.CheckSecondFactor(ctx, other.ID, other.Session, r.code(t, otherSecret, 30*time.Second), actor(other), ""); err != nil {
 			t.Fatalf("another user: %v", err)
+		}
+	})
+}
+
+// altered is token with its last character changed.
+func altered(token string) string {
+	last := "0"
+	if strings.HasSuffix(token, last) {
+		last = "1"
+	}
+	return token[:len(token)-1] + last
+}
+
+// TestSecondFactorStrangersDoNotLockOut: someone who has a staff member's password guesses codes from
+// many networks. Past the ceiling, a new stranger waits; the staff member does not — from the network
+// where a session of theirs passed the second factor, nor from a browser holding the device cookie a
+// second-factor pass gave it. A device cookie from a password alone, or another user's, is no such key.
+func TestSecondFactorStrangersDoNotLockOut(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		ctx := context.Background()
+		u := r.staff(t, "owner@example.com") // its session started from 192.0.2.1, and passed at enrolment
+		secret, codes := r.enrol(t, u)
+		from := func(ip string) audit.Actor { return audit.StaffActor(&models.User{ID: u.ID, Email: u.Email}, ip) }
+		for i := range auth.DefaultRates.SecondFactorPerUser.Burst {
+			ip := fmt.Sprintf("203.0.113.%d", i+1)
+			if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), "000000", from(ip), ""); !errors.Is(err, auth.ErrWrongCode) {
+				t.Fatalf("stranger %d: %v", i+1, err)
+			}
+		}
+		var throttled *auth.ThrottledError
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), r.code(t, secret, 30*time.Second), from("198.51.100.9"), ""); !errors.As(err, &throttled) {
+			t.Fatalf("a new stranger past the ceiling, even with the right code: %v", err)
+		}
+		password, _ := r.svc.DeviceToken(u.ID)
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[0], from("198.51.100.10"), password); !errors.As(err, &throttled) {
+			t.Fatalf("a password-only device cookie opened the ceiling: %v", err)
+		}
+		otherUser := r.staff(t, "colleague@example.com")
+		foreign, _ := r.svc.SecondFactorDeviceToken(otherUser.ID)
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[0], from("198.51.100.11"), foreign); !errors.As(err, &throttled) {
+			t.Fatalf("another user's device cookie opened the ceiling: %v", err)
+		}
+
+		// The owner, from their own network: in.
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), r.code(t, secret, 30*time.Second), actor(u), ""); err != nil {
+			t.Fatalf("the owner from their own network: %v", err)
+		}
+		// The owner's browser that passed before, on a network never seen: in.
+		mine, _ := r.svc.SecondFactorDeviceToken(u.ID)
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[1], from("198.51.100.12"), mine); err != nil {
+			t.Fatalf("the owner's browser on a new network: %v", err)
+		}
+		// A cookie altered, or signed under another secret, is none.
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[2], from("198.51.100.13"), altered(mine)); !errors.As(err, &throttled) {
+			t.Fatalf("an altered device cookie opened the ceiling: %v", err)
+		}
+		elsewhere := &auth.Service{DB: r.db, Secrets: []string{"another-installation"}}
+		stray, _ := elsewhere.SecondFactorDeviceToken(u.ID)
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[2], from("198.51.100.14"), stray); !errors.As(err, &throttled) {
+			t.Fatalf("a device cookie of another secret opened the ceiling: %v", err)
 		}
 	})
 }
@@ -419,12 +482,11 @@ func TestTOTPSealing(t *testing.T) {
 		u := r.staff(t, "rotate@example.com")
 		secret, codes := r.enrol(t, u)
 
-		rotated := *r.svc
-		rotated.Secrets = []string{"new-secret", "old-secret"}
-		if _, err := rotated.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), r.code(t, secret, 30*time.Second), actor(u)); err != nil {
+		rotated := &auth.Service{DB: r.svc.DB, Now: r.svc.Now, Throttle: r.svc.Throttle, Secrets: []string{"new-secret", "old-secret"}}
+		if _, err := rotated.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), r.code(t, secret, 30*time.Second), actor(u), ""); err != nil {
 			t.Fatalf("after a rotation keeping the old secret: %v", err)
 		}
-		if _, err := rotated.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[0], actor(u)); err != nil {
+		if _, err := rotated.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[0], actor(u), ""); err != nil {
 			t.Fatalf("a recovery code after a rotation keeping the old secret: %v", err)
 		}
 
@@ -435,7 +497,7 @@ func TestTOTPSealing(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.clock.add(time.Minute)
-		_, err := r.svc.CheckSecondFactor(ctx, thief.ID, thief.Session, r.code(t, secret, 0), actor(thief))
+		_, err := r.svc.CheckSecondFactor(ctx, thief.ID, thief.Session, r.code(t, secret, 0), actor(thief), "")
 		if !errors.Is(err, seal.ErrUnsealable) {
 			t.Fatalf("another user's sealed secret: %v", err)
 		}
@@ -456,7 +518,7 @@ func TestSecondFactorMark(t *testing.T) {
 		if err := r.svc.MarkSecondFactor(ctx, a.ID, a.Session); err != nil || r.passedAt(t, a.Session) == nil {
 			t.Fatalf("marking: %v", err)
 		}
-		if _, err := r.svc.CheckSecondFactor(ctx, b.ID, b.Session, "123456", actor(b)); !errors.Is(err, auth.ErrNotEnrolled) {
+		if _, err := r.svc.CheckSecondFactor(ctx, b.ID, b.Session, "123456", actor(b), ""); !errors.Is(err, auth.ErrNotEnrolled) {
 			t.Fatalf("a code without an authenticator: %v", err)
 		}
 	})

@@ -34,6 +34,9 @@ const (
 	TOTPSecret Purpose = "videogen totp secret v1"
 	// RecoveryCode keys the hashes of staff members' recovery codes (internal/auth).
 	RecoveryCode Purpose = "videogen recovery code v1"
+	// DeviceCookie signs the cookie by which a browser that signed in before is known again
+	// (internal/auth, trust.go).
+	DeviceCookie Purpose = "videogen device cookie v1"
 )
 
 // ErrUnsealable says a sealed value opens under none of the configured secrets: it was sealed under a
@@ -149,6 +152,17 @@ func (m *MAC) Sums(msg []byte) []string {
 		out[i] = sum(k, msg)
 	}
 	return out
+}
+
+// Verify reports whether mac is msg's hash under any of the secrets, comparing in constant time.
+func (m *MAC) Verify(msg []byte, mac string) bool {
+	ok := false
+	for _, want := range m.Sums(msg) {
+		if hmac.Equal([]byte(want), []byte(mac)) {
+			ok = true
+		}
+	}
+	return ok
 }
 
 func sum(key, msg []byte) string {

@@ -117,4 +117,11 @@ func TestMAC(t *testing.T) {
 	case m.Sum(msg) == m.Sum([]byte("k7m2x9qq")):
 		t.Fatal("two messages share a hash")
 	}
+	// Verify takes a hash made under any of the secrets, and nothing else.
+	switch {
+	case !m.Verify(msg, m.Sum(msg)) || !m.Verify(msg, old.Sum(msg)):
+		t.Fatal("Verify refused a hash of the current or the old secret")
+	case m.Verify(msg, other.Sum(msg)) || m.Verify([]byte("k7m2x9qq"), m.Sum(msg)) || m.Verify(msg, "") || m.Verify(msg, m.Sum(msg)[:63]):
+		t.Fatal("Verify took another purpose's hash, another message's, or a cut one")
+	}
 }

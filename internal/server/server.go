@@ -272,10 +272,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	cctx, stop := context.WithCancel(context.Background())
 	s.choresStop = stop
-	s.chores.Add(6)
+	s.chores.Add(7)
 	go func() {
 		defer s.chores.Done()
 		s.watchUpstreams(cctx)
+	}()
+	go func() {
+		defer s.chores.Done()
+		s.Auth.RunResetRequests(cctx, time.Second, log.With("part", "auth"))
 	}()
 	go func() {
 		defer s.chores.Done()
