@@ -2,8 +2,11 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"html"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"slices"
@@ -694,5 +697,51 @@ func TestCSRFTokenOnlyFromTheBody(t *testing.T) {
 	adm.do(req).admStatus(t, "the token in X-CSRF-Token", 303)
 	if n := adjustments(); n != before+2 {
 		t.Fatalf("%d adjustments after two good forms, want %d", n, before+2)
+	}
+}
+
+// BenchmarkForgotPassword times the reset form's answer, one request at a time as the probe sent them,
+// for a registered address and for one nobody registered: the two must take the same time (the form only
+// queues the request; internal/auth/reset.go). Run with -benchtime=2000x -count=5 and compare the two.
+func BenchmarkForgotPassword(b *testing.B) {
+	for _, who := range []string{"registered", "unknown"} {
+		b.Run(who, func(b *testing.B) {
+			s := testkit.Start(b, testkit.SQLiteURL(b), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
+			s.NewAccount(b, "0") // an account, so the database is not empty
+			email := "nobody-" + who + "@example.com"
+			if who == "registered" {
+				var u models.User
+				if err := s.DB.R.Take(&u).Error; err != nil {
+					b.Fatal(err)
+				}
+				email = u.Email
+			}
+			jar, _ := cookiejar.New(nil)
+			client := &http.Client{Jar: jar}
+			page, err := client.Get(s.URL + "/password/forgot")
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, _ := io.ReadAll(page.Body)
+			page.Body.Close()
+			token := html.UnescapeString(csrfRE.FindStringSubmatch(string(body))[1])
+			form := url.Values{"_csrf": {token}, "email": {email}}.Encode()
+			b.ResetTimer()
+			for i := range b.N {
+				req, _ := http.NewRequest("POST", s.URL+"/password/forgot", strings.NewReader(form))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				// One client per request, as the forms' per-client throttle would otherwise answer 429.
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("answer %d", resp.StatusCode)
+				}
+			}
+		})
 	}
 }
