@@ -486,7 +486,7 @@ func TestTopupFormRefusesBadAmounts(t *testing.T) {
 
 func TestCheckoutThatEndsWithoutPayment(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		s, _ := stripeServer(t, dbURL, nil)
+		s, front := stripeServer(t, dbURL, nil)
 		b := signUpVerified(t, s, "nopay@example.com")
 		u := accountOf(t, s, "nopay@example.com")
 
@@ -526,8 +526,10 @@ func TestCheckoutThatEndsWithoutPayment(t *testing.T) {
 			t.Errorf("another account's top-up: %d", p.Status)
 		}
 
-		// A paid session whose amount differs from the top-up is credited as Stripe reports, and flagged.
+		// A paid session whose amount differs from the top-up is credited as Stripe's API confirms it, and
+		// flagged.
 		odd, _ := startTopup(t, s, b, url.Values{"amount": {"25"}})
+		front.Object("GET /v1/checkout/sessions/"+*odd.StripeSessionID, sessionObject(odd, 2000, "paid"))
 		s.PostStripeEvent(t, testkit.StripeEvent("evt_odd", "checkout.session.completed", sessionObject(odd, 2000, "paid")))
 		var got models.Topup
 		s.DB.R.Take(&got, "id = ?", odd.ID)
@@ -1019,12 +1021,13 @@ func TestTopupBoundsAndPresets(t *testing.T) {
 }
 
 // TestMismatchedCreditShownToStaff: a session that collected another amount than the top-up asked is
-// credited as Stripe reports, and the flag saying so is on the account's staff page.
+// credited as Stripe's API reports it, and the flag saying so is on the account's staff page.
 func TestMismatchedCreditShownToStaff(t *testing.T) {
-	s, _ := stripeServer(t, testkit.SQLiteURL(t), nil)
+	s, front := stripeServer(t, testkit.SQLiteURL(t), nil)
 	b := signUpVerified(t, s, "odd@example.com")
 	u := accountOf(t, s, "odd@example.com")
 	odd, _ := startTopup(t, s, b, url.Values{"amount": {"25"}})
+	front.Object("GET /v1/checkout/sessions/"+*odd.StripeSessionID, sessionObject(odd, 2000, "paid"))
 	if r := s.PostStripeEvent(t, testkit.StripeEvent("evt_odd_staff", "checkout.session.completed", sessionObject(odd, 2000, "paid"))); r.Status != 200 {
 		t.Fatalf("webhook: %d %s", r.Status, r.Body)
 	}
@@ -1036,7 +1039,7 @@ func TestMismatchedCreditShownToStaff(t *testing.T) {
 	if p.Status != 200 {
 		t.Fatalf("staff account page: %d", p.Status)
 	}
-	p.contains(t, "Card payments", odd.ID, "Stripe collected $20.00 for a top-up of $25.00: credited as Stripe reports")
+	p.contains(t, "Card payments", odd.ID, "Stripe collected $20.00 for a top-up of $25.00 (confirmed with Stripe&#39;s API): credited as Stripe reports")
 }
 
 // TestStripeNullsInEvents: a signed event Stripe would not send — a charge whose refund list holds a null

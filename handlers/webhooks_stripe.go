@@ -102,7 +102,10 @@ func (h *handler) receiveStripeEvent(c *fiber.Ctx, events stripeEvents) error {
 	switch {
 	case errors.Is(r.err, payments.ErrBadSignature):
 		h.Log.Warn("Stripe webhook refused", "request_id", requestID(c), "err", r.err)
-		return webhookError(c, fiber.StatusBadRequest, "bad_signature", "The Stripe-Signature header is missing, wrong or too old, or the event's API version is not 2023-10-16.")
+		return webhookError(c, fiber.StatusBadRequest, "bad_signature", "The Stripe-Signature header is missing, wrong, too old or dated ahead, or the event's API version is not 2023-10-16.")
+	case errors.Is(r.err, payments.ErrInvalidEvent):
+		h.Log.Warn("Stripe webhook refused", "request_id", requestID(c), "err", r.err)
+		return webhookError(c, fiber.StatusBadRequest, "invalid_event", "The event has no id.")
 	case errors.Is(r.err, errWebhookPanic):
 		return webhookInternalError(c)
 	case r.err != nil:

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/stripe/stripe-go/v76"
@@ -23,32 +24,145 @@ func findTopup(tx *gorm.DB, where string, args ...any) (*models.Topup, error) {
 	return &ts[0], nil
 }
 
-// topupOfSession finds the top-up a Checkout Session pays for: by the session id stored when it was
+// findSessionTopup finds the top-up a Checkout Session pays for: by the session id stored when it was
 // created, or — when the instance crashed between creating the session and storing its id — by the
-// top-up id the session carries, if that top-up has no session yet and the account matches.
-func topupOfSession(tx *gorm.DB, sess *stripe.CheckoutSession) (*models.Topup, error) {
-	t, err := findTopup(tx, "stripe_session_id = ?", sess.ID)
+// top-up id the session carries, if that top-up has no session yet and the account matches (unstored).
+func findSessionTopup(tx *gorm.DB, sess *stripe.CheckoutSession) (t *models.Topup, unstored bool, err error) {
+	t, err = findTopup(tx, "stripe_session_id = ?", sess.ID)
 	if err != nil || t != nil {
-		return t, err
+		return t, false, err
 	}
 	id := sess.ClientReferenceID
 	if id == "" {
 		id = sess.Metadata["topup_id"]
 	}
 	if id == "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	t, err = findTopup(tx, "id = ? AND stripe_session_id IS NULL AND source = ?", id, models.TopupCheckout)
 	if err != nil || t == nil {
-		return nil, err
+		return nil, false, err
 	}
 	if acct := sess.Metadata["account_id"]; acct != "" && acct != fmt.Sprint(t.AccountID) {
-		return nil, nil
+		return nil, false, nil
+	}
+	return t, true, nil
+}
+
+// topupOfSession finds the top-up a Checkout Session pays for (findSessionTopup), and stores the session
+// id a crash left unstored.
+func topupOfSession(tx *gorm.DB, sess *stripe.CheckoutSession) (*models.Topup, error) {
+	t, unstored, err := findSessionTopup(tx, sess)
+	if err != nil || !unstored {
+		return t, err
 	}
 	if err := tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("stripe_session_id", sess.ID).Error; err != nil {
 		return nil, fmt.Errorf("record session of top-up %s: %w", t.ID, err)
 	}
 	return t, nil
+}
+
+// rechargeOf finds the auto-recharge a PaymentIntent pays for: by the PaymentIntent id stored when it was
+// created, or by the top-up its metadata names when that top-up has none stored yet (unstored).
+func rechargeOf(tx *gorm.DB, pi *stripe.PaymentIntent) (t *models.Topup, unstored bool, err error) {
+	t, err = findTopup(tx, "stripe_payment_intent_id = ? AND source = ?", pi.ID, models.TopupAutoRecharge)
+	if err != nil || t != nil || pi.Metadata["source"] != models.TopupAutoRecharge || pi.Metadata["topup_id"] == "" {
+		return t, false, err
+	}
+	t, err = findTopup(tx, "id = ? AND source = ? AND stripe_payment_intent_id IS NULL", pi.Metadata["topup_id"], models.TopupAutoRecharge)
+	return t, t != nil, err
+}
+
+// source says where the amount a credit rests on was read. An event's body is only as trustworthy as
+// the webhook secret: an amount other than the top-up's is credited only once Stripe's API confirms it.
+type source struct {
+	api  bool   // read from Stripe's API: fetched by effectOf, or listed by reconciliation
+	said string // what the event's body said, when Stripe's API says otherwise
+}
+
+// errUnconfirmed stops a credit of another amount than the top-up's that Stripe's API has not confirmed
+// (the top-up was not found when the event was read); the event is tried again, and asks the API then.
+var errUnconfirmed = errors.New("the amount differs from the top-up's and Stripe's API has not confirmed it")
+
+// money says an amount of Stripe's for a person: dollars, or the smallest unit of another currency.
+func money(cents int64, currency stripe.Currency) string {
+	if currency == stripe.CurrencyUSD {
+		return fromCents(cents).USD()
+	}
+	return fmt.Sprintf("%d %s", cents, currency)
+}
+
+// needsConfirming reports whether a credit of cents in currency to t must first be confirmed with
+// Stripe's API: t is still to be credited, and the amount is not the one asked.
+func needsConfirming(t *models.Topup, cents int64, currency stripe.Currency) bool {
+	return t != nil && t.CreditedAt == nil && (currency != stripe.CurrencyUSD || int64(fromCents(cents)) != t.AmountMicros)
+}
+
+// confirmSession replaces a session whose event would credit another amount than its top-up asked
+// with the session as Stripe's API has it, for the whole effect (payment status, currency, amount).
+// The usual event, of the amount asked, costs no call. A failed call leaves the event to be retried.
+func (s *Service) confirmSession(ctx context.Context, typ string, sess *stripe.CheckoutSession) (source, error) {
+	if (typ != EvSessionCompleted && typ != EvSessionAsyncPaid) || sess.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid {
+		return source{}, nil // credits nothing
+	}
+	t, _, err := findSessionTopup(s.db.R.WithContext(ctx), sess)
+	if err != nil {
+		return source{}, err
+	}
+	cents, currency := sessionUSD(sess)
+	if !needsConfirming(t, cents, currency) {
+		return source{}, nil
+	}
+	if !s.Enabled() {
+		return source{}, ErrNotConfigured
+	}
+	p := &stripe.CheckoutSessionParams{}
+	p.Context = ctx
+	got, err := s.stripe.CheckoutSessions.Get(sess.ID, p)
+	if err != nil {
+		return source{}, stripeFailure("confirm the amount of checkout session "+sess.ID, err)
+	}
+	if got.ID != sess.ID {
+		return source{}, fmt.Errorf("confirm the amount of checkout session %s: Stripe's API answered session %q", sess.ID, got.ID)
+	}
+	src := source{api: true}
+	if gotCents, gotCurrency := sessionUSD(got); gotCents != cents || gotCurrency != currency || got.PaymentStatus != sess.PaymentStatus {
+		src.said = fmt.Sprintf("%s, payment %s", money(cents, currency), sess.PaymentStatus)
+	}
+	*sess = *got
+	return src, nil
+}
+
+// confirmPaymentIntent is confirmSession for an auto-recharge's payment_intent.succeeded.
+func (s *Service) confirmPaymentIntent(ctx context.Context, typ string, pi *stripe.PaymentIntent) (source, error) {
+	if typ != EvPaymentIntentPaid {
+		return source{}, nil
+	}
+	t, _, err := rechargeOf(s.db.R.WithContext(ctx), pi)
+	if err != nil {
+		return source{}, err
+	}
+	if !needsConfirming(t, pi.AmountReceived, pi.Currency) {
+		return source{}, nil
+	}
+	if !s.Enabled() {
+		return source{}, ErrNotConfigured
+	}
+	p := &stripe.PaymentIntentParams{}
+	p.Context = ctx
+	got, err := s.stripe.PaymentIntents.Get(pi.ID, p)
+	if err != nil {
+		return source{}, stripeFailure("confirm the amount of payment intent "+pi.ID, err)
+	}
+	if got.ID != pi.ID {
+		return source{}, fmt.Errorf("confirm the amount of payment intent %s: Stripe's API answered payment intent %q", pi.ID, got.ID)
+	}
+	src := source{api: true}
+	if got.AmountReceived != pi.AmountReceived || got.Currency != pi.Currency || got.Status != pi.Status {
+		src.said = fmt.Sprintf("%s, status %s", money(pi.AmountReceived, pi.Currency), pi.Status)
+	}
+	*pi = *got
+	return src, nil
 }
 
 func paymentIntentID(pi *stripe.PaymentIntent) *string {
@@ -60,7 +174,7 @@ func paymentIntentID(pi *stripe.PaymentIntent) *string {
 
 // sessionEffect credits, fails or expires the top-up a Checkout Session pays for; a credit names its
 // PaymentIntent in *paid.
-func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, paid *string) effect {
+func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, src source, paid *string) effect {
 	return func(tx *gorm.DB) (string, error) {
 		t, err := topupOfSession(tx, sess)
 		if err != nil {
@@ -71,10 +185,14 @@ func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, paid *
 		}
 		now := s.now().UTC()
 		switch typ {
-		case EvSessionCompleted:
+		case EvSessionCompleted, EvSessionAsyncPaid:
 			if sess.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid {
-				// A delayed payment method: the money is not collected yet. async_payment_succeeded or
-				// _failed will say how it ends.
+				// A delayed payment method: the money is not collected yet (so Stripe's API said, when
+				// asked). async_payment_succeeded or _failed will say how it ends.
+				if src.said != "" {
+					s.log.Error("a signed Stripe event misstated its payment; nothing credited", "topup", t.ID, "session", sess.ID,
+						"event_said", src.said, "api_payment_status", sess.PaymentStatus)
+				}
 				if pi := paymentIntentID(sess.PaymentIntent); pi != nil {
 					if err := tx.Exec("UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), updated_at = ? WHERE id = ?", *pi, now, t.ID).Error; err != nil {
 						return "", fmt.Errorf("record payment of top-up %s: %w", t.ID, err)
@@ -82,9 +200,7 @@ func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, paid *
 				}
 				return "completed, payment " + string(sess.PaymentStatus) + ": waiting for it", nil
 			}
-			return s.creditSession(tx, t, sess, paid)
-		case EvSessionAsyncPaid:
-			return s.creditSession(tx, t, sess, paid)
+			return s.creditSession(tx, t, sess, src, paid)
 		case EvSessionAsyncFailed:
 			return "payment failed", endTopup(tx, t.ID, models.TopupFailed, "the payment failed", now)
 		default: // expired
@@ -94,10 +210,10 @@ func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, paid *
 }
 
 // creditSession credits what a paid session collected to its top-up, once.
-func (s *Service) creditSession(tx *gorm.DB, t *models.Topup, sess *stripe.CheckoutSession, paid *string) (string, error) {
+func (s *Service) creditSession(tx *gorm.DB, t *models.Topup, sess *stripe.CheckoutSession, src source, paid *string) (string, error) {
 	amount, currency := sessionUSD(sess)
 	pi := paymentIntentID(sess.PaymentIntent)
-	out, err := s.creditTopup(tx, t, sess.ID, amount, currency, pi)
+	out, err := s.creditTopup(tx, t, sess.ID, amount, currency, pi, src)
 	if out == outcomeCredited && paid != nil {
 		// The top-up's own PaymentIntent, recorded by an earlier unpaid completion, is the one refunds name.
 		if t.StripePaymentIntentID != nil {
@@ -128,27 +244,48 @@ func endTopup(tx *gorm.DB, id, state, failure string, now any) error {
 
 // creditTopup credits what Stripe collected for a top-up, once. The top-up row is the gate (only the
 // transaction that stamps credited_at credits), and the ledger's unique (kind, external_id) refuses a
-// second topup entry for the same session or PaymentIntent even if the gate were wrong.
-func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, amountCents int64, currency stripe.Currency, pi *string) (string, error) {
+// second topup entry for the same session or PaymentIntent even if the gate were wrong. The top-up's flag
+// says what this credit found — set, or cleared when all agree — never what an earlier event did.
+func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, amountCents int64, currency stripe.Currency, pi *string, src source) (string, error) {
+	if t.CreditedAt != nil {
+		return "already credited", nil
+	}
+	if !src.api && needsConfirming(t, amountCents, currency) {
+		return "", fmt.Errorf("credit top-up %s with %s: %w", t.ID, money(amountCents, currency), errUnconfirmed)
+	}
 	now := s.now().UTC()
+	asked := billing.Micros(t.AmountMicros)
 	if currency != stripe.CurrencyUSD {
-		flag := fmt.Sprintf("Stripe collected %d %s (not USD): not credited; refund it or credit by hand", amountCents, currency)
+		flag := fmt.Sprintf("Stripe collected %s (not USD; confirmed with Stripe's API): not credited; refund it or credit by hand", money(amountCents, currency))
 		s.log.Error("top-up paid in a currency the wallet does not hold", "topup", t.ID, "currency", currency)
-		return "not credited: " + string(currency), tx.Exec("UPDATE topups SET flag = ?, updated_at = ? WHERE id = ?", flag, now, t.ID).Error
+		// A credit committed meanwhile (another event of the same payment) keeps its own flag.
+		return "not credited: " + string(currency), tx.Exec("UPDATE topups SET flag = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL", flag, now, t.ID).Error
 	}
 	amount := fromCents(amountCents)
 	if amount <= 0 {
 		return "", ignore("Stripe reports nothing collected for %s", externalID)
 	}
 	flag := ""
-	if int64(amount) != t.AmountMicros {
-		flag = fmt.Sprintf("Stripe collected %s for a top-up of %s: credited as Stripe reports", amount.USD(), billing.Micros(t.AmountMicros).USD())
+	if amount != asked {
+		flag = fmt.Sprintf("Stripe collected %s for a top-up of %s (confirmed with Stripe's API): credited as Stripe reports", amount.USD(), asked.USD())
 		s.log.Warn("top-up amount differs from what Stripe collected", "topup", t.ID, "asked", t.AmountMicros, "collected", int64(amount))
 	}
-	res := tx.Exec(`UPDATE topups SET state = ?, credited_micros = ?, flag = CASE WHEN ? = '' THEN flag ELSE ? END,
+	if src.said != "" {
+		// Stripe does not contradict itself: whoever signed this event holds the webhook secret.
+		if flag == "" {
+			flag = fmt.Sprintf("Stripe collected %s for a top-up of %s (confirmed with Stripe's API), but the signed event said %s: credited as Stripe's API says",
+				amount.USD(), asked.USD(), src.said)
+		} else {
+			flag += "; the signed event said " + src.said
+		}
+		flag += "; check who holds the webhook secret"
+		s.log.Error("a signed Stripe event misstated its payment; credited what Stripe's API says", "topup", t.ID, "stripe_id", externalID,
+			"event_said", src.said, "api_says", amount.USD())
+	}
+	res := tx.Exec(`UPDATE topups SET state = ?, credited_micros = ?, flag = ?,
 		stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), receipt_due = ?, attempts = 0,
 		next_attempt_at = ?, credited_at = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL`,
-		models.TopupCredited, int64(amount), flag, flag, pi, true, now, now, now, t.ID)
+		models.TopupCredited, int64(amount), flag, pi, true, now, now, now, t.ID)
 	if res.Error != nil {
 		return "", fmt.Errorf("mark top-up %s credited: %w", t.ID, res.Error)
 	}
@@ -214,7 +351,7 @@ func (s *Service) refundsOf(ctx context.Context, ch *stripe.Charge) ([]*stripe.R
 		out = append(out, it.Refund())
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("list refunds of charge %s: %w", ch.ID, err)
+		return nil, stripeFailure("list refunds of charge "+ch.ID, err)
 	}
 	return out, nil
 }
@@ -318,14 +455,11 @@ func (s *Service) disputeEffect(typ string, d *stripe.Dispute) effect {
 
 // paymentIntentEffect credits or fails an auto-recharge; a credit names the PaymentIntent in *paid.
 // Checkout's own PaymentIntents are ignored here: their sessions' events credit them.
-func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent, paid *string) effect {
+func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent, src source, paid *string) effect {
 	return func(tx *gorm.DB) (string, error) {
-		t, err := findTopup(tx, "stripe_payment_intent_id = ? AND source = ?", pi.ID, models.TopupAutoRecharge)
-		if err == nil && t == nil && pi.Metadata["source"] == models.TopupAutoRecharge && pi.Metadata["topup_id"] != "" {
-			t, err = findTopup(tx, "id = ? AND source = ? AND stripe_payment_intent_id IS NULL", pi.Metadata["topup_id"], models.TopupAutoRecharge)
-			if err == nil && t != nil {
-				err = tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("stripe_payment_intent_id", pi.ID).Error
-			}
+		t, unstored, err := rechargeOf(tx, pi)
+		if err == nil && unstored {
+			err = tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("stripe_payment_intent_id", pi.ID).Error
 		}
 		if err != nil {
 			return "", err
@@ -334,7 +468,13 @@ func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent, paid
 			return "", ignore("payment intent %s is not an auto-recharge of videogen's", pi.ID)
 		}
 		if typ == EvPaymentIntentPaid {
-			out, err := s.creditTopup(tx, t, pi.ID, pi.AmountReceived, pi.Currency, &pi.ID)
+			if src.api && pi.Status != stripe.PaymentIntentStatusSucceeded {
+				// The event said succeeded; Stripe's API, asked because the amount differed, says not.
+				s.log.Error("a signed Stripe event misstated its payment; nothing credited", "topup", t.ID, "payment_intent", pi.ID,
+					"event_said", src.said, "api_status", pi.Status)
+				return "Stripe's API says the payment is " + string(pi.Status) + ": nothing credited", nil
+			}
+			out, err := s.creditTopup(tx, t, pi.ID, pi.AmountReceived, pi.Currency, &pi.ID, src)
 			if out == outcomeCredited && paid != nil {
 				*paid = pi.ID
 			}

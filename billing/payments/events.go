@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,9 +19,18 @@ import (
 	"videogen/models"
 )
 
-// ErrBadSignature is returned for a webhook whose Stripe-Signature is missing, wrong or too old, or whose
-// API version is not the one this build speaks (2023-10-16): nothing is recorded.
+// ErrBadSignature is returned for a webhook whose Stripe-Signature is missing, wrong, too old or dated
+// ahead, or whose API version is not the one this build speaks (2023-10-16): nothing is recorded.
 var ErrBadSignature = errors.New("the Stripe-Signature header does not verify")
+
+// ErrInvalidEvent is returned for a signed webhook Stripe would never send: one without an event id, which
+// could not be told from a replay (nor another id-less event from a replay of it). Nothing is recorded.
+var ErrInvalidEvent = errors.New("the Stripe event has no id")
+
+// signedAhead is how far in the future a signature's time may be. webhook.ConstructEvent refuses only
+// signatures too old; one dated a day ahead — made with the secret by a wrong clock, or by someone who
+// holds it — would stay replayable for that day. Stripe signs as it sends: minutes cover clock skew.
+const signedAhead = 5 * time.Minute
 
 // Events videogen acts on; docs/stripe.md says what each does to the ledger.
 const (
@@ -57,6 +67,14 @@ func (s *Service) Record(ctx context.Context, payload []byte, signature string) 
 		return nil, fmt.Errorf("%w: %v", ErrBadSignature, err)
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
+	if at, err := signedAt(signature); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSignature, err)
+	} else if at.After(now.Add(signedAhead)) {
+		return nil, fmt.Errorf("%w: signed at %s, more than %s ahead of %s", ErrBadSignature, at.UTC().Format(time.RFC3339), signedAhead, now.Format(time.RFC3339))
+	}
+	if strings.TrimSpace(ev.ID) == "" {
+		return nil, fmt.Errorf("%w (type %q)", ErrInvalidEvent, ev.Type)
+	}
 	// The background job takes the event only if this delivery has not finished it by then.
 	later := now.Add(10 * time.Second)
 	row := models.StripeEvent{ID: ev.ID, Type: string(ev.Type), Payload: string(payload), State: models.EventPending,
@@ -66,6 +84,28 @@ func (s *Service) Record(ctx context.Context, payload []byte, signature string) 
 		return nil, fmt.Errorf("record Stripe event %s: %w", ev.ID, res.Error)
 	}
 	return &Received{EventID: ev.ID, Type: string(ev.Type), Duplicate: res.RowsAffected == 0, Outcome: "pending"}, nil
+}
+
+// signedAt reads the time a Stripe-Signature header was made at: its t= (the last one, as
+// webhook.ConstructEvent reads it, which has verified the header by now).
+func signedAt(header string) (time.Time, error) {
+	var at time.Time
+	found := false
+	for _, pair := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(pair, "=")
+		if k != "t" {
+			continue
+		}
+		sec, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("signature time %q: %w", v, err)
+		}
+		at, found = time.Unix(sec, 0), true
+	}
+	if !found {
+		return time.Time{}, errors.New("the signature has no time")
+	}
+	return at, nil
 }
 
 // Outcomes of processing an event.
@@ -295,8 +335,8 @@ func (s *Service) processEach(ctx context.Context, ids []string) {
 }
 
 // effectOf reads what an event says and returns its effect; an effect that credits names the
-// PaymentIntent it credited in *paid. Calls to Stripe it needs (a charge's refunds) happen here, before
-// the transaction.
+// PaymentIntent it credited in *paid. Calls to Stripe it needs (a charge's refunds; the session or
+// PaymentIntent itself when its amount is not the top-up's) happen here, before the transaction.
 func (s *Service) effectOf(ctx context.Context, ev *stripe.Event, paid *string) (effect, error) {
 	if ev.Livemode != s.live {
 		// A test-mode payment must never credit a live wallet (nor the other way round): a test key on a
@@ -313,7 +353,11 @@ func (s *Service) effectOf(ctx context.Context, ev *stripe.Event, paid *string) 
 		if err := json.Unmarshal(ev.Data.Raw, &sess); err != nil {
 			return nil, ignore("unreadable checkout session: %v", err)
 		}
-		return s.sessionEffect(string(ev.Type), &sess, paid), nil
+		src, err := s.confirmSession(ctx, string(ev.Type), &sess)
+		if err != nil {
+			return nil, err
+		}
+		return s.sessionEffect(string(ev.Type), &sess, src, paid), nil
 	case EvChargeRefunded:
 		var ch stripe.Charge
 		if err := json.Unmarshal(ev.Data.Raw, &ch); err != nil {
@@ -339,7 +383,11 @@ func (s *Service) effectOf(ctx context.Context, ev *stripe.Event, paid *string) 
 		if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
 			return nil, ignore("unreadable payment intent: %v", err)
 		}
-		return s.paymentIntentEffect(string(ev.Type), &pi, paid), nil
+		src, err := s.confirmPaymentIntent(ctx, string(ev.Type), &pi)
+		if err != nil {
+			return nil, err
+		}
+		return s.paymentIntentEffect(string(ev.Type), &pi, src, paid), nil
 	}
 	return nil, ignore("videogen does not act on %s events", ev.Type)
 }

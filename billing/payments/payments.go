@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -81,7 +82,7 @@ func New(cfg Config, d Deps) *Service {
 
 // NewStripeClient returns a Stripe API client for key; apiBase replaces Stripe's address (tests point it
 // at stripe-mock). Requests that change something carry idempotency keys, so the client's own retries of
-// a failed network call are safe. The client's log lines go to log (they name requests, never the key).
+// a failed network call are safe. The client's own failures go to log, redacted (stripeLog).
 func NewStripeClient(key, apiBase string, log *slog.Logger) *client.API {
 	cfg := &stripe.BackendConfig{LeveledLogger: stripeLog{log}, MaxNetworkRetries: stripe.Int64(2)}
 	if apiBase != "" {
@@ -91,14 +92,51 @@ func NewStripeClient(key, apiBase string, log *slog.Logger) *client.API {
 	return client.New(key, &stripe.Backends{API: b, Connect: b, Uploads: b})
 }
 
-// stripeLog hands stripe-go's own log lines to slog: its failures as warnings (ours say what they mean
-// for the customer), the rest at debug.
+// stripeLog hands stripe-go's failures to slog as warnings (our own lines say what they mean for the
+// customer), redacted, and drops everything else whatever LOG_LEVEL says: at debug stripe-go logs every
+// answer whole (stripe.go: Debugf("Response: %s")) — PaymentIntent client secrets, customers' e-mail
+// addresses — and its errors quote answers ("body sample: '…'", or a body that is not a Stripe error).
 type stripeLog struct{ log *slog.Logger }
 
-func (l stripeLog) Debugf(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l stripeLog) Infof(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l stripeLog) Warnf(format string, v ...any)  { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l stripeLog) Errorf(format string, v ...any) { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (stripeLog) Debugf(string, ...any) {}
+func (stripeLog) Infof(string, ...any)  {}
+func (l stripeLog) Warnf(format string, v ...any) {
+	l.log.Warn(redactStripe(fmt.Sprintf(format, v...)))
+}
+func (l stripeLog) Errorf(format string, v ...any) {
+	l.log.Warn(redactStripe(fmt.Sprintf(format, v...)))
+}
+
+var (
+	stripeEmail  = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
+	stripeSecret = regexp.MustCompile(`[A-Za-z0-9_]*_secret_[A-Za-z0-9_]*`)
+	stripeKey    = regexp.MustCompile(`\b(?:sk|rk|whsec)_[A-Za-z0-9_]+`)
+	stripeQuery  = regexp.MustCompile(`\?[^\s"'\\]+`)
+)
+
+// maxStripeLogLine caps a line of stripe-go's: an error can carry a whole PaymentIntent or card.
+const maxStripeLogLine = 300
+
+// redactStripe makes a line of stripe-go's fit for the log: no answer bodies, e-mail addresses, client
+// secrets, API keys or query strings (they may hold any of these), and not too long.
+func redactStripe(line string) string {
+	const undecodable = "Error decoding error from Stripe: "
+	switch {
+	case strings.Contains(line, "body sample"):
+		line = line[:strings.Index(line, "body sample")] + "body not logged)"
+	case strings.HasPrefix(line, undecodable):
+		// What follows is the answer itself: JSON that is not a Stripe error.
+		line = undecodable + "an answer that is not a Stripe error (body not logged)"
+	}
+	line = stripeEmail.ReplaceAllString(line, "[e-mail]")
+	line = stripeSecret.ReplaceAllString(line, "[client secret]")
+	line = stripeKey.ReplaceAllString(line, "[key]")
+	line = stripeQuery.ReplaceAllString(line, "?[query]")
+	if len(line) > maxStripeLogLine {
+		line = strings.ToValidUTF8(line[:maxStripeLogLine], "") + " …(cut)"
+	}
+	return line
+}
 
 // Enabled reports whether card payments are configured.
 func (s *Service) Enabled() bool { return s != nil && s.stripe != nil }
@@ -119,6 +157,12 @@ var ErrNotConfigured = errors.New("card payments are not configured on this inst
 
 // ErrStripeUnavailable wraps a failed call to Stripe: nothing was charged, the customer may try again.
 var ErrStripeUnavailable = errors.New("Stripe could not be reached")
+
+// stripeFailure wraps a failed call to Stripe, redacted like stripe-go's own log lines: its errors can
+// quote the answer's body, and this one goes to the log and to the event's note.
+func stripeFailure(call string, err error) error {
+	return fmt.Errorf("%s: %w: %s", call, ErrStripeUnavailable, redactStripe(err.Error()))
+}
 
 // cents converts micro-dollars to Stripe's smallest unit of USD; callers keep amounts whole cents.
 func cents(m billing.Micros) int64 { return int64(m) / microsPerCent }

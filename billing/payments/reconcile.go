@@ -68,7 +68,7 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 		if err := s.reconcileOne(ctx, r, sess.ID, amount, currency, apply, func(tx *gorm.DB) (*models.Topup, error) {
 			return topupOfSession(tx, sess)
 		}, func(tx *gorm.DB, t *models.Topup) (string, error) {
-			return s.creditSession(tx, t, sess, nil)
+			return s.creditSession(tx, t, sess, source{api: true}, nil)
 		}); err != nil {
 			return r, err
 		}
@@ -95,7 +95,7 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 			}
 			return t, err
 		}, func(tx *gorm.DB, t *models.Topup) (string, error) {
-			return s.creditTopup(tx, t, pi.ID, pi.AmountReceived, pi.Currency, &pi.ID)
+			return s.creditTopup(tx, t, pi.ID, pi.AmountReceived, pi.Currency, &pi.ID, source{api: true})
 		}); err != nil {
 			return r, err
 		}

@@ -152,6 +152,14 @@ func (f *StripeFront) Handle(route string, h func(w http.ResponseWriter, r *http
 	f.fixed[route] = h
 }
 
+// Object answers route with one Stripe object, as Stripe's API answers a GET of it.
+func (f *StripeFront) Object(route string, object map[string]any) {
+	f.Handle(route, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(object)
+	})
+}
+
 // List answers route with one page of a Stripe list of objects; with pageSize > 0 it pages through them
 // by starting_after, as Stripe does.
 func (f *StripeFront) List(route string, objects []map[string]any, pageSize int) {
