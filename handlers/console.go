@@ -227,17 +227,17 @@ func (h *handler) client(c *fiber.Ctx) auth.Client {
 	return auth.Client{IP: h.clientIP(c), Device: c.Cookies(deviceCookie)}
 }
 
-// rememberDevice gives this browser the device cookie of the user it just proved to be: by a password
-// or a link, or, with secondFactor, by a staff member's second factor too.
+// rememberDevice gives this browser the device cookie of the user it just proved to be — by a password
+// or a link, or, with secondFactor, by a staff member's second factor too — unless the one it holds
+// already says as much.
 func (h *handler) rememberDevice(c *fiber.Ctx, userID int64, secondFactor bool) error {
-	token, err := h.Auth.DeviceToken(userID)
-	if secondFactor {
-		token, err = h.Auth.SecondFactorDeviceToken(userID)
-	}
+	token, changed, err := h.Auth.DeviceCookie(c.UserContext(), c.Cookies(deviceCookie), userID, secondFactor)
 	if err != nil {
 		return err
 	}
-	h.setCookie(c, deviceCookie, token, auth.DeviceTTL)
+	if changed {
+		h.setCookie(c, deviceCookie, token, auth.DeviceTTL)
+	}
 	return nil
 }
 

@@ -51,7 +51,7 @@ func (h *handler) saveTimeZone(c *fiber.Ctx) error {
 // changePassword sets a new password, ends every session, and signs this browser in afresh.
 func (h *handler) changePassword(c *fiber.Ctx) error {
 	u := currentUser(c)
-	errs, err := h.Auth.ChangePassword(c.UserContext(), u, posted(c, "current"), posted(c, "password"), h.clientIP(c))
+	errs, err := h.Auth.ChangePassword(c.UserContext(), u, posted(c, "current"), posted(c, "password"))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {
 		return h.tooManyForms(c, throttled)

@@ -61,9 +61,6 @@ func (h *handler) startSession(c *fiber.Ctx, userID int64) error {
 		return err
 	}
 	h.setCookie(c, sessionCookie, token, auth.SessionTTL)
-	if h.Auth.HoldsDevice(c.Cookies(deviceCookie), userID) {
-		return nil // already known, perhaps past the second factor: kept as it is
-	}
 	return h.rememberDevice(c, userID, false)
 }
 

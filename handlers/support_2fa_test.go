@@ -14,6 +14,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"videogen/internal/audit"
+	"videogen/internal/server"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -353,11 +354,14 @@ func Test2FANextStaysUnderSupport(t *testing.T) {
 	}
 }
 
-// TestSecondFactorStrangersDoNotLockOut: someone with a staff member's password tries codes from many
-// networks until the ceiling holds them all. The staff member's own browser, which passed the second
-// factor before, gets in on a network never seen (its device cookie), while a new stranger waits.
+// TestSecondFactorStrangersDoNotLockOutTheStaffMember: someone with a staff member's password tries codes
+// from many networks until the ceiling holds them all. The staff member's own browser, which passed the
+// second factor before, gets in on a network never seen (its device cookie), while a new stranger waits.
+// The server's clock stands still, so no token comes back while the test counts them.
 func TestSecondFactorStrangersDoNotLockOutTheStaffMember(t *testing.T) {
-	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
+	frozen := time.Now()
+	s := testkit.StartWith(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"},
+		server.Options{Now: func() time.Time { return frozen }})
 	st := signInStaff(t, s, "guarded@example.com", models.RoleSupport) // passed at enrolment, from 127.0.0.1
 	stranger := func(i int) *page {
 		b := newBrowser(t, s)

@@ -117,7 +117,7 @@ func TestStaffSearch(t *testing.T) {
 				t.Errorf("blank q=%q: %d, lists users or lacks the hint:\n%s", q, got.Status, trimPage(got.Body))
 			}
 		}
-		for _, q := range []string{"\x00", "a\x00b", "twin-\x00", "twin\x01", "tw\nin", "\xff\xfe"} {
+		for _, q := range []string{"\x00", "a\x00b", "twin-\x00", "twin\x01", "tw\nin", "\xff\xfe", "\u200b", "twin-\u202eeno"} {
 			got := sup.get("/support/search?q=" + url.QueryEscape(q))
 			if got.Status != 400 || strings.Contains(got.Body, "twin-one@example.com") {
 				t.Errorf("q=%q: %d, want 400 and no matches:\n%s", q, got.Status, trimPage(got.Body))

@@ -102,7 +102,7 @@ func (s *Service) createSession(ctx context.Context, t *models.Topup, customer s
 	p.SetIdempotencyKey("videogen-checkout-" + t.ID)
 	sess, err := s.stripe.CheckoutSessions.New(p)
 	if err != nil {
-		return nil, fmt.Errorf("create checkout session: %w", err)
+		return nil, stripeFailure("create checkout session", err)
 	}
 	return sess, nil
 }
@@ -126,7 +126,7 @@ func (s *Service) customer(ctx context.Context, accountID int64, email string) (
 	params.SetIdempotencyKey("videogen-customer-" + strconv.FormatInt(accountID, 10) + "-" + email)
 	cus, err := s.stripe.Customers.New(params)
 	if err != nil {
-		return "", fmt.Errorf("create Stripe customer: %w", err)
+		return "", stripeFailure("create Stripe customer", err)
 	}
 	now := s.now().UTC()
 	err = s.tx(ctx, func(tx *gorm.DB) error {

@@ -158,8 +158,10 @@ var ErrNotConfigured = errors.New("card payments are not configured on this inst
 // ErrStripeUnavailable wraps a failed call to Stripe: nothing was charged, the customer may try again.
 var ErrStripeUnavailable = errors.New("Stripe could not be reached")
 
-// stripeFailure wraps a failed call to Stripe, redacted like stripe-go's own log lines: its errors can
-// quote the answer's body, and this one goes to the log and to the event's note.
+// stripeFailure wraps a failed call to Stripe, redacted like stripe-go's own log lines: a *stripe.Error
+// prints as the whole error object (an attached PaymentIntent's client secret, a customer's e-mail in
+// "Invalid email address: …"), and what this returns goes to the log and to an event's note. Every call
+// to Stripe's API returns its failure through here.
 func stripeFailure(call string, err error) error {
 	return fmt.Errorf("%s: %w: %s", call, ErrStripeUnavailable, redactStripe(err.Error()))
 }

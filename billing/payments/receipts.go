@@ -61,7 +61,7 @@ func (s *Service) payment(ctx context.Context, t *models.Topup) (*stripe.Payment
 	p.AddExpand("payment_method")
 	pi, err := s.stripe.PaymentIntents.Get(*t.StripePaymentIntentID, p)
 	if err != nil {
-		return nil, fmt.Errorf("read payment %s: %w", *t.StripePaymentIntentID, err)
+		return nil, stripeFailure("read payment "+*t.StripePaymentIntentID, err)
 	}
 	return pi, nil
 }

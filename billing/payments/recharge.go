@@ -211,7 +211,7 @@ func (s *Service) chargeRecharge(ctx context.Context, t *models.Topup) error {
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("create auto-recharge payment: %w", err)
+		return stripeFailure("create auto-recharge payment", err)
 	}
 	// The webhook may have credited it already and scheduled its receipt: keep that schedule.
 	return s.db.W.WithContext(ctx).Exec(`UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?),

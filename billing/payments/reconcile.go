@@ -74,7 +74,7 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 		}
 	}
 	if err := it.Err(); err != nil {
-		return r, fmt.Errorf("list Stripe checkout sessions: %w", err)
+		return r, stripeFailure("list Stripe checkout sessions", err)
 	}
 
 	pp := &stripe.PaymentIntentListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since.Unix()}}
@@ -101,7 +101,7 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 		}
 	}
 	if err := pit.Err(); err != nil {
-		return r, fmt.Errorf("list Stripe payment intents: %w", err)
+		return r, stripeFailure("list Stripe payment intents", err)
 	}
 
 	// Our side: everything credited in the period must be among Stripe's paid payments.

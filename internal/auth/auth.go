@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -77,9 +76,10 @@ type Throttles struct {
 }
 
 // DefaultRates are the throttles' rates. Sign-in: 10 attempts per client and address in 15 minutes
-// (enough for a person who mistypes, few for a guesser), 30 per client across addresses, and 100 an
-// hour per address from clients the account does not know — ten strangers' failures no longer lock the
-// owner out, and a guesser spread over a hundred networks still gets few tries. The second factor: 10
+// (enough for a person who mistypes, few for a guesser), 30 per client across addresses, and per address
+// from clients the account does not know 100 at once, then 300 a day — ten strangers' failures no longer
+// lock the owner out, and a guesser spread over a hundred networks gets fewer tries a day (about 400) than
+// one address's limit gave before (960). The second factor: 10
 // codes per client and staff member, and 20 per staff member from unknown clients, in 15 minutes — no
 // more than the 10 per staff member before, doubled, since a code is guessed only by someone who already
 // has the password. Mail: 3 e-mails to one address and 20 sign-up or reset forms per client per 10
@@ -88,7 +88,7 @@ var DefaultRates = struct {
 	SignInPerPair, SignInPerAddress, SignInPerIP, SecondFactorPerPair, SecondFactorPerUser, Mail, FormsPerIP ratelimit.Rate
 }{
 	SignInPerPair:       ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
-	SignInPerAddress:    ratelimit.Rate{Events: 100, Per: time.Hour, Burst: 100},
+	SignInPerAddress:    ratelimit.Rate{Events: 300, Per: 24 * time.Hour, Burst: 100},
 	SignInPerIP:         ratelimit.Rate{Events: 30, Per: 15 * time.Minute, Burst: 30},
 	SecondFactorPerPair: ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
 	SecondFactorPerUser: ratelimit.Rate{Events: 20, Per: 15 * time.Minute, Burst: 20},
@@ -119,9 +119,6 @@ type Service struct {
 	// Secrets are the APP_SECRET values: the first seals staff members' TOTP secrets, keys their
 	// recovery-code hashes and signs device cookies; every one opens and checks them (internal/seal).
 	Secrets []string
-
-	resetOnce sync.Once
-	resetWake chan struct{} // RequestReset wakes RunResetRequests
 }
 
 func (s *Service) now() time.Time {

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -236,9 +237,11 @@ func (s *Service) ResetPassword(ctx context.Context, raw, password string) (*mod
 }
 
 // ChangePassword replaces a signed-in user's password and ends all their sessions.
-func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next, ip string) (FieldErrors, error) {
-	// Guessing the current password here is guessing a sign-in from this client: the same throttle.
-	if err := allowScoped(ctx, s.Throttle.SignInPerPair, pairKey(ip, u.Email), "address"); err != nil {
+func (s *Service) ChangePassword(ctx context.Context, u *models.User, current, next string) (FieldErrors, error) {
+	// Guessing the current password here needs a session of the user: the budget is the user's, wherever
+	// the guesses come from (a stolen session cookie on many networks gets no more), and no stranger can
+	// spend it.
+	if err := allowScoped(ctx, s.Throttle.SignInPerPair, "session-user "+strconv.FormatInt(u.ID, 10), "address"); err != nil {
 		return nil, err
 	}
 	ok, err := checkPassword(u.PasswordHash, current)

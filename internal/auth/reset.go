@@ -2,8 +2,10 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"gorm.io/gorm"
@@ -16,14 +18,16 @@ import (
 // long the answer takes. Looking the address up and, for a registered one, issuing a link and queueing
 // its e-mail took twice as long as answering for an unknown address — enough to tell them apart from
 // outside. So the form does the same work for every address: it queues the request (one INSERT), and a
-// background job does the rest (docs/decisions.md, "Password resets answer alike").
+// background job does the rest (docs/decisions.md, "Password resets answer alike"). The job is not woken
+// by the request: it runs on its own schedule, with jitter, so the extra work a registered address causes
+// (a write, on SQLite the single writer's lock) does not follow the request it could be timed against.
 
 // resetRequestMaxAge is how long a queued request is still worth an e-mail; one older than that (the
-// service was down) is dropped: the person asked long ago and will ask again.
+// service was down, or the request keeps failing) is dropped: the person asked long ago and will ask again.
 const resetRequestMaxAge = ResetTTL
 
-// RequestReset answers the reset form: it queues a request for the address, registered or not, and
-// wakes the job that e-mails a link to registered ones (HandleResetRequests). Throttled per client.
+// RequestReset answers the reset form: it queues a request for the address, registered or not, for the
+// job that e-mails a link to registered ones (HandleResetRequests). Throttled per client.
 func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	if err := allow(ctx, s.Throttle.FormsPerIP, ip); err != nil {
 		return err
@@ -35,32 +39,21 @@ func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	if err := s.DB.W.WithContext(ctx).Create(&models.ResetRequest{Email: norm, RequestedAt: s.now()}).Error; err != nil {
 		return fmt.Errorf("queue a password reset request: %w", err)
 	}
-	select {
-	case s.resetSignal() <- struct{}{}:
-	default:
-	}
 	return nil
 }
 
-// resetSignal is the wake-up of RunResetRequests on this instance.
-func (s *Service) resetSignal() chan struct{} {
-	s.resetOnce.Do(func() { s.resetWake = make(chan struct{}, 1) })
-	return s.resetWake
-}
-
-// RunResetRequests handles queued reset requests until ctx ends: at once for one queued on this
-// instance, and every poll for those queued elsewhere or left by a crash.
+// RunResetRequests handles queued reset requests until ctx ends, about every poll (between half and one
+// and a half times it, at random).
 func (s *Service) RunResetRequests(ctx context.Context, poll time.Duration, log *slog.Logger) {
-	t := time.NewTicker(poll)
-	defer t.Stop()
 	for {
 		if _, err := s.HandleResetRequests(ctx); err != nil && ctx.Err() == nil {
 			log.Error("handle password reset requests", "err", err)
 		}
+		t := time.NewTimer(poll/2 + rand.N(poll))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-s.resetSignal():
 		case <-t.C:
 		}
 	}
@@ -68,35 +61,41 @@ func (s *Service) RunResetRequests(ctx context.Context, poll time.Duration, log 
 
 // HandleResetRequests handles the queued reset requests and returns how many e-mails it queued: for a
 // registered address (within its e-mail throttle) a new link, whose e-mail commits with the request's
-// deletion; for any other, only the deletion.
+// deletion; for any other, only the deletion. A request that fails stays for the next round, and the
+// others go on; one older than resetRequestMaxAge is dropped unhandled.
 func (s *Service) HandleResetRequests(ctx context.Context) (queued int, err error) {
 	defer func() {
 		if queued > 0 {
 			s.Notify.Wake() // the e-mails committed: the outbox sends them now
 		}
 	}()
+	var failed []error
+	after := int64(0)
 	for {
 		var batch []models.ResetRequest
-		if err := s.DB.R.WithContext(ctx).Order("id").Limit(100).Find(&batch).Error; err != nil {
-			return queued, fmt.Errorf("read password reset requests: %w", err)
+		if err := s.DB.R.WithContext(ctx).Where("id > ?", after).Order("id").Limit(100).Find(&batch).Error; err != nil {
+			return queued, errors.Join(append(failed, fmt.Errorf("read password reset requests: %w", err))...)
 		}
 		for _, r := range batch {
+			after = r.ID
 			sent, err := s.handleReset(ctx, r)
 			if err != nil {
-				return queued, err
+				failed = append(failed, err)
+				continue
 			}
 			if sent {
 				queued++
 			}
 		}
-		if len(batch) < 100 {
-			return queued, nil
+		if len(batch) < 100 || ctx.Err() != nil {
+			return queued, errors.Join(failed...)
 		}
 	}
 }
 
 // handleReset handles one request in one transaction; the deletion that starts it is the claim, so of
-// two instances only one handles a request.
+// two instances only one handles a request. Reading the queue first, the job takes no write lock while
+// the queue is empty.
 func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent bool, err error) {
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("id = ?", r.ID).Delete(&models.ResetRequest{})
@@ -104,11 +103,11 @@ func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent 
 			return fmt.Errorf("claim password reset request %d: %w", r.ID, res.Error)
 		}
 		if res.RowsAffected == 0 || s.now().Sub(r.RequestedAt) > resetRequestMaxAge {
-			return nil
+			return nil // another instance's, or stale: deleted, and nothing else (so a failing one ends too)
 		}
 		var users []models.User
 		if err := tx.Where("email = ?", r.Email).Limit(1).Find(&users).Error; err != nil {
-			return fmt.Errorf("find the user of a password reset request: %w", err)
+			return fmt.Errorf("find the user of password reset request %d: %w", r.ID, err)
 		}
 		if len(users) == 0 || allow(ctx, s.Throttle.Mail, users[0].Email) != nil {
 			return nil
@@ -122,7 +121,7 @@ func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent 
 		return s.Notify.ResetPassword(tx, u.Email, s.BaseURL+"/password/reset?token="+raw)
 	})
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("password reset request %d: %w", r.ID, err)
 	}
 	return sent, nil
 }

@@ -58,8 +58,8 @@ func newRig(t *testing.T, dbURL string, secrets ...string) *rig {
 	}
 	c := &clock{t: time.Date(2026, 5, 4, 12, 0, 10, 0, time.UTC)}
 	svc := &auth.Service{DB: d, Now: c.now, Secrets: secrets,
-		Throttle: auth.Throttles{SecondFactorPerPair: ratelimit.NewLocal(auth.DefaultRates.SecondFactorPerPair),
-			SecondFactorPerUser: ratelimit.NewLocal(auth.DefaultRates.SecondFactorPerUser)}}
+		Throttle: auth.Throttles{SecondFactorPerPair: ratelimit.NewLocalClock(auth.DefaultRates.SecondFactorPerPair, c.now),
+			SecondFactorPerUser: ratelimit.NewLocalClock(auth.DefaultRates.SecondFactorPerUser, c.now)}}
 	return &rig{svc: svc, db: d, clock: c}
 }
 
@@ -412,6 +412,16 @@ func TestSecondFactorThrottle(t *testing.T) {
 	})
 }
 
+// device is the device cookie a browser gets when it proves to be userID (with secondFactor, by a code).
+func (r *rig) device(t *testing.T, userID int64, secondFactor bool) string {
+	t.Helper()
+	token, changed, err := r.svc.DeviceCookie(context.Background(), "", userID, secondFactor)
+	if err != nil || !changed {
+		t.Fatalf("device cookie: %q %v %v", token, changed, err)
+	}
+	return token
+}
+
 // altered is token with its last character changed.
 func altered(token string) string {
 	last := "0"
@@ -442,12 +452,12 @@ func TestSecondFactorStrangersDoNotLockOut(t *testing.T) {
 		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), r.code(t, secret, 30*time.Second), from("198.51.100.9"), ""); !errors.As(err, &throttled) {
 			t.Fatalf("a new stranger past the ceiling, even with the right code: %v", err)
 		}
-		password, _ := r.svc.DeviceToken(u.ID)
+		password := r.device(t, u.ID, false)
 		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[0], from("198.51.100.10"), password); !errors.As(err, &throttled) {
 			t.Fatalf("a password-only device cookie opened the ceiling: %v", err)
 		}
 		otherUser := r.staff(t, "colleague@example.com")
-		foreign, _ := r.svc.SecondFactorDeviceToken(otherUser.ID)
+		foreign := r.device(t, otherUser.ID, true)
 		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[0], from("198.51.100.11"), foreign); !errors.As(err, &throttled) {
 			t.Fatalf("another user's device cookie opened the ceiling: %v", err)
 		}
@@ -457,7 +467,7 @@ func TestSecondFactorStrangersDoNotLockOut(t *testing.T) {
 			t.Fatalf("the owner from their own network: %v", err)
 		}
 		// The owner's browser that passed before, on a network never seen: in.
-		mine, _ := r.svc.SecondFactorDeviceToken(u.ID)
+		mine := r.device(t, u.ID, true)
 		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[1], from("198.51.100.12"), mine); err != nil {
 			t.Fatalf("the owner's browser on a new network: %v", err)
 		}
@@ -466,11 +476,72 @@ func TestSecondFactorStrangersDoNotLockOut(t *testing.T) {
 			t.Fatalf("an altered device cookie opened the ceiling: %v", err)
 		}
 		elsewhere := &auth.Service{DB: r.db, Secrets: []string{"another-installation"}}
-		stray, _ := elsewhere.SecondFactorDeviceToken(u.ID)
+		stray, _, err := elsewhere.DeviceCookie(ctx, "", u.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[2], from("198.51.100.14"), stray); !errors.As(err, &throttled) {
 			t.Fatalf("a device cookie of another secret opened the ceiling: %v", err)
 		}
+
+		// One cookie copied to many networks gets one browser's tries: ten in 15 minutes, counted on the
+		// cookie (it was used once above).
+		for i := range 9 {
+			ip := fmt.Sprintf("198.18.0.%d", i+1)
+			if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), "000000", from(ip), mine); !errors.Is(err, auth.ErrWrongCode) {
+				t.Fatalf("the cookie's use %d from a new network: %v", i+2, err)
+			}
+		}
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[2], from("198.18.0.99"), mine); !errors.As(err, &throttled) {
+			t.Fatalf("the cookie's 11th use in 15 minutes: %v", err)
+		}
+
+		// A new password voids every cookie given before it.
+		r.clock.add(time.Second) // a cookie of another second: one not yet counted
+		before := r.device(t, u.ID, true)
+		if err := r.db.W.Model(&models.User{}).Where("id = ?", u.ID).Update("password_hash", "a new password's hash").Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[2], from("198.18.1.1"), before); !errors.As(err, &throttled) {
+			t.Fatalf("a cookie given before the password changed: %v", err)
+		}
+		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[2], from("198.18.1.2"), r.device(t, u.ID, true)); err != nil {
+			t.Fatalf("a cookie given after the password changed: %v", err)
+		}
 	})
+}
+
+// TestDeviceCookieKeptOrRenewed: a sign-in keeps the browser's cookie while it says as much and is
+// fresh, raises a password's to a second factor's, never lowers one, and renews one a month old.
+func TestDeviceCookieKeptOrRenewed(t *testing.T) {
+	r := newRig(t, testkit.SQLiteURL(t))
+	ctx := context.Background()
+	u := r.staff(t, "kept@example.com")
+	pw := r.device(t, u.ID, false)
+	if tok, changed, err := r.svc.DeviceCookie(ctx, pw, u.ID, false); err != nil || changed || tok != pw {
+		t.Fatalf("a fresh password cookie at the next sign-in: changed %v, %v", changed, err)
+	}
+	r.clock.add(time.Second)
+	sf, changed, err := r.svc.DeviceCookie(ctx, pw, u.ID, true)
+	if err != nil || !changed || sf == pw {
+		t.Fatalf("passing the second factor with a password cookie: changed %v, %v", changed, err)
+	}
+	if tok, changed, _ := r.svc.DeviceCookie(ctx, sf, u.ID, false); changed || tok != sf {
+		t.Fatal("a password sign-in replaced a second factor's cookie with a password's")
+	}
+	other := r.staff(t, "someone-else@example.com")
+	if _, changed, _ := r.svc.DeviceCookie(ctx, sf, other.ID, false); !changed {
+		t.Fatal("another user's sign-in kept this user's cookie")
+	}
+	r.clock.add(31 * 24 * time.Hour)
+	renewed, changed, _ := r.svc.DeviceCookie(ctx, sf, u.ID, false)
+	if !changed || renewed == sf {
+		t.Fatal("a month-old cookie was not renewed at a sign-in")
+	}
+	// The renewal keeps the second factor's level: it still opens the code's ceiling.
+	if _, changed, _ := r.svc.DeviceCookie(ctx, renewed, u.ID, true); changed {
+		t.Fatal("the renewed cookie lost the second factor's level")
+	}
 }
 
 // TestTOTPSealing: the secret is sealed for its user under APP_SECRET, opens after a rotation that keeps

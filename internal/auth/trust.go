@@ -2,11 +2,13 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"videogen/internal/ratelimit"
 	"videogen/internal/seal"
 	"videogen/models"
 )
@@ -17,7 +19,8 @@ import (
 // ceiling per address, which bounds guessing spread over many networks. A client the account knows — a
 // browser holding its device cookie, or a network one of its sessions started from lately — is held only
 // by its own limits: however many strangers guess, the owner still signs in from their own browser or
-// network.
+// network. A device cookie is bound to the password it was given under (a new password voids it) and
+// counted on its own (one cookie copied to many networks gets one browser's tries).
 
 // Client is who is signing in: their address as the trusted proxy reports it, and the device cookie their
 // browser sent ("" when none).
@@ -32,80 +35,141 @@ const (
 	deviceSecondFactor = "2fa" // passed a staff member's second factor as well
 )
 
-// DeviceTTL is how long a device cookie vouches for its browser.
-const DeviceTTL = 180 * 24 * time.Hour
+// DeviceTTL is how long a device cookie vouches for its browser; deviceRefresh is the age after which a
+// sign-in gives it a new one, so a browser in use stays known.
+const (
+	DeviceTTL     = 180 * 24 * time.Hour
+	deviceRefresh = 30 * 24 * time.Hour
+)
 
 // knownNetworkWindow is how recently a session must have started from a network for it to count as the
 // account's own.
 const knownNetworkWindow = 30 * 24 * time.Hour
 
-// DeviceToken is the device cookie for a browser that just signed in as userID (the password, a
-// verification link from its sign-up browser, or a reset link). It is no credential: it signs nobody in,
-// it only exempts its browser from the ceiling shared by strangers.
-func (s *Service) DeviceToken(userID int64) (string, error) {
-	return s.deviceToken(userID, devicePassword)
+// device is a device cookie as read: whose, what it proved, when, under which password.
+type device struct {
+	userID int64
+	level  string
+	issued time.Time
+	epoch  string // passwordEpoch of the user's password when it was given
+	sig    string // its signature: the cookie's own name in the per-device limiter
 }
 
-// SecondFactorDeviceToken is the device cookie for a browser whose session just passed the second factor.
-func (s *Service) SecondFactorDeviceToken(userID int64) (string, error) {
-	return s.deviceToken(userID, deviceSecondFactor)
-}
-
-func (s *Service) deviceToken(userID int64, level string) (string, error) {
+// DeviceCookie is the device cookie a browser should hold once it has proved to be userID — by the
+// password or an e-mailed link, or, with secondFactor, by a staff member's code as well — given the one
+// it holds (held, "" when none). It keeps held while that still vouches as much and is fresh, else makes
+// a new one (at the higher of the two levels); changed says whether to set it. The cookie signs nobody
+// in: it only lets its browser past the ceiling that strangers share, and a new password voids it.
+func (s *Service) DeviceCookie(ctx context.Context, held string, userID int64, secondFactor bool) (token string, changed bool, err error) {
+	hash, err := s.passwordHash(ctx, userID, "")
+	if err != nil {
+		return "", false, err
+	}
+	level := devicePassword
+	if secondFactor {
+		level = deviceSecondFactor
+	}
+	if d, ok := s.deviceOf(held); ok && d.userID == userID && d.epoch == s.passwordEpoch(hash) {
+		if d.level == deviceSecondFactor {
+			level = deviceSecondFactor
+		}
+		if d.level == level && s.now().Sub(d.issued) < deviceRefresh {
+			return held, false, nil
+		}
+	}
 	mac, err := seal.NewMAC(s.Secrets, seal.DeviceCookie)
 	if err != nil {
-		return "", fmt.Errorf("sign a device cookie: %w", err)
+		return "", false, fmt.Errorf("sign a device cookie: %w", err)
 	}
-	msg := strconv.FormatInt(userID, 10) + "." + level + "." + strconv.FormatInt(s.now().Unix(), 10)
-	return msg + "." + mac.Sum([]byte(msg)), nil
+	msg := strconv.FormatInt(userID, 10) + "." + level + "." + strconv.FormatInt(s.now().Unix(), 10) + "." + s.passwordEpoch(hash)
+	return msg + "." + mac.Sum([]byte(msg)), true, nil
 }
 
-// HoldsDevice reports whether token is a live device cookie of userID (of either level): a sign-in
-// keeps such a cookie rather than replace a second factor's with a password's.
-func (s *Service) HoldsDevice(token string, userID int64) bool {
-	id, _, ok := s.deviceOf(token)
-	return ok && id == userID
+// passwordEpoch names a password without revealing anything of it: a device cookie carries it, so that
+// a new password (a reset after a break-in) voids every cookie given before.
+func (s *Service) passwordEpoch(hash string) string {
+	mac, err := seal.NewMAC(s.Secrets, seal.DeviceCookie)
+	if err != nil {
+		return ""
+	}
+	return mac.Sum([]byte("password epoch\x00" + hash))[:16]
 }
 
-// deviceOf reads a device cookie: its user and level, if it is one of ours and not expired.
-func (s *Service) deviceOf(token string) (userID int64, level string, ok bool) {
+// passwordHash reads a user's password hash ("" when they have none yet) by id and, when email is set,
+// address; errNoUser when no user matches.
+func (s *Service) passwordHash(ctx context.Context, userID int64, email string) (string, error) {
+	q := s.DB.R.WithContext(ctx).Model(&models.User{}).Where("id = ?", userID)
+	if email != "" {
+		q = q.Where("email = ?", email)
+	}
+	var hashes []string
+	if err := q.Limit(1).Pluck("password_hash", &hashes).Error; err != nil {
+		return "", fmt.Errorf("read the password of user %d: %w", userID, err)
+	}
+	if len(hashes) == 0 {
+		return "", errNoUser
+	}
+	return hashes[0], nil
+}
+
+var errNoUser = errors.New("no such user")
+
+// deviceOf reads a device cookie, if it is one of ours and not expired.
+func (s *Service) deviceOf(token string) (device, bool) {
 	if token == "" || len(token) > 200 {
-		return 0, "", false
+		return device{}, false
 	}
 	i := strings.LastIndexByte(token, '.')
 	if i < 0 {
-		return 0, "", false
+		return device{}, false
 	}
-	msg, sum := token[:i], token[i+1:]
+	msg, sig := token[:i], token[i+1:]
 	mac, err := seal.NewMAC(s.Secrets, seal.DeviceCookie)
-	if err != nil || !mac.Verify([]byte(msg), sum) {
-		return 0, "", false
+	if err != nil || !mac.Verify([]byte(msg), sig) {
+		return device{}, false
 	}
 	parts := strings.Split(msg, ".")
-	if len(parts) != 3 {
-		return 0, "", false
+	if len(parts) != 4 {
+		return device{}, false
 	}
 	id, err1 := strconv.ParseInt(parts[0], 10, 64)
 	issued, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || s.now().Sub(time.Unix(issued, 0)) > DeviceTTL {
-		return 0, "", false
+	d := device{userID: id, level: parts[1], issued: time.Unix(issued, 0), epoch: parts[3], sig: sig}
+	if err1 != nil || err2 != nil || s.now().Sub(d.issued) > DeviceTTL {
+		return device{}, false
 	}
-	return id, parts[1], true
+	return d, true
+}
+
+// knownDevice reports whether a device cookie vouches for its browser as userID (of address email, when
+// set) at level (any level when ""): signed by us, fresh enough, of that user, under their current
+// password. Each cookie that does is held by a limiter of its own too (perDevice, one per cookie): a
+// cookie copied to many networks gets no more tries than one browser.
+func (s *Service) knownDevice(ctx context.Context, token string, userID int64, email, level string, perDevice ratelimit.Limiter) (bool, error) {
+	d, ok := s.deviceOf(token)
+	if !ok || (userID != 0 && d.userID != userID) || (level != "" && d.level != level) {
+		return false, nil
+	}
+	hash, err := s.passwordHash(ctx, d.userID, email)
+	if errors.Is(err, errNoUser) {
+		return false, nil
+	}
+	if err != nil || d.epoch != s.passwordEpoch(hash) {
+		return false, err
+	}
+	if err := allowScoped(ctx, perDevice, "device "+d.sig, "address"); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // knownForSignIn reports whether the client is one the account of email knows: its browser holds a
 // device cookie of that user, or a session of that user started from its network lately. Called only
-// once the strangers' ceiling is reached, so the common sign-in pays nothing for it; the query is the
-// same whether or not the address has an account.
+// once the strangers' ceiling is reached, so the common sign-in pays nothing for it; the network's
+// query is the same whether or not the address has an account.
 func (s *Service) knownForSignIn(ctx context.Context, email string, c Client) (bool, error) {
-	if id, _, ok := s.deviceOf(c.Device); ok {
-		var n int64
-		if err := s.DB.R.WithContext(ctx).Model(&models.User{}).Where("id = ? AND email = ?", id, email).Count(&n).Error; err != nil {
-			return false, fmt.Errorf("check the device cookie of %s: %w", email, err)
-		}
-		if n > 0 {
-			return true, nil
-		}
+	if ok, err := s.knownDevice(ctx, c.Device, 0, email, "", s.Throttle.SignInPerPair); ok || err != nil {
+		return ok, err
 	}
 	if c.IP == "" {
 		return false, nil
@@ -123,8 +187,8 @@ func (s *Service) knownForSignIn(ctx context.Context, email string, c Client) (b
 // knownForSecondFactor is knownForSignIn for a staff member's code: a device cookie given when this
 // browser passed the second factor, or a session of theirs from this network that passed it lately.
 func (s *Service) knownForSecondFactor(ctx context.Context, userID int64, c Client) (bool, error) {
-	if id, level, ok := s.deviceOf(c.Device); ok && id == userID && level == deviceSecondFactor {
-		return true, nil
+	if ok, err := s.knownDevice(ctx, c.Device, userID, "", deviceSecondFactor, s.Throttle.SecondFactorPerPair); ok || err != nil {
+		return ok, err
 	}
 	if c.IP == "" {
 		return false, nil

@@ -44,15 +44,20 @@ func PerSecond(rps float64, burst int) Rate {
 type Local struct {
 	rps     rate.Limit
 	burst   int
+	now     func() time.Time
 	mu      sync.Mutex // makes get-or-create of a bucket atomic
 	buckets *expirable.LRU[string, *rate.Limiter]
 }
 
-// NewLocal returns an in-process limiter.
-func NewLocal(r Rate) *Local {
+// NewLocal returns an in-process limiter on real time.
+func NewLocal(r Rate) *Local { return NewLocalClock(r, time.Now) }
+
+// NewLocalClock returns an in-process limiter whose buckets refill by the clock now: the service's
+// clock, which a test holds still when it must count tokens exactly.
+func NewLocalClock(r Rate, now func() time.Time) *Local {
 	// A bucket is forgotten once it would be full again anyway, so forgetting it changes nothing.
 	refill := time.Duration(float64(r.Per) * float64(r.Burst) / float64(r.Events))
-	return &Local{rps: rate.Limit(float64(r.Events) / r.Per.Seconds()), burst: r.Burst,
+	return &Local{rps: rate.Limit(float64(r.Events) / r.Per.Seconds()), burst: r.Burst, now: now,
 		buckets: expirable.NewLRU[string, *rate.Limiter](200_000, nil, max(refill, time.Minute))}
 }
 
@@ -65,7 +70,7 @@ func (l *Local) Allow(_ context.Context, key string) (bool, time.Duration, error
 		l.buckets.Add(key, b)
 	}
 	l.mu.Unlock()
-	now := time.Now()
+	now := l.now()
 	r := b.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
@@ -86,12 +91,17 @@ type Redis struct {
 type Store struct {
 	client  *redis.Client
 	limiter *redis_rate.Limiter
+	now     func() time.Time // the in-process buckets' clock (Redis keeps its own)
 }
 
-// Connect returns the store of redisURL, or an in-process store when redisURL is empty.
-func Connect(redisURL string) (*Store, error) {
+// Connect returns the store of redisURL, or an in-process store when redisURL is empty. now is the clock
+// of in-process buckets (nil: real time).
+func Connect(redisURL string, now func() time.Time) (*Store, error) {
+	if now == nil {
+		now = time.Now
+	}
 	if redisURL == "" {
-		return &Store{}, nil
+		return &Store{now: now}, nil
 	}
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
@@ -107,17 +117,17 @@ func Connect(redisURL string) (*Store, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("connect to redis: %w", err)
 	}
-	return &Store{client: client, limiter: redis_rate.NewLimiter(client)}, nil
+	return &Store{client: client, limiter: redis_rate.NewLimiter(client), now: now}, nil
 }
 
 // Limiter returns a limiter of rate r whose keys start with prefix. In Redis it falls back to an
 // in-process bucket while Redis is unreachable.
 func (s *Store) Limiter(prefix string, r Rate) Limiter {
 	if s.client == nil {
-		return NewLocal(r)
+		return NewLocalClock(r, s.now)
 	}
 	shared := &Redis{limiter: s.limiter, limit: redis_rate.Limit{Rate: r.Events, Burst: r.Burst, Period: r.Per}, prefix: prefix}
-	return WithFallback(shared, NewLocal(r), slog.Default(), prefix)
+	return WithFallback(shared, NewLocalClock(r, s.now), slog.Default(), prefix)
 }
 
 // Close releases the Redis connections.

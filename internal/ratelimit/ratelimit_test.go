@@ -47,6 +47,25 @@ func TestLocalBucket(t *testing.T) {
 	}
 }
 
+// TestLocalBucketFollowsItsClock: a bucket refills by the clock it was given, not the wall's: held
+// still, nothing comes back however long the test takes; moved on by one refill, one token does.
+func TestLocalBucketFollowsItsClock(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	l := NewLocalClock(Rate{Events: 1, Per: time.Minute, Burst: 1}, func() time.Time { return now })
+	ctx := context.Background()
+	if ok, _, _ := l.Allow(ctx, "k"); !ok {
+		t.Fatal("the first token was refused")
+	}
+	time.Sleep(20 * time.Millisecond) // real time passes; the bucket's clock does not
+	if ok, wait, _ := l.Allow(ctx, "k"); ok || wait != time.Minute {
+		t.Fatalf("with the clock held: ok=%v wait %v, want refused for exactly a minute", ok, wait)
+	}
+	now = now.Add(time.Minute)
+	if ok, _, _ := l.Allow(ctx, "k"); !ok {
+		t.Fatal("a minute later by its clock, no token came back")
+	}
+}
+
 type broken struct{}
 
 func (broken) Allow(context.Context, string) (bool, time.Duration, error) {
@@ -78,7 +97,7 @@ func TestRedisLimiterFallsBackWhenRedisStops(t *testing.T) {
 	var store *Store
 	var err error
 	for i := 0; i < 50; i++ {
-		if store, err = Connect("redis://127.0.0.1:" + port + "/0"); err == nil {
+		if store, err = Connect("redis://127.0.0.1:"+port+"/0", nil); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -177,7 +177,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	if s.limits, err = ratelimit.Connect(cfg.RedisURL); err != nil {
+	if s.limits, err = ratelimit.Connect(cfg.RedisURL, clock); err != nil {
 		return nil, err
 	}
 	mailer := opt.Mail

@@ -48,11 +48,16 @@ var (
 	// ErrEmpty is a query of nothing but white space: there is nothing to look for, and listing every
 	// user instead would show everyone to a stray Enter.
 	ErrEmpty = errors.New("nothing to search for")
-	// ErrUnsearchable is a query holding a NUL or another control character, or bytes that are not
-	// UTF-8. It is refused, not cleaned: what is searched, and what the audit log records, must be what
+	// ErrUnsearchable is a query holding a NUL or another control or format character, or bytes that
+	// are not UTF-8. It is refused, not cleaned: what is searched, and what the audit log records, must be what
 	// was typed.
 	ErrUnsearchable = errors.New("the search holds a control character or bytes that are not text")
 )
+
+// invisible reports a control or format character (NUL, a line break, a zero-width space, a
+// right-to-left override): none belongs in an address or an id, and in the audit log they would make a
+// search look blank or read backwards.
+func invisible(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // maxQuery bounds what is searched and recorded; the longest e-mail address is 254 bytes.
 const maxQuery = 254
@@ -63,7 +68,7 @@ func Find(ctx context.Context, db *gorm.DB, q string, limit int) (Result, error)
 	if q == "" {
 		return Result{}, ErrEmpty
 	}
-	if !utf8.ValidString(q) || strings.ContainsFunc(q, unicode.IsControl) {
+	if !utf8.ValidString(q) || strings.ContainsFunc(q, invisible) {
 		return Result{}, ErrUnsearchable
 	}
 	q, _ = storetext.Clip(q, maxQuery) // never half a character
