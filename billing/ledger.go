@@ -116,7 +116,7 @@ func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros, now tim
 // below zero (docs/design.md §3): money already spent cannot be un-spent.
 type Credit struct {
 	AccountID  int64
-	Kind       string // topup, test_topup, adjustment, refund, dispute or dispute_won
+	Kind       string // topup, test_topup, refund, dispute or dispute_won (an adjustment is an Adjustment)
 	Amount     Micros // positive credits, negative debits
 	Reason     string
 	Actor      string
@@ -127,16 +127,19 @@ type Credit struct {
 // ErrDuplicateCredit is returned when a credit with the same kind and external id was already applied.
 var ErrDuplicateCredit = errors.New("credit already applied")
 
-// creditSign says which way each kind moves available: +1 credits only, -1 debits only, 0 either.
+// creditSign says which way each kind moves available: +1 credits only, -1 debits only. An adjustment is
+// not among them: money moved by hand goes through Adjustment, which writes its audit row with it, so no
+// code path can move it unaudited.
 var creditSign = map[string]int{
 	models.KindTopup: 1, models.KindTestTopup: 1, models.KindDisputeWon: 1,
 	models.KindRefund: -1, models.KindDispute: -1,
-	models.KindAdjustment: 0,
 }
 
 func (c Credit) check() error {
 	sign, ok := creditSign[c.Kind]
 	switch {
+	case c.Kind == models.KindAdjustment:
+		return errors.New("an adjustment is made with billing.Adjustment, which audits it")
 	case !ok:
 		return fmt.Errorf("credit kind %q is not a credit", c.Kind)
 	case c.Amount == 0:
@@ -145,8 +148,6 @@ func (c Credit) check() error {
 		return fmt.Errorf("a %s cannot be negative; use an adjustment to debit", c.Kind)
 	case sign < 0 && c.Amount > 0:
 		return fmt.Errorf("a %s is a debit: its amount must be negative", c.Kind)
-	case c.Kind == models.KindAdjustment && c.Reason == "":
-		return errors.New("an adjustment needs a reason")
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func creditUSD(s *testkit.Server, accountID int64, usd string) error {
 	if err != nil {
 		return err
 	}
-	_, err = billing.Credit{AccountID: accountID, Kind: models.KindAdjustment, Amount: amt, Reason: "test", Actor: "test"}.Apply(context.Background(), s.DB)
+	_, err = billing.Credit{AccountID: accountID, Kind: models.KindTestTopup, Amount: amt, Reason: "test", Actor: "test"}.Apply(context.Background(), s.DB)
 	return err
 }
 

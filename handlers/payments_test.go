@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"videogen/billing"
+	"videogen/internal/audit"
 	"videogen/internal/db"
 	"videogen/internal/testkit"
 	"videogen/models"
@@ -554,7 +555,7 @@ func adjust(t *testing.T, s *testkit.Server, accountID int64, usd string) {
 	if strings.HasPrefix(usd, "-") {
 		amt = -amt
 	}
-	if _, err := (billing.Credit{AccountID: accountID, Kind: models.KindAdjustment, Amount: amt, Reason: "test", Actor: "test"}).Apply(context.Background(), s.DB); err != nil {
+	if _, err := (billing.Adjustment{AccountID: accountID, Amount: amt, Reason: "test", AllowNegative: true, By: audit.Actor{Name: "test"}}).Apply(context.Background(), s.DB); err != nil {
 		t.Fatal(err)
 	}
 }

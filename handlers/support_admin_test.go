@@ -154,7 +154,8 @@ func TestAdminAdjustBalance(t *testing.T) {
 		base := "/support/accounts/" + strconv.FormatInt(cust.ID, 10)
 		entries := func() []models.LedgerEntry {
 			var es []models.LedgerEntry
-			s.DB.R.Where("account_id = ? AND kind = ?", cust.ID, models.KindAdjustment).Order("id").Find(&es)
+			// The account's test funds first (testkit), then the adjustments.
+			s.DB.R.Where("account_id = ? AND kind IN ?", cust.ID, []string{models.KindTestTopup, models.KindAdjustment}).Order("id").Find(&es)
 			return es
 		}
 		available := func() int64 { return admAccount(t, s, cust.ID).AvailableMicros }

@@ -288,7 +288,7 @@ func (b *bench) fund(dbURL string) []string {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: 1_000_000 * billing.PerUSD, Reason: "benchmark", Actor: "bench"}).Apply(ctx, d); err != nil {
+		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: 1_000_000 * billing.PerUSD, Reason: "benchmark", Actor: "bench"}).Apply(ctx, d); err != nil {
 			log.Fatal(err)
 		}
 		secret, _, err := apikeys.Create(ctx, d, u.AccountID, "bench", &u.ID, time.Now())

@@ -134,6 +134,7 @@ func TestCLIAdminActions(t *testing.T) {
 		var bobAcct models.User
 		d.R.Where("email = ?", "bob@example.com").Take(&bobAcct)
 		want := []struct{ action, target, reason string }{
+			{"balance.credit", "account", "start"}, // wallet credit is the console's audited adjustment
 			{"role.set", "user", ""},
 			{"account.disable", "account", "card fraud reported by the bank"},
 			{"account.enable", "account", "the bank withdrew the report"},
@@ -146,9 +147,9 @@ func TestCLIAdminActions(t *testing.T) {
 				t.Errorf("audit row %d: %+v, want %+v", i, g, w)
 			}
 		}
-		if rows[0].Detail != "carol@example.com: member → support" || rows[1].AccountID == nil || *rows[1].AccountID != bobAcct.AccountID ||
-			!strings.Contains(rows[1].Detail, "1 waiting tasks failed and $1.20 released") {
-			t.Errorf("audit details: %q %v %q", rows[0].Detail, rows[1].AccountID, rows[1].Detail)
+		if rows[1].Detail != "carol@example.com: member → support" || rows[2].AccountID == nil || *rows[2].AccountID != bobAcct.AccountID ||
+			!strings.Contains(rows[2].Detail, "1 waiting tasks failed and $1.20 released") {
+			t.Errorf("audit details: %q %v %q", rows[1].Detail, rows[2].AccountID, rows[2].Detail)
 		}
 	})
 }

@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"os/user"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"videogen/billing"
 	"videogen/internal/accounts"
 	"videogen/internal/apikeys"
+	"videogen/internal/audit"
 	"videogen/internal/auth"
 	"videogen/internal/config"
 	"videogen/internal/db"
@@ -249,27 +248,31 @@ func keysCmd() *cobra.Command {
 func walletCmd() *cobra.Command {
 	c := &cobra.Command{Use: "wallet", Short: "manage wallets"}
 	var email, usd, reason string
+	var allowNegative bool
 	credit := &cobra.Command{
-		Use:   "credit",
-		Short: "credit (or, with a negative amount, debit) an account as a staff adjustment; prints the new balance",
+		Use: "credit",
+		Short: "credit (or, with a negative amount, debit) an account's available balance: the staff console's " +
+			"adjustment, audited with actor cli; prints the new balance",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			amount, err := billing.ParseUSD(usd)
 			if err != nil {
 				return err
-			}
-			if strings.TrimSpace(reason) == "" {
-				return errors.New("--reason is required: every adjustment says why")
 			}
 			d, u, err := openUser(cmd.Context(), email)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			actor := "cli"
-			if cu, err := user.Current(); err == nil {
-				actor = "cli:" + cu.Username
+			e, err := billing.Adjustment{AccountID: u.AccountID, Amount: amount, Reason: reason, AllowNegative: allowNegative,
+				By: audit.CLI}.Apply(cmd.Context(), d)
+			if errors.Is(err, billing.ErrWouldGoNegative) {
+				a, berr := billing.Balance(cmd.Context(), d, u.AccountID)
+				if berr != nil {
+					return berr
+				}
+				return fmt.Errorf("nothing changed: the debit would take the available balance of %s (%s USD) below zero; "+
+					"add --allow-negative if the account is meant to owe it", u.Email, billing.Micros(a.AvailableMicros))
 			}
-			e, err := billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: amount, Reason: reason, Actor: actor}.Apply(cmd.Context(), d)
 			if err != nil {
 				return err
 			}
@@ -278,8 +281,9 @@ func walletCmd() *cobra.Command {
 		},
 	}
 	credit.Flags().StringVar(&email, "email", "", "account owner's e-mail (required)")
-	credit.Flags().StringVar(&usd, "usd", "", "amount in dollars, e.g. 25.00 (required)")
-	credit.Flags().StringVar(&reason, "reason", "", "why (required; kept in the ledger)")
+	credit.Flags().StringVar(&usd, "usd", "", "amount in dollars, e.g. 25.00, or -5 to debit (required)")
+	credit.Flags().StringVar(&reason, "reason", "", "why (required; kept in the ledger and the audit log)")
+	credit.Flags().BoolVar(&allowNegative, "allow-negative", false, "let a debit take the available balance below zero")
 	for _, f := range []string{"email", "usd", "reason"} {
 		_ = credit.MarkFlagRequired(f)
 	}

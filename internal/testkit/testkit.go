@@ -197,7 +197,7 @@ func NewAccount(t testing.TB, d *db.DB, usd string) Account {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: amt, Reason: "test funds", Actor: "testkit"}).Apply(ctx, d); err != nil {
+		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: amt, Reason: "test funds", Actor: "testkit"}).Apply(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
