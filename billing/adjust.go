@@ -13,12 +13,13 @@ import (
 
 	"videogen/internal/audit"
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
 // MaxAdjustment bounds one staff credit or debit: a larger one is almost certainly a typo (an extra
 // zero), and a real one can be made in parts, each with its reason.
-const MaxAdjustment = 100_000 * PerUSD
+const MaxAdjustment = 100_000 * money.PerUSD
 
 // MaxReasonLen is the longest reason of a staff action, in characters.
 const MaxReasonLen = 500
@@ -53,8 +54,8 @@ func CheckReason(reason string) (string, error) {
 
 // ParseAdjustment reads an amount typed in dollars ("25", "25.50", "0.000001") as a credit or a debit.
 // The amount is positive; direction ("credit" or "debit") gives the sign.
-func ParseAdjustment(direction, amount string) (Micros, error) {
-	var sign Micros
+func ParseAdjustment(direction, amount string) (money.Micros, error) {
+	var sign money.Micros
 	switch direction {
 	case "credit":
 		sign = 1
@@ -63,7 +64,7 @@ func ParseAdjustment(direction, amount string) (Micros, error) {
 	default:
 		return 0, invalid("Choose credit or debit.")
 	}
-	m, err := ParseUSD(amount)
+	m, err := money.ParseUSD(amount)
 	switch {
 	case strings.TrimSpace(amount) == "":
 		return 0, invalid("Enter an amount in dollars, such as 25.00.")
@@ -84,7 +85,7 @@ func ParseAdjustment(direction, amount string) (Micros, error) {
 // one transaction.
 type Adjustment struct {
 	AccountID int64
-	Amount    Micros
+	Amount    money.Micros
 	Reason    string
 	// AllowNegative lets a debit take available below zero: the admin confirmed it knowingly (money
 	// already spent cannot be un-spent, so the books may have to show a debt).
@@ -119,9 +120,9 @@ func LedgerActor(who audit.Actor) string {
 
 // AdjustmentPreview is what an adjustment would do to the balance, for the confirmation page.
 type AdjustmentPreview struct {
-	Available Micros // now
-	After     Micros // once applied
-	Negative  bool   // After is below zero: the debit needs AllowNegative
+	Available money.Micros // now
+	After     money.Micros // once applied
+	Negative  bool         // After is below zero: the debit needs AllowNegative
 }
 
 // Preview checks the adjustment and says what it would do to the account's available balance now.
@@ -134,8 +135,8 @@ func (a Adjustment) Preview(ctx context.Context, d *db.DB) (AdjustmentPreview, e
 	if err != nil {
 		return AdjustmentPreview{}, err
 	}
-	after := Micros(acct.AvailableMicros) + a.Amount
-	return AdjustmentPreview{Available: Micros(acct.AvailableMicros), After: after, Negative: a.Amount < 0 && after < 0}, nil
+	after := money.Micros(acct.AvailableMicros) + a.Amount
+	return AdjustmentPreview{Available: money.Micros(acct.AvailableMicros), After: after, Negative: a.Amount < 0 && after < 0}, nil
 }
 
 // Apply writes the adjustment, its balance alerts and its audit row in one transaction, and returns the
@@ -181,10 +182,10 @@ func (a Adjustment) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, e
 		if a.Amount < 0 {
 			action = audit.Debit
 		}
-		before := Micros(e.AvailableAfter) - a.Amount
+		before := money.Micros(e.AvailableAfter) - a.Amount
 		return audit.Record(ctx, tx, at, a.By, audit.Entry{Action: action, TargetType: audit.TargetAccount, TargetID: audit.AccountRef(a.AccountID),
 			AccountID: a.AccountID, Reason: a.Reason,
-			Detail: fmt.Sprintf("%s; available %s → %s; ledger entry %d", signedUSD(a.Amount), before.USD(), Micros(e.AvailableAfter).USD(), e.ID)})
+			Detail: fmt.Sprintf("%s; available %s → %s; ledger entry %d", signedUSD(a.Amount), before.USD(), money.Micros(e.AvailableAfter).USD(), e.ID)})
 	})
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func (a Adjustment) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, e
 }
 
 // signedUSD is an amount with its sign, for people: "+$25.00", "-$3.50".
-func signedUSD(m Micros) string {
+func signedUSD(m money.Micros) string {
 	if m > 0 {
 		return "+" + m.USD()
 	}

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -62,7 +63,7 @@ func move(tx *gorm.DB, e *models.LedgerEntry, guardAvailable bool) error {
 // Reserve moves amount from available to reserved for a new task, inside the task's create transaction.
 // It fails with ErrInsufficientBalance, writing nothing, when available < amount or the account is
 // disabled (the caller tells the two apart).
-func Reserve(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
+func Reserve(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, now time.Time) error {
 	if amount <= 0 {
 		return fmt.Errorf("reserve %s for %s: amount must be positive", amount, taskID)
 	}
@@ -94,7 +95,7 @@ const (
 // it happen once; the unique (task_id, kind) index refuses a second entry even if code went wrong.
 // After the charge it checks the account's balance alerts (low-balance warning, auto-recharge), in the
 // same transaction, so a crossing is noticed exactly once.
-func Settle(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
+func Settle(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, now time.Time) error {
 	if err := move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindSettle, TaskID: &taskID,
 		DeltaReserved: -int64(amount), CreatedAt: now}, false); err != nil {
 		return err
@@ -103,7 +104,7 @@ func Settle(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time
 }
 
 // Release refunds a task's reservation in full inside tx, under the same rule as Settle.
-func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros, now time.Time) error {
+func Release(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, now time.Time) error {
 	if err := move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindRelease, TaskID: &taskID,
 		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount), CreatedAt: now}, false); err != nil {
 		return err
@@ -116,8 +117,8 @@ func Release(tx *gorm.DB, accountID int64, taskID string, amount Micros, now tim
 // below zero (docs/design.md §3): money already spent cannot be un-spent.
 type Credit struct {
 	AccountID  int64
-	Kind       string // topup, test_topup, refund, dispute or dispute_won (an adjustment is an Adjustment)
-	Amount     Micros // positive credits, negative debits
+	Kind       string       // topup, test_topup, refund, dispute or dispute_won (an adjustment is an Adjustment)
+	Amount     money.Micros // positive credits, negative debits
 	Reason     string
 	Actor      string
 	ExternalID string    // Stripe's id of the session, PaymentIntent, refund or dispute: never applied twice per kind

@@ -8,6 +8,7 @@ import (
 	"videogen/billing"
 	"videogen/internal/accounts"
 	"videogen/internal/audit"
+	"videogen/internal/money"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -31,7 +32,7 @@ func TestAdjustmentsAreAlwaysAudited(t *testing.T) {
 			}
 			return n
 		}
-		_, err = billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: 5 * billing.PerUSD, Reason: "by hand", Actor: "someone"}.Apply(ctx, d)
+		_, err = billing.Credit{AccountID: u.AccountID, Kind: models.KindAdjustment, Amount: 5 * money.PerUSD, Reason: "by hand", Actor: "someone"}.Apply(ctx, d)
 		if err == nil || !strings.Contains(err.Error(), "billing.Adjustment") {
 			t.Fatalf("Credit of kind adjustment: %v, want refused", err)
 		}
@@ -39,7 +40,7 @@ func TestAdjustmentsAreAlwaysAudited(t *testing.T) {
 			t.Fatalf("the refused credit wrote %d entries", n)
 		}
 
-		debit := billing.Adjustment{AccountID: u.AccountID, Amount: -5 * billing.PerUSD, Reason: "chargeback", By: audit.CLI}
+		debit := billing.Adjustment{AccountID: u.AccountID, Amount: -5 * money.PerUSD, Reason: "chargeback", By: audit.CLI}
 		if _, err := debit.Apply(ctx, d); err != billing.ErrWouldGoNegative {
 			t.Fatalf("a debit below zero without AllowNegative: %v", err)
 		}

@@ -15,12 +15,13 @@ import (
 	"videogen/internal/audit"
 	"videogen/internal/catalog"
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
 // DefaultPrices is the price per second of output of each model (docs/design.md §3), seeded into the database
 // once; an admin edits the stored table afterwards.
-var DefaultPrices = map[string]Micros{
+var DefaultPrices = map[string]money.Micros{
 	"videogen-2.0-480p":       150_000,
 	"videogen-2.0-720p":       300_000,
 	"videogen-2.0-1080p":      700_000,
@@ -57,7 +58,7 @@ func NewPrices(d *db.DB) *Prices { return &Prices{db: d} }
 
 // PerSecond returns the model's current price per second of output. It is on every create's path, so it
 // runs one prepared statement on the driver without GORM's reflection (about half the cost).
-func (p *Prices) PerSecond(ctx context.Context, model string) (Micros, error) {
+func (p *Prices) PerSecond(ctx context.Context, model string) (money.Micros, error) {
 	sqlDB, err := p.db.R.DB()
 	if err != nil {
 		return 0, fmt.Errorf("read the price of %s: %w", model, err)
@@ -73,18 +74,18 @@ func (p *Prices) PerSecond(ctx context.Context, model string) (Micros, error) {
 	case err != nil:
 		return 0, fmt.Errorf("read the price of %s: %w", model, err)
 	}
-	return Micros(v), nil
+	return money.Micros(v), nil
 }
 
 // All returns model → price per second.
-func (p *Prices) All(ctx context.Context) (map[string]Micros, error) {
+func (p *Prices) All(ctx context.Context) (map[string]money.Micros, error) {
 	rows, err := PriceRows(ctx, p.db.R)
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]Micros, len(rows))
+	m := make(map[string]money.Micros, len(rows))
 	for _, r := range rows {
-		m[r.Model] = Micros(r.MicrosPerSecond)
+		m[r.Model] = money.Micros(r.MicrosPerSecond)
 	}
 	return m, nil
 }
@@ -104,14 +105,14 @@ func PriceRows(ctx context.Context, q *gorm.DB) ([]models.Price, error) {
 }
 
 // MaxPricePerSecond bounds a price an admin may set: far above any real price, it catches a slipped digit.
-const MaxPricePerSecond = 1000 * PerUSD
+const MaxPricePerSecond = 1000 * money.PerUSD
 
 // ParsePrice reads a price per second typed in dollars for a model of the catalog.
-func ParsePrice(model, typed string) (Micros, error) {
+func ParsePrice(model, typed string) (money.Micros, error) {
 	if _, ok := catalog.Lookup(model); !ok {
 		return 0, invalid("There is no model %q.", model)
 	}
-	m, err := ParseUSD(typed)
+	m, err := money.ParseUSD(typed)
 	switch {
 	case strings.TrimSpace(typed) == "":
 		return 0, invalid("Enter a price for %s.", model)
@@ -128,7 +129,7 @@ func ParsePrice(model, typed string) (Micros, error) {
 // PriceChange is one model's new price and the price the admin saw when deciding it.
 type PriceChange struct {
 	Model    string
-	Old, New Micros
+	Old, New money.Micros
 }
 
 // ErrPriceChanged is returned when a price is no longer the one the admin saw: someone else changed it

@@ -13,8 +13,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/billing"
 	"videogen/internal/audit"
+	"videogen/internal/money"
 	"videogen/models"
 	"videogen/views"
 )
@@ -154,7 +154,7 @@ func (h *handler) exportCalls(c *fiber.Ctx) error {
 			}
 			for _, row := range rows {
 				_ = w.Write([]string{row.At.In(loc).Format(time.RFC3339Nano), row.RequestID, row.Method, csvSafe(row.Path), strconv.Itoa(row.Status),
-					row.ErrorCode, row.KeyPrefix, row.TaskID, billing.Micros(row.AmountReservedMicros).String(),
+					row.ErrorCode, row.KeyPrefix, row.TaskID, money.Micros(row.AmountReservedMicros).String(),
 					fmt.Sprintf("%.3f", float64(row.LatencyMicros)/1000), strconv.FormatInt(row.BytesIn, 10)})
 			}
 			w.Flush()

@@ -9,12 +9,13 @@ import (
 
 	"videogen/billing"
 	"videogen/billing/payments"
+	"videogen/internal/money"
 	"videogen/models"
 	"videogen/views"
 )
 
 // presets are the one-click top-up amounts offered beside the custom amount (those within the bounds).
-var presets = []billing.Micros{10 * billing.PerUSD, 25 * billing.PerUSD, 100 * billing.PerUSD}
+var presets = []money.Micros{10 * money.PerUSD, 25 * money.PerUSD, 100 * money.PerUSD}
 
 func (h *handler) walletPage(c *fiber.Ctx, p views.WalletPage) error {
 	u := currentUser(c)
@@ -87,7 +88,7 @@ func (h *handler) startTopup(c *fiber.Ctx) error {
 	}
 	lo, hi := h.Payments.Bounds()
 	amountError := "Enter an amount between " + lo.USD() + " and " + hi.USD() + " in dollars and cents, such as 25 or 25.50."
-	amount, err := billing.ParseUSD(text)
+	amount, err := money.ParseUSD(text)
 	if err != nil {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.walletPage(c, views.WalletPage{Amount: text, Error: amountError})
@@ -154,13 +155,13 @@ func (h *handler) topupPage(c *fiber.Ctx, t *models.Topup, err error, canceled b
 func alertsFormOf(p *models.BillingProfile) *views.AlertsForm {
 	f := &views.AlertsForm{RechargeOn: p.RechargeEnabled, Errors: map[string]string{}}
 	if p.LowBalanceMicros > 0 {
-		f.LowBalance = strings.TrimPrefix(billing.Micros(p.LowBalanceMicros).USD(), "$")
+		f.LowBalance = strings.TrimPrefix(money.Micros(p.LowBalanceMicros).USD(), "$")
 	}
 	if p.RechargeBelowMicros > 0 {
-		f.RechargeBelow = strings.TrimPrefix(billing.Micros(p.RechargeBelowMicros).USD(), "$")
+		f.RechargeBelow = strings.TrimPrefix(money.Micros(p.RechargeBelowMicros).USD(), "$")
 	}
 	if p.RechargeAmountMicros > 0 {
-		f.RechargeAmount = strings.TrimPrefix(billing.Micros(p.RechargeAmountMicros).USD(), "$")
+		f.RechargeAmount = strings.TrimPrefix(money.Micros(p.RechargeAmountMicros).USD(), "$")
 	}
 	return f
 }
@@ -176,12 +177,12 @@ func (h *handler) saveAlerts(c *fiber.Ctx) error {
 		RechargeBelow: strings.TrimSpace(posted(c, "recharge_below")), RechargeAmount: strings.TrimSpace(posted(c, "recharge_amount")),
 		Errors: map[string]string{}}
 	var a payments.Alerts
-	money := func(field, text string, optional bool) billing.Micros {
+	money := func(field, text string, optional bool) money.Micros {
 		if text == "" && optional {
 			return 0
 		}
-		m, err := billing.ParseUSD(strings.TrimPrefix(text, "$"))
-		if err != nil || m%(billing.PerUSD/100) != 0 || m > 100_000*billing.PerUSD {
+		m, err := money.ParseUSD(strings.TrimPrefix(text, "$"))
+		if err != nil || m%(money.PerUSD/100) != 0 || m > 100_000*money.PerUSD {
 			f.Errors[field] = "Enter an amount in dollars and cents, such as 20 or 20.50."
 		}
 		return m
@@ -213,8 +214,8 @@ func (h *handler) saveAlerts(c *fiber.Ctx) error {
 
 // Test top-ups are bounded so a typo cannot make an absurd balance.
 const (
-	minTestTopup = 1 * billing.PerUSD
-	maxTestTopup = 1000 * billing.PerUSD
+	minTestTopup = 1 * money.PerUSD
+	maxTestTopup = 1000 * money.PerUSD
 )
 
 // addTestFunds writes a test_topup entry; only with TEST_TOPUPS=1 and a verified address.
@@ -228,7 +229,7 @@ func (h *handler) addTestFunds(c *fiber.Ctx) error {
 		return h.walletPage(c, views.WalletPage{})
 	}
 	text := posted(c, "amount")
-	amount, err := billing.ParseUSD(text)
+	amount, err := money.ParseUSD(text)
 	if err != nil || amount < minTestTopup || amount > maxTestTopup {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.walletPage(c, views.WalletPage{Amount: text, Error: "Enter an amount between $1 and $1,000, such as 25 or 25.50."})

@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
 
 func creditUSD(s *testkit.Server, accountID int64, usd string) error {
-	amt, err := billing.ParseUSD(usd)
+	amt, err := money.ParseUSD(usd)
 	if err != nil {
 		return err
 	}

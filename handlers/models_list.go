@@ -3,8 +3,8 @@ package handlers
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/billing"
 	"videogen/internal/catalog"
+	"videogen/internal/money"
 )
 
 type modelItem struct {
@@ -13,7 +13,7 @@ type modelItem struct {
 	Series         string            `json:"series"`
 	Resolution     string            `json:"resolution"`
 	Sizes          map[string]string `json:"sizes"`
-	PricePerSecond billing.Micros    `json:"price_per_second"`
+	PricePerSecond money.Micros      `json:"price_per_second"`
 	OwnedBy        string            `json:"owned_by"`
 }
 

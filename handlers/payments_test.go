@@ -19,6 +19,7 @@ import (
 	"videogen/billing"
 	"videogen/internal/audit"
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -538,7 +539,7 @@ func TestCheckoutThatEndsWithoutPayment(t *testing.T) {
 			t.Fatalf("mismatch: %+v, available %d", got, available(t, s, u.AccountID))
 		}
 		// The database itself refuses a second credit of the same session, whatever the code does.
-		_, err := billing.Credit{AccountID: u.AccountID, Kind: models.KindTopup, Amount: billing.PerUSD, ExternalID: *odd.StripeSessionID}.Apply(context.Background(), s.DB)
+		_, err := billing.Credit{AccountID: u.AccountID, Kind: models.KindTopup, Amount: money.PerUSD, ExternalID: *odd.StripeSessionID}.Apply(context.Background(), s.DB)
 		if !errors.Is(err, billing.ErrDuplicateCredit) {
 			t.Fatalf("a second credit of one session: %v", err)
 		}
@@ -548,7 +549,7 @@ func TestCheckoutThatEndsWithoutPayment(t *testing.T) {
 // adjust moves an account's available balance as staff would (a debit may cross a threshold).
 func adjust(t *testing.T, s *testkit.Server, accountID int64, usd string) {
 	t.Helper()
-	amt, err := billing.ParseUSD(strings.TrimPrefix(usd, "-"))
+	amt, err := money.ParseUSD(strings.TrimPrefix(usd, "-"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -985,7 +986,7 @@ func TestTopupBoundsAndPresets(t *testing.T) {
 			}
 			for _, amount := range tc.accepted {
 				top, _ := startTopup(t, s, b, url.Values{"amount": {amount}})
-				want, _ := billing.ParseUSD(amount)
+				want, _ := money.ParseUSD(amount)
 				got := sessions()
 				if top.AmountMicros != int64(want) || got[len(got)-1].Form.Get("line_items[0][price_data][unit_amount]") != fmt.Sprint(int64(want)/10_000) {
 					t.Errorf("%s: top-up of %d micros, session of %s cents", amount, top.AmountMicros, got[len(got)-1].Form.Get("line_items[0][price_data][unit_amount]"))
@@ -1004,7 +1005,7 @@ func TestTopupBoundsAndPresets(t *testing.T) {
 			for _, v := range offered {
 				before := len(sessions())
 				top, _ := startTopup(t, s, b, url.Values{"preset": {v}})
-				want, _ := billing.ParseUSD(v)
+				want, _ := money.ParseUSD(v)
 				got := sessions()
 				if len(got) != before+1 || top.AmountMicros != int64(want) ||
 					got[len(got)-1].Form.Get("line_items[0][price_data][unit_amount]") != fmt.Sprint(int64(want)/10_000) {

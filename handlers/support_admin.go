@@ -10,6 +10,7 @@ import (
 	"videogen/billing"
 	"videogen/internal/admin"
 	"videogen/internal/catalog"
+	"videogen/internal/money"
 	"videogen/models"
 	"videogen/views"
 )
@@ -201,7 +202,7 @@ func (h *handler) priceForm(c *fiber.Ctx) ([]views.PriceEdit, error) {
 	out := make([]views.PriceEdit, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, views.PriceEdit{Model: r.Model, Current: r.MicrosPerSecond, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy,
-			Typed: billing.Micros(r.MicrosPerSecond).String()})
+			Typed: money.Micros(r.MicrosPerSecond).String()})
 	}
 	return out, nil
 }
@@ -245,8 +246,8 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 			r.Error = msg
 			continue
 		}
-		if m != billing.Micros(seen) {
-			changes = append(changes, billing.PriceChange{Model: r.Model, Old: billing.Micros(seen), New: m})
+		if m != money.Micros(seen) {
+			changes = append(changes, billing.PriceChange{Model: r.Model, Old: money.Micros(seen), New: m})
 		}
 	}
 	p.Rows = rows

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/internal/tasks"
 	"videogen/models"
 )
@@ -72,7 +72,7 @@ func (v Viewer) Zone() string {
 }
 
 // Money formats micro-dollars for people: "$12.30", or every decimal when not whole cents.
-func Money(m int64) string { return billing.Micros(m).USD() }
+func Money(m int64) string { return money.Micros(m).USD() }
 
 // SignedMoney formats a balance change with its sign: "+$25.00", "−$1.50".
 func SignedMoney(m int64) string {
@@ -229,7 +229,7 @@ func (v Viewer) WithRefresh(r string) Viewer {
 
 // plainUSD writes whole-cent micro-dollars as a form value: "25", "25.50".
 func plainUSD(m int64) string {
-	s := strings.TrimPrefix(billing.Micros(m).USD(), "$")
+	s := strings.TrimPrefix(money.Micros(m).USD(), "$")
 	return strings.TrimSuffix(s, ".00")
 }
 

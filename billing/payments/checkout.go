@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"videogen/billing"
 	"videogen/internal/ids"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -24,7 +24,7 @@ type Checkout struct {
 	AccountID int64
 	UserID    int64
 	Email     string
-	Amount    billing.Micros
+	Amount    money.Micros
 	SaveCard  bool // keep the card for auto-recharge (setup_future_usage=off_session)
 }
 
@@ -79,7 +79,7 @@ func (s *Service) createSession(ctx context.Context, t *models.Topup, customer s
 			Quantity: stripe.Int64(1),
 			PriceData: &stripe.CheckoutSessionLineItemPriceDataParams{
 				Currency:   stripe.String(string(stripe.CurrencyUSD)),
-				UnitAmount: stripe.Int64(cents(billing.Micros(t.AmountMicros))),
+				UnitAmount: stripe.Int64(cents(money.Micros(t.AmountMicros))),
 				ProductData: &stripe.CheckoutSessionLineItemPriceDataProductDataParams{
 					Name:        stripe.String("videogen wallet top-up"),
 					Description: stripe.String("Prepaid balance for video generation, in US dollars"),

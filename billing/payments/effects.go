@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -84,8 +85,8 @@ type source struct {
 // (the top-up was not found when the event was read); the event is tried again, and asks the API then.
 var errUnconfirmed = errors.New("the amount differs from the top-up's and Stripe's API has not confirmed it")
 
-// money says an amount of Stripe's for a person: dollars, or the smallest unit of another currency.
-func money(cents int64, currency stripe.Currency) string {
+// stripeAmount says an amount of Stripe's for a person: dollars, or the smallest unit of another currency.
+func stripeAmount(cents int64, currency stripe.Currency) string {
 	if currency == stripe.CurrencyUSD {
 		return fromCents(cents).USD()
 	}
@@ -127,7 +128,7 @@ func (s *Service) confirmSession(ctx context.Context, typ string, sess *stripe.C
 	}
 	src := source{api: true}
 	if gotCents, gotCurrency := sessionUSD(got); gotCents != cents || gotCurrency != currency || got.PaymentStatus != sess.PaymentStatus {
-		src.said = fmt.Sprintf("%s, payment %s", money(cents, currency), sess.PaymentStatus)
+		src.said = fmt.Sprintf("%s, payment %s", stripeAmount(cents, currency), sess.PaymentStatus)
 	}
 	*sess = *got
 	return src, nil
@@ -159,7 +160,7 @@ func (s *Service) confirmPaymentIntent(ctx context.Context, typ string, pi *stri
 	}
 	src := source{api: true}
 	if got.AmountReceived != pi.AmountReceived || got.Currency != pi.Currency || got.Status != pi.Status {
-		src.said = fmt.Sprintf("%s, status %s", money(pi.AmountReceived, pi.Currency), pi.Status)
+		src.said = fmt.Sprintf("%s, status %s", stripeAmount(pi.AmountReceived, pi.Currency), pi.Status)
 	}
 	*pi = *got
 	return src, nil
@@ -251,12 +252,12 @@ func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, a
 		return "already credited", nil
 	}
 	if !src.api && needsConfirming(t, amountCents, currency) {
-		return "", fmt.Errorf("credit top-up %s with %s: %w", t.ID, money(amountCents, currency), errUnconfirmed)
+		return "", fmt.Errorf("credit top-up %s with %s: %w", t.ID, stripeAmount(amountCents, currency), errUnconfirmed)
 	}
 	now := s.now().UTC()
-	asked := billing.Micros(t.AmountMicros)
+	asked := money.Micros(t.AmountMicros)
 	if currency != stripe.CurrencyUSD {
-		flag := fmt.Sprintf("Stripe collected %s (not USD; confirmed with Stripe's API): not credited; refund it or credit by hand", money(amountCents, currency))
+		flag := fmt.Sprintf("Stripe collected %s (not USD; confirmed with Stripe's API): not credited; refund it or credit by hand", stripeAmount(amountCents, currency))
 		s.log.Error("top-up paid in a currency the wallet does not hold", "topup", t.ID, "currency", currency)
 		// A credit committed meanwhile (another event of the same payment) keeps its own flag.
 		return "not credited: " + string(currency), tx.Exec("UPDATE topups SET flag = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL", flag, now, t.ID).Error
@@ -442,7 +443,7 @@ func (s *Service) disputeEffect(typ string, d *stripe.Dispute) effect {
 			if err := tx.Where("kind = ? AND external_id = ?", models.KindDispute, d.ID).Take(&e).Error; err != nil {
 				return "", fmt.Errorf("read dispute debit %s: %w", d.ID, err)
 			}
-			_, err = billing.Credit{AccountID: t.AccountID, Kind: models.KindDisputeWon, Amount: billing.Micros(-e.DeltaAvailable),
+			_, err = billing.Credit{AccountID: t.AccountID, Kind: models.KindDisputeWon, Amount: money.Micros(-e.DeltaAvailable),
 				ExternalID: d.ID, Reason: "card dispute won, top-up " + t.ID, Actor: "stripe", At: now}.ApplyIn(tx)
 			return "dispute won: credited back", err
 		case stripe.DisputeStatusLost:

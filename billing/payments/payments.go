@@ -21,8 +21,8 @@ import (
 	"github.com/stripe/stripe-go/v76/client"
 	"gorm.io/gorm"
 
-	"videogen/billing"
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/internal/notify"
 )
 
@@ -30,8 +30,8 @@ import (
 type Config struct {
 	PublicBaseURL string // success and cancel pages, links in e-mails
 	WebhookSecret string // STRIPE_WEBHOOK_SECRET: verifies Stripe-Signature
-	MinTopup      billing.Micros
-	MaxTopup      billing.Micros
+	MinTopup      money.Micros
+	MaxTopup      money.Micros
 	// RechargeCap is how many automatic top-ups an account may have in 24 hours; the next crossing
 	// switches auto-recharge off instead of charging again (a loop guard).
 	RechargeCap int
@@ -142,7 +142,7 @@ func redactStripe(line string) string {
 func (s *Service) Enabled() bool { return s != nil && s.stripe != nil }
 
 // Bounds returns the smallest and largest top-up a customer may choose.
-func (s *Service) Bounds() (min, max billing.Micros) { return s.cfg.MinTopup, s.cfg.MaxTopup }
+func (s *Service) Bounds() (min, max money.Micros) { return s.cfg.MinTopup, s.cfg.MaxTopup }
 
 // Wake asks the background job to look for work now.
 func (s *Service) Wake() {
@@ -167,12 +167,12 @@ func stripeFailure(call string, err error) error {
 }
 
 // cents converts micro-dollars to Stripe's smallest unit of USD; callers keep amounts whole cents.
-func cents(m billing.Micros) int64 { return int64(m) / microsPerCent }
+func cents(m money.Micros) int64 { return int64(m) / microsPerCent }
 
 // fromCents converts Stripe's cents to micro-dollars.
-func fromCents(c int64) billing.Micros { return billing.Micros(c * microsPerCent) }
+func fromCents(c int64) money.Micros { return money.Micros(c * microsPerCent) }
 
-const microsPerCent = int64(billing.PerUSD) / 100
+const microsPerCent = int64(money.PerUSD) / 100
 
 // tx runs fn in a write transaction.
 func (s *Service) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.db.Tx(ctx, fn) }

@@ -8,7 +8,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
 
-	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -106,7 +106,7 @@ func (s *Service) sendReceipt(tx *gorm.DB, t *models.Topup, pi *stripe.PaymentIn
 		return err
 	}
 	for _, addr := range to {
-		if err := s.notify.Receipt(tx, addr, billing.Micros(e.DeltaAvailable).USD(), billing.Micros(e.AvailableAfter).USD(), receiptURL, s.walletURL()); err != nil {
+		if err := s.notify.Receipt(tx, addr, money.Micros(e.DeltaAvailable).USD(), money.Micros(e.AvailableAfter).USD(), receiptURL, s.walletURL()); err != nil {
 			return err
 		}
 	}

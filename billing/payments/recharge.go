@@ -11,17 +11,17 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
 
-	"videogen/billing"
 	"videogen/internal/ids"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
 // Alerts are the balance thresholds a customer sets on the wallet page.
 type Alerts struct {
-	LowBalance      billing.Micros // e-mail when available first drops under this (0: off)
+	LowBalance      money.Micros // e-mail when available first drops under this (0: off)
 	RechargeEnabled bool
-	RechargeBelow   billing.Micros // when available falls below this ...
-	RechargeAmount  billing.Micros // ... charge the saved card this much
+	RechargeBelow   money.Micros // when available falls below this ...
+	RechargeAmount  money.Micros // ... charge the saved card this much
 }
 
 // ErrNoCard is returned when auto-recharge is switched on without a saved card.
@@ -97,7 +97,7 @@ func (s *Service) failRecharge(tx *gorm.DB, t *models.Topup, reason string) erro
 		return res.Error
 	}
 	return s.switchRechargeOff(tx, t.AccountID, fmt.Sprintf("We tried to charge your saved card %s automatically, and the payment failed: %s.",
-		billing.Micros(t.AmountMicros).USD(), strings.TrimSuffix(reason, ".")))
+		money.Micros(t.AmountMicros).USD(), strings.TrimSuffix(reason, ".")))
 }
 
 // startRecharges turns each due crossing into one auto-recharge top-up, unless the account had
@@ -189,7 +189,7 @@ func (s *Service) chargeRecharge(ctx context.Context, t *models.Topup) error {
 		return s.tx(ctx, func(tx *gorm.DB) error { return s.failRecharge(tx, t, "no saved card") })
 	}
 	params := &stripe.PaymentIntentParams{
-		Amount: stripe.Int64(cents(billing.Micros(t.AmountMicros))), Currency: stripe.String(string(stripe.CurrencyUSD)),
+		Amount: stripe.Int64(cents(money.Micros(t.AmountMicros))), Currency: stripe.String(string(stripe.CurrencyUSD)),
 		Customer: stripe.String(*p.StripeCustomerID), PaymentMethod: stripe.String(p.PaymentMethodID),
 		OffSession: stripe.Bool(true), Confirm: stripe.Bool(true),
 		Description: stripe.String("videogen wallet auto-recharge"),
@@ -245,7 +245,7 @@ func (s *Service) warnLowBalances(ctx context.Context) {
 				return err
 			}
 			for _, addr := range to {
-				if err := s.notify.LowBalance(tx, addr, billing.Micros(a.AvailableMicros).USD(), billing.Micros(p.LowBalanceMicros).USD(), s.walletURL()); err != nil {
+				if err := s.notify.LowBalance(tx, addr, money.Micros(a.AvailableMicros).USD(), money.Micros(p.LowBalanceMicros).USD(), s.walletURL()); err != nil {
 					return err
 				}
 			}

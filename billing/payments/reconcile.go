@@ -8,7 +8,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
 
-	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -27,8 +27,8 @@ type Difference struct {
 	StripeID     string // Checkout Session or PaymentIntent id
 	TopupID      string
 	AccountID    int64
-	StripeAmount billing.Micros
-	Credited     billing.Micros
+	StripeAmount money.Micros
+	Credited     money.Micros
 	Note         string
 	Applied      bool // --apply credited it now
 }
@@ -119,7 +119,7 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 		}
 		if !seen[id] {
 			r.Differences = append(r.Differences, Difference{Kind: DiffNotPaid, StripeID: id, TopupID: t.ID, AccountID: t.AccountID,
-				Credited: billing.Micros(t.CreditedMicros), Note: "credited, but Stripe lists no paid payment for it in the period"})
+				Credited: money.Micros(t.CreditedMicros), Note: "credited, but Stripe lists no paid payment for it in the period"})
 		}
 	}
 	return r, nil
@@ -171,10 +171,10 @@ func (s *Service) reconcileOne(ctx context.Context, r *Report, stripeID string, 
 		r.Differences = append(r.Differences, d)
 	case t.CreditedMicros != int64(amount):
 		r.Differences = append(r.Differences, Difference{Kind: DiffAmount, StripeID: stripeID, TopupID: t.ID, AccountID: t.AccountID,
-			StripeAmount: amount, Credited: billing.Micros(t.CreditedMicros), Note: "credited amount differs from what Stripe collected"})
+			StripeAmount: amount, Credited: money.Micros(t.CreditedMicros), Note: "credited amount differs from what Stripe collected"})
 	case t.Flag != "":
 		r.Differences = append(r.Differences, Difference{Kind: DiffFlagged, StripeID: stripeID, TopupID: t.ID, AccountID: t.AccountID,
-			StripeAmount: amount, Credited: billing.Micros(t.CreditedMicros), Note: t.Flag})
+			StripeAmount: amount, Credited: money.Micros(t.CreditedMicros), Note: t.Flag})
 	}
 	return nil
 }

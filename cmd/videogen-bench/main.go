@@ -37,6 +37,7 @@ import (
 	"videogen/internal/accounts"
 	"videogen/internal/apikeys"
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -288,7 +289,7 @@ func (b *bench) fund(dbURL string) []string {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: 1_000_000 * billing.PerUSD, Reason: "benchmark", Actor: "bench"}).Apply(ctx, d); err != nil {
+		if _, err := (billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: 1_000_000 * money.PerUSD, Reason: "benchmark", Actor: "bench"}).Apply(ctx, d); err != nil {
 			log.Fatal(err)
 		}
 		secret, _, err := apikeys.Create(ctx, d, u.AccountID, "bench", &u.ID, time.Now())

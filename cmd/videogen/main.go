@@ -23,6 +23,7 @@ import (
 	"videogen/internal/auth"
 	"videogen/internal/config"
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/internal/server"
 	"videogen/internal/tasks"
 	"videogen/models"
@@ -254,7 +255,7 @@ func walletCmd() *cobra.Command {
 		Short: "credit (or, with a negative amount, debit) an account's available balance: the staff console's " +
 			"adjustment, audited with actor cli; prints the new balance",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			amount, err := billing.ParseUSD(usd)
+			amount, err := money.ParseUSD(usd)
 			if err != nil {
 				return err
 			}
@@ -271,12 +272,12 @@ func walletCmd() *cobra.Command {
 					return berr
 				}
 				return fmt.Errorf("nothing changed: the debit would take the available balance of %s (%s USD) below zero; "+
-					"add --allow-negative if the account is meant to owe it", u.Email, billing.Micros(a.AvailableMicros))
+					"add --allow-negative if the account is meant to owe it", u.Email, money.Micros(a.AvailableMicros))
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "balance of %s: available %s USD, reserved %s USD\n", u.Email, billing.Micros(e.AvailableAfter), billing.Micros(e.ReservedAfter))
+			fmt.Fprintf(cmd.OutOrStdout(), "balance of %s: available %s USD, reserved %s USD\n", u.Email, money.Micros(e.AvailableAfter), money.Micros(e.ReservedAfter))
 			return nil
 		},
 	}
@@ -301,7 +302,7 @@ func walletCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "balance of %s: available %s USD, reserved %s USD\n", u.Email, billing.Micros(a.AvailableMicros), billing.Micros(a.ReservedMicros))
+			fmt.Fprintf(cmd.OutOrStdout(), "balance of %s: available %s USD, reserved %s USD\n", u.Email, money.Micros(a.AvailableMicros), money.Micros(a.ReservedMicros))
 			return nil
 		},
 	}

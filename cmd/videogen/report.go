@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"videogen/billing"
 	"videogen/internal/margin"
+	"videogen/internal/money"
 )
 
 // reportDays is how many UTC days `report margin` covers when not told, today included.
@@ -186,7 +186,7 @@ func writeMarginCSV(out io.Writer, res margin.Result) error {
 	return nil
 }
 
-func micros(m billing.Micros) string { return strconv.FormatInt(int64(m), 10) }
+func micros(m money.Micros) string { return strconv.FormatInt(int64(m), 10) }
 
 // writeTable writes rows aligned in columns: the columns marked in right (figures) flush right, the
 // others flush left; a nil row is a blank line between sections. tabwriter aligns only to the left, so

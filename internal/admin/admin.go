@@ -20,6 +20,7 @@ import (
 	"videogen/internal/audit"
 	"videogen/internal/auth"
 	"videogen/internal/db"
+	"videogen/internal/money"
 	"videogen/internal/tasks"
 	"videogen/models"
 )
@@ -69,7 +70,7 @@ type DisablePlan struct {
 	Keys       int    // current keys, refused from then on
 	Sessions   int    // console sign-ins ended
 	Waiting    int    // tasks not yet sent upstream: failed and refunded
-	Refund     billing.Micros
+	Refund     money.Micros
 	Running    int      // tasks already sent upstream: they finish and are charged as usual
 	StaffUsers []string // staff among its users: disabling is refused until they are members
 }
@@ -117,7 +118,7 @@ func plan(ctx context.Context, q *gorm.DB, accountID int64, now time.Time) (*Dis
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("count what disabling account %d touches: %w", accountID, err)
 	}
-	p.Keys, p.Sessions, p.Waiting, p.Refund, p.Running = int(keys), int(sessions), int(waiting.N), billing.Micros(waiting.Sum), int(running)
+	p.Keys, p.Sessions, p.Waiting, p.Refund, p.Running = int(keys), int(sessions), int(waiting.N), money.Micros(waiting.Sum), int(running)
 	return &p, nil
 }
 
@@ -125,7 +126,7 @@ func plan(ctx context.Context, q *gorm.DB, accountID int64, now time.Time) (*Dis
 type DisableResult struct {
 	Keys, Sessions, Running int
 	Failed                  []models.Task // the waiting tasks failed and refunded
-	Refund                  billing.Micros
+	Refund                  money.Micros
 }
 
 // Disable refuses the account's keys (401 account_disabled), ends its users' console sessions, keeps
@@ -175,7 +176,7 @@ func (s *Service) Disable(ctx context.Context, by audit.Actor, accountID int64, 
 		}
 		out = DisableResult{Keys: p.Keys, Sessions: p.Sessions, Running: p.Running, Failed: failed}
 		for _, t := range failed {
-			out.Refund += billing.Micros(t.AmountMicros)
+			out.Refund += money.Micros(t.AmountMicros)
 		}
 		return audit.Record(ctx, tx, now, by, audit.Entry{Action: audit.Disable, TargetType: audit.TargetAccount, TargetID: audit.AccountRef(accountID),
 			AccountID: accountID, Reason: reason,

@@ -16,7 +16,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"videogen/billing"
+	"videogen/internal/money"
 )
 
 // Config is every setting of the service. Each field is one environment variable; `help` says what it
@@ -263,11 +263,11 @@ func isWildcardHost(host string) bool {
 }
 
 // TopupBounds returns TOPUP_MIN and TOPUP_MAX as amounts, in whole cents.
-func (c *Config) TopupBounds() (min, max billing.Micros, err error) {
-	if min, err = billing.ParseUSD(c.TopupMin); err == nil {
-		max, err = billing.ParseUSD(c.TopupMax)
+func (c *Config) TopupBounds() (min, max money.Micros, err error) {
+	if min, err = money.ParseUSD(c.TopupMin); err == nil {
+		max, err = money.ParseUSD(c.TopupMax)
 	}
-	if err != nil || min%(billing.PerUSD/100) != 0 || max%(billing.PerUSD/100) != 0 {
+	if err != nil || min%(money.PerUSD/100) != 0 || max%(money.PerUSD/100) != 0 {
 		return 0, 0, fmt.Errorf("TOPUP_MIN and TOPUP_MAX must be dollar amounts in whole cents, such as 5 or 1000.00")
 	}
 	return min, max, nil

@@ -11,8 +11,8 @@ import (
 	"sort"
 	"time"
 
-	"videogen/billing"
 	"videogen/internal/db"
+	"videogen/internal/money"
 )
 
 // MaxDays bounds a report's range, both days included: a year, leap or not. The query reads every
@@ -25,8 +25,8 @@ var ErrRange = errors.New("invalid report range")
 // Figures are the sums over a set of settled tasks.
 type Figures struct {
 	Tasks   int64
-	Revenue billing.Micros // what the tasks were charged (their amount_micros)
-	Cost    billing.Micros // what they cost upstream, counting an unrecorded cost as 0
+	Revenue money.Micros // what the tasks were charged (their amount_micros)
+	Cost    money.Micros // what they cost upstream, counting an unrecorded cost as 0
 	// Uncosted is how many of the tasks have no recorded upstream cost (completed before costs were
 	// recorded, or by a route without a configured price): while it is not 0, Cost is too low and the
 	// margin too high.
@@ -34,7 +34,7 @@ type Figures struct {
 }
 
 // Margin is revenue minus cost.
-func (f Figures) Margin() billing.Micros { return f.Revenue - f.Cost }
+func (f Figures) Margin() money.Micros { return f.Revenue - f.Cost }
 
 // MarginPermille is the margin as a share of revenue in tenths of a percent, rounded half away from
 // zero; ok is false when there is no revenue to divide by.
@@ -180,8 +180,8 @@ func Report(ctx context.Context, d *db.DB, from, to time.Time) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("read the day %q of a settled task: %w", r.Day, err)
 		}
-		row := Row{Day: t, Model: r.Model, Figures: Figures{Tasks: r.Tasks, Revenue: billing.Micros(r.Revenue),
-			Cost: billing.Micros(r.Cost), Uncosted: r.Uncosted}}
+		row := Row{Day: t, Model: r.Model, Figures: Figures{Tasks: r.Tasks, Revenue: money.Micros(r.Revenue),
+			Cost: money.Micros(r.Cost), Uncosted: r.Uncosted}}
 		res.Rows = append(res.Rows, row)
 		m := models[r.Model]
 		if m == nil {

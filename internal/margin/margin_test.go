@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"videogen/billing"
 	"videogen/internal/margin"
 	"videogen/internal/margin/margintest"
+	"videogen/internal/money"
 	"videogen/internal/testkit"
 )
 
-func figures(tasks int64, revenue, cost billing.Micros, uncosted int64) margin.Figures {
+func figures(tasks int64, revenue, cost money.Micros, uncosted int64) margin.Figures {
 	return margin.Figures{Tasks: tasks, Revenue: revenue, Cost: cost, Uncosted: uncosted}
 }
 
@@ -52,7 +52,7 @@ func TestReport(t *testing.T) {
 		}
 		margins := []struct {
 			f       margin.Figures
-			micros  billing.Micros
+			micros  money.Micros
 			percent string
 		}{
 			{res.Rows[0].Figures, 2_880_000, "66.7%"},
@@ -133,7 +133,7 @@ func TestCheckRange(t *testing.T) {
 // of zero and beyond int64 when multiplied.
 func TestMarginPercent(t *testing.T) {
 	for _, c := range []struct {
-		revenue, cost billing.Micros
+		revenue, cost money.Micros
 		want          string
 	}{
 		{0, 0, "–"},

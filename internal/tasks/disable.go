@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -56,7 +57,7 @@ func failWaiting(tx *gorm.DB, t models.Task, code, message string, now time.Time
 	if res.RowsAffected == 0 {
 		return false, nil // it got a slot or ended meanwhile
 	}
-	if err := billing.Release(tx, t.AccountID, t.ID, billing.Micros(t.AmountMicros), now); err != nil {
+	if err := billing.Release(tx, t.AccountID, t.ID, money.Micros(t.AmountMicros), now); err != nil {
 		return false, err
 	}
 	if err := leaveBacklog(tx, t.AccountID); err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -16,7 +16,7 @@ func Explain(t models.Task, entries []models.LedgerEntry, loc *time.Location) st
 	if loc == nil {
 		loc = time.UTC
 	}
-	amount := billing.Micros(t.AmountMicros).USD()
+	amount := money.Micros(t.AmountMicros).USD()
 	var reserve, settle, release *models.LedgerEntry
 	for i := range entries {
 		switch e := &entries[i]; e.Kind {

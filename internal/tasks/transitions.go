@@ -11,6 +11,7 @@ import (
 
 	"videogen/billing"
 	"videogen/internal/ids"
+	"videogen/internal/money"
 	"videogen/internal/storetext"
 	"videogen/models"
 )
@@ -260,11 +261,11 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expire
 		if err := freeSlot(tx, t.CredentialID, now); err != nil {
 			return err
 		}
-		if err := billing.Settle(tx, t.AccountID, t.ID, billing.Micros(t.AmountMicros), now); err != nil {
+		if err := billing.Settle(tx, t.AccountID, t.ID, money.Micros(t.AmountMicros), now); err != nil {
 			return err
 		}
 		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
-			out.Size, billing.Micros(t.AmountMicros).USD(), cost.text()))
+			out.Size, money.Micros(t.AmountMicros).USD(), cost.text()))
 	})
 	if err != nil {
 		return false, fmt.Errorf("complete %s: %w", t.ID, err)
@@ -281,7 +282,7 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expire
 type Cost struct {
 	CompletionTokens *int64
 	TotalTokens      *int64
-	Micros           *billing.Micros // nil: no price configured, so unknown
+	Micros           *money.Micros // nil: no price configured, so unknown
 }
 
 // column is the upstream_cost_micros value: NULL when unknown.
@@ -332,7 +333,7 @@ func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) 
 		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
 			return err
 		}
-		if err := billing.Release(tx, cur.AccountID, cur.ID, billing.Micros(cur.AmountMicros), now); err != nil {
+		if err := billing.Release(tx, cur.AccountID, cur.ID, money.Micros(cur.AmountMicros), now); err != nil {
 			return err
 		}
 		if cur.Status == Queued && cur.CredentialID == nil {

@@ -30,6 +30,7 @@ import (
 	"videogen/internal/config"
 	"videogen/internal/db"
 	"videogen/internal/mail"
+	"videogen/internal/money"
 	"videogen/internal/server"
 	"videogen/internal/tasks"
 	"videogen/models"
@@ -193,7 +194,7 @@ func NewAccount(t testing.TB, d *db.DB, usd string) Account {
 		t.Fatal(err)
 	}
 	if usd != "" && usd != "0" {
-		amt, err := billing.ParseUSD(usd)
+		amt, err := money.ParseUSD(usd)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 
-	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/models"
 )
 
@@ -47,8 +47,8 @@ type Route struct {
 	UpstreamModel string // the provider's name for the model
 	// What the provider charges us: per second of video, or per million usage tokens when set (and the
 	// provider reports usage); see docs/upstreams.md#cost.
-	CostPerSecond        billing.Micros
-	CostPerMillionTokens billing.Micros
+	CostPerSecond        money.Micros
+	CostPerMillionTokens money.Micros
 	// Unpriced: the operator gave no cost (the built-in simulator, UPSTREAM_BASE_URL credentials); the
 	// task's cost is left unrecorded rather than recorded as free, so the margin report counts it.
 	Unpriced bool

@@ -19,6 +19,7 @@ import (
 	"videogen/internal/db"
 	"videogen/internal/ids"
 	"videogen/internal/media"
+	"videogen/internal/money"
 	"videogen/internal/stills"
 	"videogen/internal/tasks"
 	"videogen/internal/upstream"
@@ -112,10 +113,10 @@ func (s *Service) Create(ctx context.Context, who Caller, req *CreateRequest, id
 	}
 }
 
-func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, price billing.Micros, idemKey, hash string) (*Created, error) {
+func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, price money.Micros, idemKey, hash string) (*Created, error) {
 	now := s.now()
 	inputs, _ := json.Marshal(req.TaskInputs)
-	amount := price * billing.Micros(req.Seconds)
+	amount := price * money.Micros(req.Seconds)
 	keyID := who.KeyID
 	task := &models.Task{
 		ID: ids.NewVideoID(), AccountID: who.AccountID, APIKeyID: &keyID,
@@ -187,7 +188,7 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 				if a.Disabled() {
 					return apierr.AccountDisabled
 				}
-				return apierr.NoBalance(amount.USD(), billing.Micros(a.AvailableMicros).USD())
+				return apierr.NoBalance(amount.USD(), money.Micros(a.AvailableMicros).USD())
 			}
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/internal/tasks"
 	"videogen/models"
 )
@@ -42,9 +42,9 @@ type VideoError struct {
 
 // Billing is the task's charge and where its reservation stands.
 type Billing struct {
-	Amount   billing.Micros `json:"amount"`
-	Currency string         `json:"currency"`
-	State    string         `json:"state"`
+	Amount   money.Micros `json:"amount"`
+	Currency string       `json:"currency"`
+	State    string       `json:"state"`
 }
 
 // ToVideo renders a task as its API object.
@@ -53,7 +53,7 @@ func ToVideo(t *models.Task) Video {
 		ID: t.ID, Object: "video", Model: t.Model, Status: t.Status, Progress: t.Progress,
 		CreatedAt: t.CreatedAt.Unix(), Prompt: t.Prompt, Size: t.Size, Seconds: strconv.Itoa(t.Seconds),
 		AspectRatio: t.AspectRatio, GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Seed: t.Seed,
-		Billing: Billing{Amount: billing.Micros(t.AmountMicros), Currency: "usd", State: t.BillingState},
+		Billing: Billing{Amount: money.Micros(t.AmountMicros), Currency: "usd", State: t.BillingState},
 	}
 	if t.CompletedAt != nil {
 		v.CompletedAt = unix(*t.CompletedAt)

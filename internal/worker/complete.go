@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
-	"videogen/billing"
 	"videogen/internal/ids"
+	"videogen/internal/money"
 	"videogen/internal/tasks"
 	"videogen/internal/upstream"
 	"videogen/models"
@@ -90,10 +90,10 @@ func taskCost(t *models.Task, cred upstream.Credential, u upstream.Usage) tasks.
 	switch {
 	case !ok || route.Unpriced:
 	case route.CostPerMillionTokens > 0 && u.CompletionTokens > 0:
-		m := billing.Micros((u.CompletionTokens*int64(route.CostPerMillionTokens) + 500_000) / 1_000_000)
+		m := money.Micros((u.CompletionTokens*int64(route.CostPerMillionTokens) + 500_000) / 1_000_000)
 		c.Micros = &m
 	default:
-		m := route.CostPerSecond * billing.Micros(t.Seconds)
+		m := route.CostPerSecond * money.Micros(t.Seconds)
 		c.Micros = &m
 	}
 	return c

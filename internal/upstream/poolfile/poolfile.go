@@ -19,8 +19,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"videogen/billing"
 	"videogen/internal/catalog"
+	"videogen/internal/money"
 )
 
 // Spec is one credential as the file describes it.
@@ -41,8 +41,8 @@ type Spec struct {
 // Model is how one credential serves one public alias.
 type Model struct {
 	UpstreamModel        string
-	CostPerSecond        billing.Micros
-	CostPerMillionTokens billing.Micros
+	CostPerSecond        money.Micros
+	CostPerMillionTokens money.Micros
 }
 
 // Options are what the file is checked against.
@@ -274,7 +274,7 @@ func (p *parser) models(n *yaml.Node, path string) map[string]Model {
 }
 
 // cost reads a dollar amount ("0.18", quoted or not) exactly, as micro-dollars.
-func (p *parser) cost(e map[string]*yaml.Node, parent *yaml.Node, path, key string, required bool) billing.Micros {
+func (p *parser) cost(e map[string]*yaml.Node, parent *yaml.Node, path, key string, required bool) money.Micros {
 	v, ok := e[key]
 	if !ok {
 		if required {
@@ -282,7 +282,7 @@ func (p *parser) cost(e map[string]*yaml.Node, parent *yaml.Node, path, key stri
 		}
 		return 0
 	}
-	m, err := billing.ParseUSD(v.Value)
+	m, err := money.ParseUSD(v.Value)
 	if v.Kind != yaml.ScalarNode || err != nil || m < 0 {
 		p.fail(v, path+"."+key, "%q must be a non-negative amount in USD with at most six decimals, e.g. \"0.18\"", v.Value)
 		return 0

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"videogen/billing"
+	"videogen/internal/money"
 	"videogen/internal/upstream/poolfile"
 )
 
@@ -56,7 +56,7 @@ func TestParseExample(t *testing.T) {
 	if b.Name != "openai-backup" || b.BaseURL != "http://127.0.0.1:9090" || !b.Draining || b.Secret != "sk-test" {
 		t.Fatalf("second spec %+v", b)
 	}
-	if m := b.Models["videogen-2.0-720p"]; m.CostPerSecond != 100_000 || m.CostPerMillionTokens != billing.Micros(1_500_000) {
+	if m := b.Models["videogen-2.0-720p"]; m.CostPerSecond != 100_000 || m.CostPerMillionTokens != money.Micros(1_500_000) {
 		t.Fatalf("second route %+v", m)
 	}
 }

@@ -1,6 +1,6 @@
-// Package billing holds money: the micro-dollar type, the price table and the ledger that reserves,
-// settles and releases funds.
-package billing
+// Package money is the one way videogen counts, reads and writes US dollars: micro-dollars in an int64,
+// never a float. It imports nothing of the project, so every layer may use it.
+package money
 
 import (
 	"errors"
