@@ -13,7 +13,6 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
 	"videogen/internal/auth"
 	"videogen/internal/ids"
 	"videogen/models"
@@ -207,9 +206,9 @@ func (h *handler) htmlError(c *fiber.Ctx, err error) error {
 		c.Status(fe.Code)
 		return h.render(c, views.ErrorPage(h.viewer(c, ""), fe.Code, "This request could not be handled", fe.Message+". Go back and try again."))
 	}
-	if ae, ok := apierr.As(err); ok && ae.Status < 500 {
-		c.Status(ae.Status)
-		return h.render(c, views.ErrorPage(h.viewer(c, ""), ae.Status, "This request could not be handled", ae.Message+" Go back and try again."))
+	if status, ae, ok := statusOf(err); ok && status < 500 {
+		c.Status(status)
+		return h.render(c, views.ErrorPage(h.viewer(c, ""), status, "This request could not be handled", ae.Message+" Go back and try again."))
 	}
 	h.Log.Error("page failed", "request_id", requestID(c), "path", c.Path(), "err", err)
 	c.Status(fiber.StatusInternalServerError)

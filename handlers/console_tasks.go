@@ -7,9 +7,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
 	"videogen/internal/audit"
 	"videogen/internal/catalog"
+	"videogen/internal/refusal"
 	"videogen/internal/tasks"
 	"videogen/internal/videos"
 	"videogen/models"
@@ -36,7 +36,7 @@ func (h *handler) showTasks(c *fiber.Ctx) error {
 	after := c.Query("after")
 	// The console is the account's record: a task deleted through the API stays listed, marked deleted.
 	page, err := h.Videos.List(c.UserContext(), who.AccountID, videos.ListParams{Limit: consolePageSize, After: after, Status: f.Status, Model: f.Model, WithDeleted: true})
-	if _, bad := apierr.As(err); bad {
+	if _, bad := refusal.As(err); bad {
 		return redirect(c, who.Base+"/tasks") // a stale or edited cursor: start over
 	}
 	if err != nil {
@@ -81,7 +81,7 @@ func (h *handler) showTask(c *fiber.Ctx) error {
 func (h *handler) taskPage(c *fiber.Ctx, accountID int64, id string, staff bool, loc *time.Location) (*views.TaskPage, error) {
 	ctx := c.UserContext()
 	t, err := h.Videos.GetWithDeleted(ctx, accountID, id)
-	if errors.Is(err, apierr.NotFound) {
+	if errors.Is(err, refusal.NotFound) {
 		return nil, fiber.ErrNotFound
 	}
 	if err != nil {
@@ -119,9 +119,9 @@ func (h *handler) streamTaskVideo(c *fiber.Ctx) error {
 	u := currentUser(c)
 	id := c.Params("id")
 	content, err := h.Videos.OpenContent(c.UserContext(), u.AccountID, id, c.Query("variant"))
-	if ae, ok := apierr.As(err); ok {
-		c.Status(ae.Status)
-		return h.render(c, views.ErrorPage(h.viewer(c, "tasks"), ae.Status, "Video not available", ae.Message))
+	if status, ae, ok := statusOf(err); ok {
+		c.Status(status)
+		return h.render(c, views.ErrorPage(h.viewer(c, "tasks"), status, "Video not available", ae.Message))
 	}
 	if err != nil {
 		return err

@@ -7,14 +7,14 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
 	"videogen/internal/blob"
 	"videogen/internal/media"
+	"videogen/internal/refusal"
 )
 
 // mediaNotFound is every refusal of /media: a tampered, expired or unknown link all look the same, so
 // the answer tells a prober nothing.
-var mediaNotFound = apierr.New(404, "not_found", "Not found.")
+var mediaNotFound = refusal.New("not_found", "Not found.")
 
 // getMedia answers GET /media/{id}?exp=…&sig=…, the signed URLs uploads and imports hand out. The
 // signature is the authorization: no key, no session. From S3 it redirects to a short-lived presigned

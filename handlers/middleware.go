@@ -13,10 +13,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"videogen/internal/apierr"
 	"videogen/internal/apikeys"
 	"videogen/internal/ids"
 	"videogen/internal/lingerclose"
+	"videogen/internal/refusal"
 	"videogen/models"
 )
 
@@ -116,19 +116,19 @@ func (h *handler) logPanic(c *fiber.Ctx, e any) {
 func (h *handler) authenticate(c *fiber.Ctx) error {
 	auth := c.Get(fiber.HeaderAuthorization)
 	if strings.TrimSpace(auth) == "" {
-		return apierr.MissingAPIKey
+		return refusal.MissingAPIKey
 	}
 	scheme, secret, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
-		return apierr.InvalidAPIKey
+		return refusal.InvalidAPIKey
 	}
 	p, err := h.Keys.Authenticate(c.UserContext(), strings.TrimSpace(secret))
 	if errors.Is(err, apikeys.ErrInvalid) {
-		return apierr.InvalidAPIKey
+		return refusal.InvalidAPIKey
 	}
 	if errors.Is(err, apikeys.ErrAccountDisabled) {
 		c.Locals(localPrincipal, p) // the refusal is logged as the account's call: support sees the attempts
-		return apierr.AccountDisabled
+		return refusal.AccountDisabled
 	}
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func (h *handler) limitRate(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	if !ok {
-		return apierr.RateLimited(int(math.Ceil(wait.Seconds())))
+		return refusal.RateLimited(int(math.Ceil(wait.Seconds())))
 	}
 	return c.Next()
 }
@@ -160,7 +160,7 @@ func (h *handler) limitTransfers(c *fiber.Ctx) error {
 	}
 	release, ok := h.Transfers.Acquire(principal(c).AccountID)
 	if !ok {
-		return &apierr.Error{Status: 429, Code: "rate_limited", RetryAfter: 5,
+		return &refusal.Error{Code: "rate_limited", RetryAfter: 5,
 			Message: "Too many uploads and imports are running at once for your account (or on this server). Wait for one to finish, then send this again."}
 	}
 	defer release()
@@ -188,7 +188,7 @@ func (h *handler) refuseEncodedBody(c *fiber.Ctx) error {
 	if enc == "" || !hasBody(&c.Request().Header) {
 		return c.Next() // nothing encoded
 	}
-	return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
+	return refusal.New("unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
 }
 
 // encodedBody returns the request's content codings other than identity, from every Content-Encoding
@@ -208,7 +208,7 @@ func encodedBody(c *fiber.Ctx) string {
 // requireJSON refuses a body that is not declared as JSON (the JSON routes' rule).
 func (h *handler) requireJSON(c *fiber.Ctx) error {
 	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != fiber.MIMEApplicationJSON {
-		return apierr.NotJSON
+		return refusal.NotJSON
 	}
 	return c.Next()
 }
@@ -226,7 +226,7 @@ func (h *handler) limitBody(c *fiber.Ctx) error {
 	case n > MaxJSONBody:
 		c.Locals(localBytesIn, int64(n))
 		closeUnread(c)
-		return apierr.RequestTooBig
+		return refusal.RequestTooBig
 	case !req.IsBodyStream():
 		c.Locals(localBytesIn, int64(len(req.Body())))
 		return c.Next()
@@ -241,13 +241,13 @@ func (h *handler) limitBody(c *fiber.Ctx) error {
 	if err != nil {
 		closeUnread(c)
 		if h.Stopping.Err() != nil {
-			return apierr.ShuttingDown
+			return refusal.ShuttingDown
 		}
-		return apierr.New(400, "invalid_request", "The request body could not be read whole; send it again.")
+		return refusal.New("invalid_request", "The request body could not be read whole; send it again.")
 	}
 	if len(body) > MaxJSONBody {
 		closeUnread(c)
-		return apierr.RequestTooBig
+		return refusal.RequestTooBig
 	}
 	req.SetBody(body)
 	return c.Next()
@@ -298,7 +298,7 @@ func (h *handler) limitPageBody(c *fiber.Ctx) error {
 	// (Stripe's webhook refuses one itself, in Stripe's JSON.)
 	if enc := encodedBody(c); enc != "" && hasBody(&c.Request().Header) && c.Path() != stripeWebhookPath {
 		closeUnread(c)
-		return apierr.New(415, "unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
+		return refusal.New("unsupported_content_type", "Compressed request bodies (Content-Encoding: %s) are not accepted; send the body uncompressed.", enc)
 	}
 	return h.limitBody(c)
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
 	"videogen/internal/ids"
 	"videogen/internal/lingerclose"
+	"videogen/internal/refusal"
 	"videogen/internal/storetext"
 	"videogen/models"
 )
@@ -38,35 +38,36 @@ type errorDetail struct {
 	RequestID string  `json:"request_id,omitempty"`
 }
 
-// apiError renders any error as the API's error body. Errors that are not *apierr.Error are ours: they
-// are logged with the request id and shown as internal_error, never with their text.
+// apiError renders any error as the API's error body, its status from the refusal's code
+// (refusal_status.go). Errors that are not refusals are ours: they are logged with the request id and shown as
+// internal_error, never with their text.
 func (h *handler) apiError(c *fiber.Ctx, err error) error {
-	ae, ok := apierr.As(err)
-	if !ok {
+	if _, ok := refusal.As(err); !ok {
 		var fe *fiber.Error
 		switch {
 		case errors.As(err, &fe) && fe.Code == fiber.StatusNotFound:
-			ae = apierr.New(404, "not_found", "No such endpoint: %s %s. See the API reference in the README.", c.Method(), c.Path())
+			err = refusal.New("not_found", "No such endpoint: %s %s. See the API reference in the README.", c.Method(), c.Path())
 		case errors.As(err, &fe) && fe.Code == fiber.StatusMethodNotAllowed:
-			ae = apierr.New(405, "method_not_allowed", "%s is not allowed on %s.", c.Method(), c.Path())
+			err = refusal.New("method_not_allowed", "%s is not allowed on %s.", c.Method(), c.Path())
 		case errors.As(err, &fe) && fe.Code == fiber.StatusRequestEntityTooLarge:
-			ae = apierr.RequestTooBig
+			err = refusal.RequestTooBig
 		case errors.As(err, &fe) && fe.Code < 500:
-			ae = apierr.New(fe.Code, "invalid_request", "The request could not be read: %s.", fe.Message)
-		default:
-			h.Log.Error("request failed", "request_id", requestID(c), "path", c.Path(), "err", err)
-			ae = apierr.Internal
+			err = &httpRefusal{r: refusal.New("invalid_request", "The request could not be read: %s.", fe.Message), status: fe.Code}
 		}
 	}
+	status, ae, ok := statusOf(err)
+	if !ok {
+		h.Log.Error("request failed", "request_id", requestID(c), "path", c.Path(), "err", err)
+	}
 	c.Locals(localErrorCode, ae.Code)
-	for k, v := range ae.Header {
-		c.Set(k, v)
+	if notRetried[ae.Code] {
+		c.Set("x-should-retry", "false")
 	}
 	if ae.RetryAfter > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.RetryAfter))
 	}
-	body := errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Type: ae.Type()}}
-	if ae.Status >= 500 {
+	body := errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Type: errorType(status)}}
+	if status >= 500 {
 		// Support needs it to find the log line. Only here: a 404 for another account's task must be
 		// byte-identical to one for a missing task (X-Request-Id carries it on every answer anyway).
 		body.Error.RequestID = requestID(c)
@@ -75,7 +76,7 @@ func (h *handler) apiError(c *fiber.Ctx, err error) error {
 		p := ae.Param
 		body.Error.Param = &p
 	}
-	return c.Status(ae.Status).JSON(body)
+	return c.Status(status).JSON(body)
 }
 
 // lastResortError handles what escapes the route chain, including errors fasthttp raises before any

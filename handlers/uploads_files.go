@@ -13,9 +13,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
 	"videogen/internal/catalog"
 	"videogen/internal/media"
+	"videogen/internal/refusal"
 )
 
 // multipartAllowance is room for the multipart framing (boundaries, part headers) on top of the file
@@ -40,12 +40,12 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 	if model := c.Query("model"); model != "" {
 		// Files are not bound to a model: the parameter is checked so a typo shows before a long upload.
 		if _, ok := catalog.Lookup(model); !ok {
-			return apierr.Field(400, "invalid_model", "model", "Unknown model %q. GET /v1/models lists the model ids; the parameter is optional.", model)
+			return refusal.Field("invalid_model", "model", "Unknown model %q. GET /v1/models lists the model ids; the parameter is optional.", model)
 		}
 	}
 	mt, params, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
 	if err != nil || mt != fiber.MIMEMultipartForm || params["boundary"] == "" {
-		return apierr.New(415, "unsupported_content_type", "Send the files as multipart/form-data, in parts named input_reference, image_files, video_files or audio_files (for example curl -F image_files=@cat.png).")
+		return refusal.New("unsupported_content_type", "Send the files as multipart/form-data, in parts named input_reference, image_files, video_files or audio_files (for example curl -F image_files=@cat.png).")
 	}
 	if n := c.Request().Header.ContentLength(); n > media.MaxRequestBytes+multipartAllowance {
 		c.Locals(localBytesIn, int64(n))
@@ -74,14 +74,14 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 		name := part.FormName()
 		kind, ok := media.UploadParts[name]
 		if !ok {
-			return apierr.Field(400, "unknown_field", logText(name, 100), "Unknown part %q. Files go in parts named input_reference (one first-frame image), image_files, video_files or audio_files.", logText(name, 100))
+			return refusal.Field("unknown_field", logText(name, 100), "Unknown part %q. Files go in parts named input_reference (one first-frame image), image_files, video_files or audio_files.", logText(name, 100))
 		}
 		i := seen[name]
 		seen[name]++
 		param := fmt.Sprintf("%s[%d]", name, i)
 		if name == media.PartInputReference {
 			if i > 0 {
-				return apierr.Field(400, "invalid_request", name, "Send at most one input_reference: it is the video's first frame. Further images go in image_files.")
+				return refusal.Field("invalid_request", name, "Send at most one input_reference: it is the video's first frame. Further images go in image_files.")
 			}
 			param = name
 		}
@@ -94,7 +94,7 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 		}
 	}
 	if batch.Len() == 0 {
-		return apierr.New(400, "missing_field", "The upload holds no files. Send at least one part named input_reference, image_files, video_files or audio_files.")
+		return refusal.New("missing_field", "The upload holds no files. Send at least one part named input_reference, image_files, video_files or audio_files.")
 	}
 	files, err := batch.Commit(ctx)
 	if err != nil {
@@ -104,8 +104,8 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 	return c.JSON(media.NewAnswer(files, media.UploadParts))
 }
 
-func tooLargeUpload() *apierr.Error {
-	return apierr.New(413, "request_too_large", "One upload may carry at most %d MiB of files; send them in several requests.", media.MaxRequestBytes/media.MiB)
+func tooLargeUpload() *refusal.Error {
+	return refusal.New("request_too_large", "One upload may carry at most %d MiB of files; send them in several requests.", media.MaxRequestBytes/media.MiB)
 }
 
 // uploadReadError words a failure to read the client's body.
@@ -115,11 +115,11 @@ func uploadReadError(err error) error {
 	case errors.Is(err, errUploadTooLarge):
 		return tooLargeUpload()
 	case errors.Is(err, errShuttingDown):
-		return apierr.ShuttingDown
+		return refusal.ShuttingDown
 	case errors.As(err, &ne) && ne.Timeout():
-		return apierr.New(400, "invalid_request", "The upload stopped arriving (nothing for %s, or longer than %s in all); send it again.", uploadIdle, uploadMax)
+		return refusal.New("invalid_request", "The upload stopped arriving (nothing for %s, or longer than %s in all); send it again.", uploadIdle, uploadMax)
 	}
-	return apierr.New(400, "invalid_request", "The multipart body could not be read; check that it is well-formed multipart/form-data and that it was sent whole.")
+	return refusal.New("invalid_request", "The multipart body could not be read; check that it is well-formed multipart/form-data and that it was sent whole.")
 }
 
 // uploadBody counts and limits the raw request body and keeps the connection's read deadline moving

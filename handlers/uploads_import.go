@@ -5,8 +5,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
 	"videogen/internal/media"
+	"videogen/internal/refusal"
 )
 
 // importFiles answers POST /uploads/v1/import: it fetches each https:// link through the address guard
@@ -23,7 +23,7 @@ func (h *handler) importFiles(c *fiber.Ctx) error {
 	files, fetched, err := h.Media.Import(ctx, principal(c).AccountID, req, h.Importer)
 	c.Locals(localBytesIn, int64(len(c.Request().Body()))+fetched)
 	if err != nil && h.Stopping.Err() != nil {
-		return apierr.ShuttingDown
+		return refusal.ShuttingDown
 	}
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
+	"videogen/internal/refusal"
 	"videogen/internal/videos"
 )
 
@@ -20,7 +20,7 @@ import (
 // through the same validation.
 func (h *handler) createVideo(c *fiber.Ctx) error {
 	var req *videos.CreateRequest
-	var aerr *apierr.Error
+	var aerr *refusal.Error
 	mt, params, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
 	if err != nil {
 		return errCreateContentType
@@ -54,7 +54,7 @@ func (h *handler) createVideo(c *fiber.Ctx) error {
 	return c.JSON(videos.ToVideo(out.Task))
 }
 
-var errCreateContentType = apierr.New(415, "unsupported_content_type",
+var errCreateContentType = refusal.New("unsupported_content_type",
 	"Send the request body as JSON with 'Content-Type: application/json' (or as multipart/form-data text fields, as OpenAI's SDKs do).")
 
 // createFormPath is the route whose multipart body is read here, part by part, instead of whole by
@@ -78,7 +78,7 @@ func readsCreateForm(c *fiber.Ctx) bool {
 // reaches the client either way.
 func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormValue, error) {
 	if boundary == "" {
-		return nil, apierr.New(415, "unsupported_content_type", "The multipart/form-data Content-Type has no boundary parameter; let your HTTP client set the Content-Type of a form.")
+		return nil, refusal.New("unsupported_content_type", "The multipart/form-data Content-Type has no boundary parameter; let your HTTP client set the Content-Type of a form.")
 	}
 	// The limit counts every byte read, framing included, as limitBody counts the JSON body's.
 	body := &uploadBody{r: c.Context().RequestBodyStream(), start: time.Now(), limit: MaxJSONBody, stopping: h.Stopping}
@@ -98,7 +98,7 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 		}
 		name := part.FormName()
 		if isFilePart(part) {
-			return nil, apierr.Field(400, "file_upload_not_supported", logText(name, 100),
+			return nil, refusal.Field("file_upload_not_supported", logText(name, 100),
 				"The part %q is a file; files are not accepted inside POST /v1/videos. Upload it first with POST /uploads/v1/files (multipart, parts input_reference, image_files, video_files, audio_files) and send the url it returns in start_image_url, image_urls, video_urls or audio_urls.", logText(name, 100))
 		}
 		value, err := io.ReadAll(part)
@@ -125,10 +125,10 @@ func (h *handler) createFormReadError(c *fiber.Ctx, err error) error {
 	switch {
 	case errors.Is(err, errUploadTooLarge):
 		closeUnread(c) // the rest may be any size: never read it
-		return apierr.RequestTooBig
+		return refusal.RequestTooBig
 	case errors.Is(err, errShuttingDown):
 		closeUnread(c)
-		return apierr.ShuttingDown
+		return refusal.ShuttingDown
 	}
-	return apierr.New(400, "invalid_request", "The multipart body could not be read: check that it is well-formed multipart/form-data and that it was sent whole.")
+	return refusal.New("invalid_request", "The multipart body could not be read: check that it is well-formed multipart/form-data and that it was sent whole.")
 }

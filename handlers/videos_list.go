@@ -5,7 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
+	"videogen/internal/refusal"
 	"videogen/internal/videos"
 )
 
@@ -23,7 +23,7 @@ func (h *handler) listVideos(c *fiber.Ctx) error {
 	if s := c.Query("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 100 {
-			return apierr.Field(400, "invalid_request", "limit", "limit must be a whole number from 1 to 100.")
+			return refusal.Field("invalid_request", "limit", "limit must be a whole number from 1 to 100.")
 		}
 		p.Limit = n
 	}
@@ -32,7 +32,7 @@ func (h *handler) listVideos(c *fiber.Ctx) error {
 	case "asc":
 		p.Asc = true
 	default:
-		return apierr.Field(400, "invalid_request", "order", "order must be asc or desc.")
+		return refusal.Field("invalid_request", "order", "order must be asc or desc.")
 	}
 	page, err := h.Videos.List(c.UserContext(), principal(c).AccountID, p)
 	if err != nil {

@@ -3,11 +3,11 @@ package handlers
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apierr"
+	"videogen/internal/refusal"
 )
 
 // errRemix answers every remix: OpenAI's SDKs offer it, and a bare 404 would read as a wrong id.
-var errRemix = apierr.New(400, "remix_not_supported",
+var errRemix = refusal.New("remix_not_supported",
 	"Remix is not offered in this version of the API. Create a new video with POST /v1/videos, describing the change in its prompt.")
 
 // refuseRemix answers POST /v1/videos/{id}/remix (out of this version) after the key is checked, like

@@ -143,7 +143,7 @@ func TestErrorCodes(t *testing.T) {
 		}
 	}
 	// Every code the API's code can answer is in the catalogue: read from the Go sources that make API
-	// errors (apierr.New and apierr.Field calls, and the apierr package's own errors).
+	// errors (refusal.New and refusal.Field calls, and the refusal package's own errors).
 	for code, where := range codesInSources(t) {
 		if !inCatalogue[code] {
 			t.Errorf("%s answers error code %s, which the document's ErrorCode catalogue lacks", where, code)
@@ -155,7 +155,7 @@ func TestErrorCodes(t *testing.T) {
 // answers each.
 func codesInSources(t *testing.T) map[string]string {
 	t.Helper()
-	made := regexp.MustCompile(`apierr\.(?:New|Field)\(\s*\d+,\s*"([a-z_]+)"`)
+	made := regexp.MustCompile(`refusal\.(?:New|Field)\(\s*"([a-z_]+)"`)
 	literal := regexp.MustCompile(`Code:\s*"([a-z_]+)"`)
 	codes := map[string]string{}
 	for _, dir := range []string{"../../handlers", "../../internal"} {
@@ -170,7 +170,7 @@ func codesInSources(t *testing.T) map[string]string {
 			src := string(b)
 			var found [][]string
 			found = append(found, made.FindAllStringSubmatch(src, -1)...)
-			if strings.Contains(path, "apierr") {
+			if strings.Contains(path, "refusal") {
 				found = append(found, literal.FindAllStringSubmatch(src, -1)...)
 			}
 			for _, m := range found {

@@ -11,8 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"videogen/internal/apierr"
 	"videogen/internal/mediafetch"
+	"videogen/internal/refusal"
 )
 
 // ImportRequest is a validated POST /uploads/v1/import body.
@@ -26,11 +26,11 @@ const maxImportURLBytes = 8192
 
 // ParseImport decodes and checks an import body: known fields only, arrays of URL strings, the same
 // per-kind counts as an upload, at least one URL.
-func ParseImport(body []byte) (*ImportRequest, *apierr.Error) {
+func ParseImport(body []byte) (*ImportRequest, *refusal.Error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var fields map[string]json.RawMessage
 	if err := dec.Decode(&fields); err != nil || fields == nil || dec.More() {
-		return nil, apierr.New(400, "invalid_json", `The body must be one JSON object, such as {"image_urls": ["https://example.com/cat.png"]}.`)
+		return nil, refusal.New("invalid_json", `The body must be one JSON object, such as {"image_urls": ["https://example.com/cat.png"]}.`)
 	}
 	r := &ImportRequest{}
 	lists := map[string]*[]string{"image_urls": &r.ImageURLs, "video_urls": &r.VideoURLs, "audio_urls": &r.AudioURLs}
@@ -43,30 +43,30 @@ func ParseImport(body []byte) (*ImportRequest, *apierr.Error) {
 		}
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, apierr.Field(400, "invalid_request", name, "%s must be an array of https:// URL strings.", name)
+			return nil, refusal.Field("invalid_request", name, "%s must be an array of https:// URL strings.", name)
 		}
 		kind := ImportFields[name]
 		if len(items) > kind.MaxFiles() {
-			return nil, apierr.Field(400, kind.TooManyCode(), name, "%d %s URLs were given; at most %d are allowed in one import.", len(items), kind, kind.MaxFiles())
+			return nil, refusal.Field(kind.TooManyCode(), name, "%d %s URLs were given; at most %d are allowed in one import.", len(items), kind, kind.MaxFiles())
 		}
 		for i, item := range items {
 			param := fmt.Sprintf("%s[%d]", name, i)
 			var s string
 			if err := json.Unmarshal(item, &s); err != nil {
-				return nil, apierr.Field(400, "invalid_request", param, "%s must be a URL string.", param)
+				return nil, refusal.Field("invalid_request", param, "%s must be a URL string.", param)
 			}
 			if s == "" || len(s) > maxImportURLBytes || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
-				return nil, apierr.Field(400, "url_not_allowed", param, "%s is not a usable URL (empty, longer than 8 KiB or containing control characters).", param)
+				return nil, refusal.Field("url_not_allowed", param, "%s is not a usable URL (empty, longer than 8 KiB or containing control characters).", param)
 			}
 			*lists[name] = append(*lists[name], s)
 		}
 		total += len(items)
 	}
 	for name := range fields {
-		return nil, apierr.Field(400, "unknown_field", name, "Unknown field %q. Accepted fields: image_urls, video_urls, audio_urls.", name)
+		return nil, refusal.Field("unknown_field", name, "Unknown field %q. Accepted fields: image_urls, video_urls, audio_urls.", name)
 	}
 	if total == 0 {
-		return nil, apierr.New(400, "missing_field", "Give at least one URL in image_urls, video_urls or audio_urls.")
+		return nil, refusal.New("missing_field", "Give at least one URL in image_urls, video_urls or audio_urls.")
 	}
 	return r, nil
 }
@@ -106,25 +106,26 @@ func (s *Service) importOne(ctx context.Context, batch *Batch, open Opener, fiel
 	}
 	defer resp.Body.Close()
 	if resp.ContentType == "" {
-		return apierr.Field(400, "import_failed", param, "%s: the server did not say what the file is (no usable Content-Type); %s links must serve %s with their content type.", param, kind, kind.Formats())
+		return refusal.Field("import_failed", param, "%s: the server did not say what the file is (no usable Content-Type); %s links must serve %s with their content type.", param, kind, kind.Formats())
 	}
 	if resp.ContentLength > kind.MaxBytes() {
-		return apierr.Field(400, "import_failed", param, "%s: the file is %.1f MiB; %s files may be at most %d MiB.", param, float64(resp.ContentLength)/MiB, kind, kind.MaxBytes()/MiB)
+		return refusal.Field("import_failed", param, "%s: the file is %.1f MiB; %s files may be at most %d MiB.", param, float64(resp.ContentLength)/MiB, kind, kind.MaxBytes()/MiB)
 	}
 	err = batch.Add(ctx, Input{Part: field, Param: param, Kind: kind, Declared: resp.ContentType, Origin: origin(resp.URL), Body: resp.Body})
 	if re, ok := AsReadError(err); ok {
 		return importError(param, re.Err)
 	}
-	if ae, ok := apierr.As(err); ok && ae.Status != 413 && ae.Code != "import_failed" && ae.Code != kind.TooManyCode() {
+	tooLarge := func(r *refusal.Error) bool { return r.Code == "file_too_large" || r.Code == "request_too_large" }
+	if ae, ok := refusal.As(err); ok && !tooLarge(ae) && ae.Code != "import_failed" && ae.Code != kind.TooManyCode() {
 		// An empty or unreadable file: the remote's fault, reported as the import's.
-		return apierr.Field(400, "import_failed", param, "%s: the server sent %s", param, strings.TrimPrefix(ae.Message, param+" "))
+		return refusal.Field("import_failed", param, "%s: the server sent %s", param, strings.TrimPrefix(ae.Message, param+" "))
 	}
-	if ae, ok := apierr.As(err); ok && ae.Status == 413 {
+	if ae, ok := refusal.As(err); ok && tooLarge(ae) {
 		// Over a size limit while downloading: the remote's file is the problem, not the request.
 		if ae.Code == "file_too_large" {
-			return apierr.Field(400, "import_failed", param, "%s: the file is larger than %d MiB, the limit for %s files.", param, kind.MaxBytes()/MiB, kind)
+			return refusal.Field("import_failed", param, "%s: the file is larger than %d MiB, the limit for %s files.", param, kind.MaxBytes()/MiB, kind)
 		}
-		return apierr.Field(400, "import_failed", param, "%s: the files of this import add up to more than %d MiB; import them in several requests.", param, MaxRequestBytes/MiB)
+		return refusal.Field("import_failed", param, "%s: the files of this import add up to more than %d MiB; import them in several requests.", param, MaxRequestBytes/MiB)
 	}
 	return err
 }
@@ -133,12 +134,12 @@ func (s *Service) importOne(ctx context.Context, batch *Batch, open Opener, fiel
 func importError(param string, err error) error {
 	var fe *mediafetch.Error
 	if errors.As(err, &fe) {
-		return apierr.Field(400, fe.Code, param, "%s: %s", param, fe.Reason)
+		return refusal.Field(fe.Code, param, "%s: %s", param, fe.Reason)
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	return apierr.Field(400, "import_failed", param, "%s: the download broke off before the whole file arrived; try again.", param)
+	return refusal.Field("import_failed", param, "%s: the download broke off before the whole file arrived; try again.", param)
 }
 
 // origin is where a file came from, without user-info, query or fragment (which may hold tokens).

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"videogen/internal/refusal"
 )
 
 func TestSniffDecidesByBytes(t *testing.T) {
@@ -83,7 +85,8 @@ func FuzzSignerParse(f *testing.F) {
 	})
 }
 
-// FuzzParseImport: no body panics; every refusal is a 4xx with a code; every accepted request is within
+// FuzzParseImport: no body panics; every refusal is the client's, with a code (its status is the HTTP
+// layer's: handlers' TestEveryRefusalCodeHasAStatus); every accepted request is within
 // the per-kind limits and holds at least one URL.
 func FuzzParseImport(f *testing.F) {
 	for _, seed := range []string{`{"image_urls":["https://a.example/x.png"]}`, `{"video_urls":[1]}`, `{}`, `[`, `{"image_urls":null,"audio_urls":["x"]}`} {
@@ -92,7 +95,7 @@ func FuzzParseImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, aerr := ParseImport(body)
 		if aerr != nil {
-			if aerr.Status < 400 || aerr.Status > 499 || aerr.Code == "" {
+			if aerr.Code == "" || aerr.Code == refusal.Internal.Code || aerr.Message == "" {
 				t.Fatalf("bad refusal %+v", aerr)
 			}
 			return

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"videogen/internal/apierr"
+	"videogen/internal/refusal"
 	"videogen/models"
 )
 
@@ -66,10 +66,10 @@ func (s *Service) Attach(tx *gorm.DB, accountID int64, taskID string, refs []Fie
 	for _, r := range refs {
 		m := byID[r.ID]
 		if m == nil || m.AccountID != accountID || m.State != models.MediaReady || m.DeletedAt != nil {
-			return apierr.Field(400, "invalid_media_url", r.Param, "%s refers to a file that this account does not have (it may have been deleted after its retention). Upload or import the file again and use the new URL.", r.Param)
+			return refusal.Field("invalid_media_url", r.Param, "%s refers to a file that this account does not have (it may have been deleted after its retention). Upload or import the file again and use the new URL.", r.Param)
 		}
 		if Kind(m.Kind) != r.Kind {
-			return apierr.Field(400, "invalid_media_url", r.Param, "%s is %s file; %s takes %s files.", r.Param, article(m.Kind), r.Field, r.Kind)
+			return refusal.Field("invalid_media_url", r.Param, "%s is %s file; %s takes %s files.", r.Param, article(m.Kind), r.Field, r.Kind)
 		}
 		links = append(links, models.TaskMedia{TaskID: taskID, Field: r.Field, Position: r.Position, MediaID: r.ID})
 	}

@@ -14,10 +14,10 @@ import (
 
 	"gorm.io/gorm"
 
-	"videogen/internal/apierr"
 	"videogen/internal/blob"
 	"videogen/internal/db"
 	"videogen/internal/ids"
+	"videogen/internal/refusal"
 	"videogen/internal/storetext"
 	"videogen/models"
 )
@@ -101,7 +101,7 @@ func (b *Batch) Len() int { return len(b.files) }
 // way. The file is recorded as pending until Commit.
 func (b *Batch) Add(ctx context.Context, in Input) error {
 	if b.counts[in.Kind] >= in.Kind.MaxFiles() {
-		return apierr.Field(400, in.Kind.TooManyCode(), in.Part, "More than %d %s files in one request; at most %d are allowed (input_reference counts among the images).", in.Kind.MaxFiles(), in.Kind, in.Kind.MaxFiles())
+		return refusal.Field(in.Kind.TooManyCode(), in.Part, "More than %d %s files in one request; at most %d are allowed (input_reference counts among the images).", in.Kind.MaxFiles(), in.Kind, in.Kind.MaxFiles())
 	}
 	head := make([]byte, SniffLen)
 	n, err := io.ReadFull(in.Body, head)
@@ -110,7 +110,7 @@ func (b *Batch) Add(ctx context.Context, in Input) error {
 	}
 	head = head[:n]
 	if n == 0 {
-		return apierr.Field(400, "invalid_request", in.Param, "%s is empty.", in.Param)
+		return refusal.Field("invalid_request", in.Param, "%s is empty.", in.Param)
 	}
 	sniffed := Sniff(head)
 	if err := checkType(in, sniffed); err != nil {
@@ -136,9 +136,9 @@ func (b *Batch) Add(ctx context.Context, in Input) error {
 		b.forget(ctx, m)
 		switch {
 		case errors.Is(err, errFileTooLarge):
-			return apierr.Field(413, "file_too_large", in.Param, "%s is larger than %d MiB, the limit for a %s file.", in.Param, in.Kind.MaxBytes()/MiB, in.Kind)
+			return refusal.Field("file_too_large", in.Param, "%s is larger than %d MiB, the limit for a %s file.", in.Param, in.Kind.MaxBytes()/MiB, in.Kind)
 		case errors.Is(err, errRequestTooLarge):
-			return apierr.Field(413, "request_too_large", in.Param, "The files of one request add up to more than %d MiB; send them in several requests.", MaxRequestBytes/MiB)
+			return refusal.Field("request_too_large", in.Param, "The files of one request add up to more than %d MiB; send them in several requests.", MaxRequestBytes/MiB)
 		}
 		// A reader's own error (a client that went away, a remote that stalled) is the caller's to word.
 		if under := counter.readErr; under != nil {
@@ -159,16 +159,16 @@ func (b *Batch) Add(ctx context.Context, in Input) error {
 func checkType(in Input, sniffed string) error {
 	if in.Declared == "" {
 		if !in.Kind.Accepts(sniffed) {
-			return apierr.Field(415, "unsupported_media_type", in.Param, "%s is %s; %s files must be %s.", in.Param, describe(sniffed), in.Kind, in.Kind.Formats())
+			return refusal.Field("unsupported_media_type", in.Param, "%s is %s; %s files must be %s.", in.Param, describe(sniffed), in.Kind, in.Kind.Formats())
 		}
 		return nil
 	}
 	declared := Canonical(in.Declared)
 	if !in.Kind.Accepts(declared) {
-		return apierr.Field(400, "import_failed", in.Param, "%s: the server says the file is %s; %s links must serve %s.", in.Param, describe(declared), in.Kind, in.Kind.Formats())
+		return refusal.Field("import_failed", in.Param, "%s: the server says the file is %s; %s links must serve %s.", in.Param, describe(declared), in.Kind, in.Kind.Formats())
 	}
 	if !in.Kind.Accepts(sniffed) || !compatible(declared, sniffed) {
-		return apierr.Field(400, "import_failed", in.Param, "%s: the server says the file is %s, but its bytes are %s. Check that the link serves the file itself, not a page about it.", in.Param, declared, describe(sniffed))
+		return refusal.Field("import_failed", in.Param, "%s: the server says the file is %s, but its bytes are %s. Check that the link serves the file itself, not a page about it.", in.Param, declared, describe(sniffed))
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func (b *Batch) Commit(ctx context.Context) ([]File, error) {
 				return fmt.Errorf("mark media %s ready: %w", m.ID, res.Error)
 			}
 			if res.RowsAffected != 1 { // the janitor took it for a dead upload (an upload over 2 h)
-				return apierr.New(400, "invalid_request", "The upload took too long and its files were removed; send it again.")
+				return refusal.New("invalid_request", "The upload took too long and its files were removed; send it again.")
 			}
 			m.State = models.MediaReady
 		}

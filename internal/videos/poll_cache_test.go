@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing"
-	"videogen/internal/apierr"
+	"videogen/internal/refusal"
 	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/internal/videos"
@@ -59,11 +59,11 @@ func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 			t.Fatalf("owner's second poll should come from the cache: %d reads, %v", n, err)
 		}
 		unknownReads, err := poll(other.ID, "video_AAAAAAAAAAAAAAAAAAAAAAAA")
-		if !errors.Is(err, apierr.NotFound) {
+		if !errors.Is(err, refusal.NotFound) {
 			t.Fatalf("unknown id: %v", err)
 		}
 		othersReads, err := poll(other.ID, id)
-		if !errors.Is(err, apierr.NotFound) {
+		if !errors.Is(err, refusal.NotFound) {
 			t.Fatalf("another account's task: %v", err)
 		}
 		if othersReads != unknownReads || othersReads != 1 {
@@ -106,11 +106,11 @@ func TestDeleteReachesAnotherInstancesPollCache(t *testing.T) {
 		if err := a.Delete(ctx, acct.ID, id, "API key test"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Poll(ctx, acct.ID, id); !errors.Is(err, apierr.NotFound) {
+		if _, err := a.Poll(ctx, acct.ID, id); !errors.Is(err, refusal.NotFound) {
 			t.Fatalf("the deleting instance still shows the task: %v", err)
 		}
 		time.Sleep(fresh)
-		if _, err := b.Poll(ctx, acct.ID, id); !errors.Is(err, apierr.NotFound) {
+		if _, err := b.Poll(ctx, acct.ID, id); !errors.Is(err, refusal.NotFound) {
 			t.Fatalf("another instance shows the deleted task past its cache's freshness bound: %v", err)
 		}
 	})

@@ -15,9 +15,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"videogen/internal/apierr"
 	"videogen/internal/catalog"
 	"videogen/internal/media"
+	"videogen/internal/refusal"
 	"videogen/models"
 )
 
@@ -92,7 +92,7 @@ type parsing struct {
 
 // A rule reads or checks one part of a create body. The rules run in order and the first refusal is the
 // answer, so the order below is the order in which a client learns what to fix.
-type rule func(p *parsing) *apierr.Error
+type rule func(p *parsing) *refusal.Error
 
 var createRules = []rule{
 	onlyKnownFields, readModel, readPrompt, readSeconds, readRatioAndSize, readFlags, readSeed,
@@ -101,7 +101,7 @@ var createRules = []rule{
 
 // ParseCreate decodes and validates a create body: every rule of the interface and of docs/design.md
 // (sizes, tasks, errors, media), so the handler only passes bytes in and an error or a request out.
-func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error) {
+func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *refusal.Error) {
 	fields, aerr := decodeObject(body)
 	if aerr != nil {
 		return nil, aerr
@@ -111,7 +111,7 @@ func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *apierr.Error
 
 // parseFields runs every rule over a create body's members: the one validation path of both forms the
 // body may take (JSON, and multipart text fields turned into JSON members by ParseCreateForm).
-func parseFields(fields map[string]json.RawMessage, policy MediaPolicy) (*CreateRequest, *apierr.Error) {
+func parseFields(fields map[string]json.RawMessage, policy MediaPolicy) (*CreateRequest, *refusal.Error) {
 	p := &parsing{fields: fields, policy: policy}
 	for _, check := range createRules {
 		if aerr := check(p); aerr != nil {
@@ -121,61 +121,61 @@ func parseFields(fields map[string]json.RawMessage, policy MediaPolicy) (*Create
 	return &p.r, nil
 }
 
-func onlyKnownFields(p *parsing) *apierr.Error {
+func onlyKnownFields(p *parsing) *refusal.Error {
 	for _, name := range sortedKeys(p.fields) {
 		if name == "input_reference" || strings.HasPrefix(name, "input_reference[") {
 			// What OpenAI's SDKs send for a first-frame image: say where it goes here.
-			return apierr.Field(400, "unknown_field", truncate(name, 100), "input_reference is not a field of this API. Upload the image with POST /uploads/v1/files (or import it with POST /uploads/v1/import) and send the url it returns as start_image_url.")
+			return refusal.Field("unknown_field", truncate(name, 100), "input_reference is not a field of this API. Upload the image with POST /uploads/v1/files (or import it with POST /uploads/v1/import) and send the url it returns as start_image_url.")
 		}
 		if !knownFields[name] {
 			// A field name may be any length (up to the body's limit): the answer quotes at most 100 characters.
-			return apierr.Field(400, "unknown_field", truncate(name, 100), "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", truncate(name, 100))
+			return refusal.Field("unknown_field", truncate(name, 100), "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", truncate(name, 100))
 		}
 	}
 	return nil
 }
 
-func readModel(p *parsing) *apierr.Error {
+func readModel(p *parsing) *refusal.Error {
 	model, present, aerr := stringField(p.fields, "model", "invalid_model")
 	if aerr != nil {
 		return aerr
 	}
 	if !present {
-		return apierr.Field(400, "missing_field", "model", "The field model is required. GET /v1/models lists the model ids.")
+		return refusal.Field("missing_field", "model", "The field model is required. GET /v1/models lists the model ids.")
 	}
 	m, ok := catalog.Lookup(model)
 	if !ok {
-		return apierr.Field(400, "invalid_model", "model", "Unknown model %q. GET /v1/models lists the model ids.", truncate(model, 100))
+		return refusal.Field("invalid_model", "model", "Unknown model %q. GET /v1/models lists the model ids.", truncate(model, 100))
 	}
 	p.model, p.r.Model = m, m.ID
 	return nil
 }
 
 // readPrompt: 1 to 5000 characters (Unicode code points), not only whitespace, no NUL.
-func readPrompt(p *parsing) *apierr.Error {
+func readPrompt(p *parsing) *refusal.Error {
 	prompt, present, aerr := stringField(p.fields, "prompt", "invalid_prompt")
 	if aerr != nil {
 		return aerr
 	}
 	if !present {
-		return apierr.Field(400, "missing_field", "prompt", "The field prompt is required: describe the video in 1 to %d characters.", MaxPromptChars)
+		return refusal.Field("missing_field", "prompt", "The field prompt is required: describe the video in 1 to %d characters.", MaxPromptChars)
 	}
 	n := utf8.RuneCountInString(prompt)
 	if n == 0 || strings.TrimFunc(prompt, unicode.IsSpace) == "" {
-		return apierr.Field(400, "invalid_prompt", "prompt", "The prompt is empty: describe the video in 1 to %d characters.", MaxPromptChars)
+		return refusal.Field("invalid_prompt", "prompt", "The prompt is empty: describe the video in 1 to %d characters.", MaxPromptChars)
 	}
 	if n > MaxPromptChars {
-		return apierr.Field(400, "invalid_prompt", "prompt", "The prompt has %d characters; at most %d are allowed.", n, MaxPromptChars)
+		return refusal.Field("invalid_prompt", "prompt", "The prompt has %d characters; at most %d are allowed.", n, MaxPromptChars)
 	}
 	if strings.ContainsRune(prompt, 0) {
-		return apierr.Field(400, "invalid_prompt", "prompt", "The prompt contains a NUL character (\\u0000); remove it.")
+		return refusal.Field("invalid_prompt", "prompt", "The prompt contains a NUL character (\\u0000); remove it.")
 	}
 	p.r.Prompt = prompt
 	return nil
 }
 
 // readSeconds: seconds or its alias duration, equal when both are given, 4 by default.
-func readSeconds(p *parsing) *apierr.Error {
+func readSeconds(p *parsing) *refusal.Error {
 	secs, hasSecs, aerr := secondsField(p.fields, "seconds")
 	if aerr != nil {
 		return aerr
@@ -186,7 +186,7 @@ func readSeconds(p *parsing) *apierr.Error {
 	}
 	switch {
 	case hasSecs && hasDur && secs != dur:
-		return apierr.Field(400, "seconds_duration_mismatch", "duration", "seconds (%d) and duration (%d) differ; send one of them, or the same value in both.", secs, dur)
+		return refusal.Field("seconds_duration_mismatch", "duration", "seconds (%d) and duration (%d) differ; send one of them, or the same value in both.", secs, dur)
 	case hasSecs:
 		p.r.Seconds = secs
 	case hasDur:
@@ -199,14 +199,14 @@ func readSeconds(p *parsing) *apierr.Error {
 
 // readRatioAndSize: a size must be one of the model's, and agree with aspect_ratio when both are given;
 // size alone sets the ratio (OpenAI's SDKs send only size); the stored size is always the model's.
-func readRatioAndSize(p *parsing) *apierr.Error {
+func readRatioAndSize(p *parsing) *refusal.Error {
 	m := p.model
 	ratio, hasRatio, aerr := stringField(p.fields, "aspect_ratio", "invalid_aspect_ratio")
 	if aerr != nil {
 		return aerr
 	}
 	if hasRatio && !catalog.ValidRatio(ratio) {
-		return apierr.Field(400, "invalid_aspect_ratio", "aspect_ratio", "aspect_ratio %q is not supported; use one of %s.", truncate(ratio, 20), strings.Join(catalog.Ratios, ", "))
+		return refusal.Field("invalid_aspect_ratio", "aspect_ratio", "aspect_ratio %q is not supported; use one of %s.", truncate(ratio, 20), strings.Join(catalog.Ratios, ", "))
 	}
 	size, hasSize, aerr := stringField(p.fields, "size", "invalid_size")
 	if aerr != nil {
@@ -214,14 +214,14 @@ func readRatioAndSize(p *parsing) *apierr.Error {
 	}
 	if hasSize {
 		if !sizePattern.MatchString(size) {
-			return apierr.Field(400, "invalid_size", "size", "size must look like <width>x<height>, e.g. %q; omit it to get the model's size for the aspect ratio.", mustSize(m, catalog.DefaultRatio))
+			return refusal.Field("invalid_size", "size", "size must look like <width>x<height>, e.g. %q; omit it to get the model's size for the aspect ratio.", mustSize(m, catalog.DefaultRatio))
 		}
 		sizeRatio, ok := m.RatioOfSize(size)
 		if !ok {
-			return apierr.Field(400, "size_mismatch", "size", "size %s is not a %s size of %s; its sizes are %s.", size, m.Resolution, m.ID, sizeList(m))
+			return refusal.Field("size_mismatch", "size", "size %s is not a %s size of %s; its sizes are %s.", size, m.Resolution, m.ID, sizeList(m))
 		}
 		if hasRatio && sizeRatio != ratio {
-			return apierr.Field(400, "size_mismatch", "size", "size %s is the %s size of %s, but aspect_ratio is %s, whose size is %s.", size, sizeRatio, m.ID, ratio, mustSize(m, ratio))
+			return refusal.Field("size_mismatch", "size", "size %s is the %s size of %s, but aspect_ratio is %s, whose size is %s.", size, sizeRatio, m.ID, ratio, mustSize(m, ratio))
 		}
 		ratio = sizeRatio
 	} else if !hasRatio {
@@ -231,8 +231,8 @@ func readRatioAndSize(p *parsing) *apierr.Error {
 	return nil
 }
 
-func readFlags(p *parsing) *apierr.Error {
-	var aerr *apierr.Error
+func readFlags(p *parsing) *refusal.Error {
+	var aerr *refusal.Error
 	if p.r.GenerateAudio, aerr = boolField(p.fields, "generate_audio"); aerr != nil {
 		return aerr
 	}
@@ -245,14 +245,14 @@ const MaxSeed = 1<<32 - 1
 
 // readSeed: optional; a whole number from -1 to MaxSeed, where -1 (like leaving it out) means a random
 // seed. It asks the provider for a reproducible generation where it supports one.
-func readSeed(p *parsing) *apierr.Error {
+func readSeed(p *parsing) *refusal.Error {
 	raw, ok := p.fields["seed"]
 	if !ok || isNull(raw) {
 		return nil
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
 	if err != nil || v < -1 || v > MaxSeed {
-		return apierr.Field(400, "invalid_seed", "seed", "seed must be a whole number from -1 (random) to %d.", int64(MaxSeed))
+		return refusal.Field("invalid_seed", "seed", "seed must be a whole number from -1 (random) to %d.", int64(MaxSeed))
 	}
 	if v >= 0 {
 		p.r.Seed = &v
@@ -260,9 +260,9 @@ func readSeed(p *parsing) *apierr.Error {
 	return nil
 }
 
-func readMediaURLs(p *parsing) *apierr.Error {
+func readMediaURLs(p *parsing) *refusal.Error {
 	in := &p.r.TaskInputs
-	var aerr *apierr.Error
+	var aerr *refusal.Error
 	if in.ImageURLs, aerr = urlList(p.fields, "image_urls"); aerr != nil {
 		return aerr
 	}
@@ -281,23 +281,23 @@ func readMediaURLs(p *parsing) *apierr.Error {
 
 // countMedia: at most 9 images over every image field (first and last frames included), 3 videos, 3
 // audio files.
-func countMedia(p *parsing) *apierr.Error {
+func countMedia(p *parsing) *refusal.Error {
 	in := p.r.TaskInputs
 	images := len(in.ImageURLs) + len(nonEmpty(in.StartImageURL)) + len(nonEmpty(in.EndImageURL))
 	if images > MaxImages {
-		return apierr.Field(400, "too_many_images", "image_urls", "%d images were given; at most %d are allowed over image_urls, start_image_url and end_image_url together.", images, MaxImages)
+		return refusal.Field("too_many_images", "image_urls", "%d images were given; at most %d are allowed over image_urls, start_image_url and end_image_url together.", images, MaxImages)
 	}
 	if len(in.VideoURLs) > MaxVideos {
-		return apierr.Field(400, "too_many_videos", "video_urls", "%d videos were given; at most %d are allowed.", len(in.VideoURLs), MaxVideos)
+		return refusal.Field("too_many_videos", "video_urls", "%d videos were given; at most %d are allowed.", len(in.VideoURLs), MaxVideos)
 	}
 	if len(in.AudioURLs) > MaxAudios {
-		return apierr.Field(400, "too_many_audios", "audio_urls", "%d audio files were given; at most %d are allowed.", len(in.AudioURLs), MaxAudios)
+		return refusal.Field("too_many_audios", "audio_urls", "%d audio files were given; at most %d are allowed.", len(in.AudioURLs), MaxAudios)
 	}
 	return nil
 }
 
 // acceptOnlyOurMedia: every media URL must be one this platform signed, not expired.
-func acceptOnlyOurMedia(p *parsing) *apierr.Error {
+func acceptOnlyOurMedia(p *parsing) *refusal.Error {
 	in := p.r.TaskInputs
 	for _, list := range []struct {
 		name string
@@ -320,24 +320,24 @@ func acceptOnlyOurMedia(p *parsing) *apierr.Error {
 }
 
 // decodeObject reads body as one JSON object and returns its members undecoded.
-func decodeObject(body []byte) (map[string]json.RawMessage, *apierr.Error) {
+func decodeObject(body []byte) (map[string]json.RawMessage, *refusal.Error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, apierr.New(400, "invalid_json", "The request body is empty; send a JSON object such as {\"model\": \"videogen-2.0-720p\", \"prompt\": \"...\"}.")
+		return nil, refusal.New("invalid_json", "The request body is empty; send a JSON object such as {\"model\": \"videogen-2.0-720p\", \"prompt\": \"...\"}.")
 	}
 	if trimmed[0] != '{' {
-		return nil, apierr.New(400, "invalid_json", "The request body must be a JSON object.")
+		return nil, refusal.New("invalid_json", "The request body must be a JSON object.")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	var fields map[string]json.RawMessage
 	if err := dec.Decode(&fields); err != nil {
-		return nil, apierr.New(400, "invalid_json", "The request body is not valid JSON: %s.", jsonReason(err))
+		return nil, refusal.New("invalid_json", "The request body is not valid JSON: %s.", jsonReason(err))
 	}
 	if dec.More() {
-		return nil, apierr.New(400, "invalid_json", "The request body has data after the JSON object.")
+		return nil, refusal.New("invalid_json", "The request body has data after the JSON object.")
 	}
 	if _, err := dec.Token(); err == nil {
-		return nil, apierr.New(400, "invalid_json", "The request body has data after the JSON object.")
+		return nil, refusal.New("invalid_json", "The request body has data after the JSON object.")
 	}
 	return fields, nil
 }
@@ -355,37 +355,37 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }
 
-func stringField(fields map[string]json.RawMessage, name, code string) (string, bool, *apierr.Error) {
+func stringField(fields map[string]json.RawMessage, name, code string) (string, bool, *refusal.Error) {
 	raw, ok := fields[name]
 	if !ok || isNull(raw) {
 		return "", false, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false, apierr.Field(400, code, name, "%s must be a string.", name)
+		return "", false, refusal.Field(code, name, "%s must be a string.", name)
 	}
 	return s, true, nil
 }
 
-func boolField(fields map[string]json.RawMessage, name string) (bool, *apierr.Error) {
+func boolField(fields map[string]json.RawMessage, name string) (bool, *refusal.Error) {
 	raw, ok := fields[name]
 	if !ok || isNull(raw) {
 		return false, nil
 	}
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return false, apierr.Field(400, "invalid_request", name, "%s must be true or false.", name)
+		return false, refusal.Field("invalid_request", name, "%s must be true or false.", name)
 	}
 	return b, nil
 }
 
 // secondsField reads an integer given as a JSON number or a string of digits (OpenAI's SDKs send "8").
-func secondsField(fields map[string]json.RawMessage, name string) (int, bool, *apierr.Error) {
+func secondsField(fields map[string]json.RawMessage, name string) (int, bool, *refusal.Error) {
 	raw, ok := fields[name]
 	if !ok || isNull(raw) {
 		return 0, false, nil
 	}
-	bad := apierr.Field(400, "invalid_seconds", name, "%s must be a whole number of seconds from %d to %d, as a number or a string of digits.", name, MinSeconds, MaxSeconds)
+	bad := refusal.Field("invalid_seconds", name, "%s must be a whole number of seconds from %d to %d, as a number or a string of digits.", name, MinSeconds, MaxSeconds)
 	text := strings.TrimSpace(string(raw))
 	if strings.HasPrefix(text, `"`) {
 		if err := json.Unmarshal(raw, &text); err != nil {
@@ -407,20 +407,20 @@ func secondsField(fields map[string]json.RawMessage, name string) (int, bool, *a
 	return v, true, nil
 }
 
-func urlList(fields map[string]json.RawMessage, name string) ([]string, *apierr.Error) {
+func urlList(fields map[string]json.RawMessage, name string) ([]string, *refusal.Error) {
 	raw, ok := fields[name]
 	if !ok || isNull(raw) {
 		return nil, nil
 	}
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, apierr.Field(400, "invalid_request", name, "%s must be an array of URL strings.", name)
+		return nil, refusal.Field("invalid_request", name, "%s must be an array of URL strings.", name)
 	}
 	out := make([]string, 0, len(list))
 	for i, item := range list {
 		var s string
 		if err := json.Unmarshal(item, &s); err != nil {
-			return nil, apierr.Field(400, "invalid_media_url", fmt.Sprintf("%s[%d]", name, i), "%s[%d] must be a URL string.", name, i)
+			return nil, refusal.Field("invalid_media_url", fmt.Sprintf("%s[%d]", name, i), "%s[%d] must be a URL string.", name, i)
 		}
 		out = append(out, s)
 	}
@@ -429,20 +429,20 @@ func urlList(fields map[string]json.RawMessage, name string) ([]string, *apierr.
 
 // check accepts only URLs this platform signed, not expired. Whether the file belongs to the caller and
 // still exists is checked in the create transaction (media.Service.Attach).
-func (p MediaPolicy) check(field string, position int, param, raw string) (media.FieldRef, *apierr.Error) {
+func (p MediaPolicy) check(field string, position int, param, raw string) (media.FieldRef, *refusal.Error) {
 	how := "Upload the file with POST /uploads/v1/files or import it with POST /uploads/v1/import and use the url it returns."
 	if raw == "" {
-		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s is empty. %s", param, how)
+		return media.FieldRef{}, refusal.Field("invalid_media_url", param, "%s is empty. %s", param, how)
 	}
 	if len(raw) > maxURLBytes || !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
-		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s is not a media URL issued by this platform. %s", param, how)
+		return media.FieldRef{}, refusal.Field("invalid_media_url", param, "%s is not a media URL issued by this platform. %s", param, how)
 	}
 	ref, err := p.Signer.Parse(raw, p.now())
 	switch {
 	case errors.Is(err, media.ErrExpired):
-		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s expired at %s. Upload or import the file again to get a fresh URL.", param, ref.Expires.UTC().Format(time.RFC3339))
+		return media.FieldRef{}, refusal.Field("invalid_media_url", param, "%s expired at %s. Upload or import the file again to get a fresh URL.", param, ref.Expires.UTC().Format(time.RFC3339))
 	case err != nil:
-		return media.FieldRef{}, apierr.Field(400, "invalid_media_url", param, "%s is not a media URL issued by this platform (only URLs from the media entry points are accepted, unchanged). %s", param, how)
+		return media.FieldRef{}, refusal.Field("invalid_media_url", param, "%s is not a media URL issued by this platform (only URLs from the media entry points are accepted, unchanged). %s", param, how)
 	}
 	return media.FieldRef{Field: field, Position: position, Param: param, Kind: media.FieldKind(field), ID: ref.ID}, nil
 }

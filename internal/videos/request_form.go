@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"videogen/internal/apierr"
+	"videogen/internal/refusal"
 )
 
 // FormValue is one text part of a multipart/form-data create body, in the order it came.
@@ -36,7 +36,7 @@ var integerText = regexp.MustCompile(`^-?[0-9]{1,20}$`)
 // case of their own: JSON takes them as strings of digits. A field given twice is refused, where JSON
 // would keep the last silently: a form that repeats it is ambiguous, and guessing could bill the wrong
 // video.
-func ParseCreateForm(form []FormValue, policy MediaPolicy) (*CreateRequest, *apierr.Error) {
+func ParseCreateForm(form []FormValue, policy MediaPolicy) (*CreateRequest, *refusal.Error) {
 	fields := map[string]json.RawMessage{}
 	lists := map[string][]string{}
 	for _, f := range form {
@@ -49,7 +49,7 @@ func ParseCreateForm(form []FormValue, policy MediaPolicy) (*CreateRequest, *api
 			continue
 		}
 		if _, dup := fields[name]; dup {
-			return nil, apierr.Field(400, "invalid_request", name, "The field %s is given twice; send it once (only image_urls, video_urls and audio_urls repeat).", truncate(name, 100))
+			return nil, refusal.Field("invalid_request", name, "The field %s is given twice; send it once (only image_urls, video_urls and audio_urls repeat).", truncate(name, 100))
 		}
 		fields[name] = formText(name, f.Value)
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/apierr"
 	"videogen/internal/media"
+	"videogen/internal/refusal"
 	"videogen/internal/videos"
 )
 
@@ -105,7 +105,7 @@ func repeat(v videos.FormValue, n int) []videos.FormValue {
 	return out
 }
 
-func paramOf(e *apierr.Error) string {
+func paramOf(e *refusal.Error) string {
 	if e == nil {
 		return ""
 	}

@@ -14,12 +14,12 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing"
-	"videogen/internal/apierr"
 	"videogen/internal/blob"
 	"videogen/internal/db"
 	"videogen/internal/ids"
 	"videogen/internal/media"
 	"videogen/internal/money"
+	"videogen/internal/refusal"
 	"videogen/internal/stills"
 	"videogen/internal/tasks"
 	"videogen/internal/upstream"
@@ -88,11 +88,11 @@ const MaxIdempotencyKeyLen = 255
 // upstream. With an idempotency key, the same key and body within 24 h return the first task.
 func (s *Service) Create(ctx context.Context, who Caller, req *CreateRequest, idemKey string) (*Created, error) {
 	if len(idemKey) > MaxIdempotencyKeyLen {
-		return nil, apierr.Field(400, "invalid_request", "Idempotency-Key", "Idempotency-Key is longer than %d characters.", MaxIdempotencyKeyLen)
+		return nil, refusal.Field("invalid_request", "Idempotency-Key", "Idempotency-Key is longer than %d characters.", MaxIdempotencyKeyLen)
 	}
 	for i := 0; i < len(idemKey); i++ {
 		if idemKey[i] < 0x20 || idemKey[i] > 0x7e {
-			return nil, apierr.Field(400, "invalid_request", "Idempotency-Key", "Idempotency-Key must be printable ASCII, such as a UUID.")
+			return nil, refusal.Field("invalid_request", "Idempotency-Key", "Idempotency-Key must be printable ASCII, such as a UUID.")
 		}
 	}
 	price, err := s.Prices.PerSecond(ctx, req.Model)
@@ -134,7 +134,7 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 			switch {
 			case err == nil && prior.CreatedAt.After(now.Add(-IdempotencyWindow)):
 				if prior.RequestHash != hash {
-					return apierr.Field(409, "idempotency_conflict", "Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request body. Use a new key for a new video.")
+					return refusal.Field("idempotency_conflict", "Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request body. Use a new key for a new video.")
 				}
 				var first models.Task
 				if err := tx.Where("id = ?", prior.TaskID).Take(&first).Error; err != nil {
@@ -175,7 +175,7 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		// its entry and the commit: creates of one account queue on that lock. A refusal rolls back
 		// everything above, so a 429 or 402 writes nothing.
 		if err := s.Tasks.EnterBacklog(tx, who.AccountID, s.MaxQueued); errors.Is(err, tasks.ErrBacklogFull) {
-			return apierr.NoCapacity(10, s.MaxQueued)
+			return refusal.NoCapacity(10, s.MaxQueued)
 		} else if err != nil {
 			return err
 		}
@@ -186,9 +186,9 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 					return fmt.Errorf("read balance: %w", err)
 				}
 				if a.Disabled() {
-					return apierr.AccountDisabled
+					return refusal.AccountDisabled
 				}
-				return apierr.NoBalance(amount.USD(), money.Micros(a.AvailableMicros).USD())
+				return refusal.NoBalance(amount.USD(), money.Micros(a.AvailableMicros).USD())
 			}
 			return err
 		}
@@ -216,11 +216,11 @@ func (s *Service) admit(req models.VideoRequest) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &unsupported):
-		return apierr.Field(400, "unsupported_input_combination", unsupported.Param, "%s", unsupported.Message)
+		return refusal.Field("unsupported_input_combination", unsupported.Param, "%s", unsupported.Message)
 	case errors.As(err, &busy):
-		return apierr.NoUpstream(int((busy.RetryAfter + time.Second - 1) / time.Second))
+		return refusal.NoUpstream(int((busy.RetryAfter + time.Second - 1) / time.Second))
 	case errors.Is(err, upstream.ErrNotServed):
-		return apierr.Field(400, "model_unavailable", "model", "The model %s is not available at the moment. GET /v1/models lists the models you can use now.", req.Model)
+		return refusal.Field("model_unavailable", "model", "The model %s is not available at the moment. GET /v1/models lists the models you can use now.", req.Model)
 	}
 	return err
 }
@@ -257,7 +257,7 @@ func (s *Service) GetWithDeleted(ctx context.Context, accountID int64, id string
 
 func (s *Service) get(ctx context.Context, accountID int64, id string, withDeleted bool) (*models.Task, error) {
 	if !ids.IsVideoID(id) {
-		return nil, apierr.NotFound
+		return nil, refusal.NotFound
 	}
 	q := s.DB.R.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID)
 	if !withDeleted {
@@ -266,7 +266,7 @@ func (s *Service) get(ctx context.Context, accountID int64, id string, withDelet
 	var t models.Task
 	err := q.Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apierr.NotFound
+		return nil, refusal.NotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read task %s: %w", id, err)
@@ -304,7 +304,7 @@ func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Pag
 		q = q.Where("model = ?", p.Model)
 	}
 	if p.After != "" && !ids.IsVideoID(p.After) {
-		return nil, apierr.Field(400, "invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
+		return nil, refusal.Field("invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
 	}
 	if p.After != "" {
 		// The cursor may name a task deleted since its page was read: it still marks the place, so paging
@@ -312,7 +312,7 @@ func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Pag
 		var cur models.Task
 		err := s.DB.R.WithContext(ctx).Select("id", "created_at").Where("id = ? AND account_id = ?", p.After, accountID).Take(&cur).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, apierr.Field(400, "invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
+			return nil, refusal.Field("invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read cursor task: %w", err)
@@ -357,7 +357,7 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant 
 		variant = VariantVideo
 	}
 	if variant != VariantVideo && !slices.Contains(stills.Variants, variant) {
-		return nil, apierr.InvalidVariant
+		return nil, refusal.InvalidVariant
 	}
 	t, err := s.Get(ctx, accountID, id)
 	if err != nil {
@@ -366,12 +366,12 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant 
 	switch t.Status {
 	case tasks.Completed:
 	case tasks.Failed:
-		return nil, apierr.VideoFailed
+		return nil, refusal.VideoFailed
 	default:
-		return nil, apierr.VideoNotReady
+		return nil, refusal.VideoNotReady
 	}
 	if t.OutputKey == nil || (t.ExpiresAt != nil && !s.now().Before(*t.ExpiresAt)) {
-		return nil, apierr.VideoExpired
+		return nil, refusal.VideoExpired
 	}
 	key, contentType, ext := *t.OutputKey, "video/mp4", ".mp4"
 	if variant != VariantVideo {
@@ -380,16 +380,16 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant 
 			still = t.SpritesheetKey
 		}
 		if still == nil {
-			return nil, apierr.VariantUnavailable(variant)
+			return nil, refusal.VariantUnavailable(variant)
 		}
 		key, contentType, ext = *still, stills.ContentTypeOf(*still), "."+variant+path.Ext(*still)
 	}
 	body, size, err := s.Blobs.Open(ctx, key)
 	switch {
 	case errors.Is(err, blob.ErrNotFound) && variant == VariantVideo:
-		return nil, apierr.VideoExpired // the retention janitor got there first
+		return nil, refusal.VideoExpired // the retention janitor got there first
 	case errors.Is(err, blob.ErrNotFound):
-		return nil, apierr.VariantUnavailable(variant) // the video is within its retention: only the still is gone
+		return nil, refusal.VariantUnavailable(variant) // the video is within its retention: only the still is gone
 	case err != nil:
 		return nil, fmt.Errorf("open %s of %s: %w", variant, id, err)
 	}
@@ -402,14 +402,14 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant 
 // refused: its generation may already be paid for upstream, and this version cancels nothing there.
 func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) error {
 	if !ids.IsVideoID(id) {
-		return apierr.NotFound
+		return refusal.NotFound
 	}
 	keys, err := s.Tasks.MarkDeleted(ctx, accountID, id, by)
 	switch {
 	case errors.Is(err, tasks.ErrNoTask):
-		return apierr.NotFound
+		return refusal.NotFound
 	case errors.Is(err, tasks.ErrUnfinished):
-		return apierr.VideoNotFinished
+		return refusal.VideoNotFinished
 	case err != nil:
 		return err
 	}
