@@ -43,12 +43,16 @@ func (h *handler) walletPage(c *fiber.Ctx, p views.WalletPage) error {
 		return err
 	}
 	p.Cards = h.Payments.Enabled()
-	lo, hi := h.Payments.Bounds()
-	p.MinTopup, p.MaxTopup = int64(lo), int64(hi)
-	for _, m := range presets {
-		if m >= lo && m <= hi {
-			p.Presets = append(p.Presets, int64(m))
+	if p.Cards {
+		lo, hi := h.Payments.Bounds()
+		p.MinTopup, p.MaxTopup = int64(lo), int64(hi)
+		for _, m := range presets {
+			if m >= lo && m <= hi {
+				p.Presets = append(p.Presets, int64(m))
+			}
 		}
+	} else if h.TestTopups {
+		p.MinTopup, p.MaxTopup = int64(h.TestTopupMin), int64(h.TestTopupMax)
 	}
 	if p.AlertsForm == nil {
 		p.AlertsForm = alertsFormOf(p.Profile)
@@ -212,12 +216,6 @@ func (h *handler) saveAlerts(c *fiber.Ctx) error {
 	return redirect(c, "/console/wallet?notice=alerts-saved")
 }
 
-// Test top-ups are bounded so a typo cannot make an absurd balance.
-const (
-	minTestTopup = 1 * money.PerUSD
-	maxTestTopup = 1000 * money.PerUSD
-)
-
 // addTestFunds writes a test_topup entry; only with TEST_TOPUPS=1 and a verified address.
 func (h *handler) addTestFunds(c *fiber.Ctx) error {
 	u := currentUser(c)
@@ -230,9 +228,10 @@ func (h *handler) addTestFunds(c *fiber.Ctx) error {
 	}
 	text := posted(c, "amount")
 	amount, err := money.ParseUSD(text)
-	if err != nil || amount < minTestTopup || amount > maxTestTopup {
+	if err != nil || amount < h.TestTopupMin || amount > h.TestTopupMax {
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.walletPage(c, views.WalletPage{Amount: text, Error: "Enter an amount between $1 and $1,000, such as 25 or 25.50."})
+		return h.walletPage(c, views.WalletPage{Amount: text,
+			Error: "Enter an amount between " + h.TestTopupMin.USD() + " and " + h.TestTopupMax.USD() + ", such as 25 or 25.50."})
 	}
 	_, err = billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: amount, At: h.Now(),
 		Reason: "test funds added in the console", Actor: "user:" + strconv.FormatInt(u.ID, 10)}.Apply(c.UserContext(), h.DB)

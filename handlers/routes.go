@@ -24,6 +24,7 @@ import (
 	"videogen/internal/inflight"
 	"videogen/internal/media"
 	"videogen/internal/metrics"
+	"videogen/internal/money"
 	"videogen/internal/ratelimit"
 	"videogen/internal/videos"
 	"videogen/static"
@@ -59,7 +60,9 @@ type Deps struct {
 	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
 	PublicBaseURL  string
 	TestTopups     bool
-	Payments       *payments.Service // Stripe top-ups and balance alerts
+	// TestTopupMin and TestTopupMax bound a test top-up (TEST_TOPUP_MIN, TEST_TOPUP_MAX).
+	TestTopupMin, TestTopupMax money.Micros
+	Payments                   *payments.Service // Stripe top-ups and balance alerts
 	// WebhookTimeout bounds a Stripe webhook's answer (STRIPE_WEBHOOK_TIMEOUT).
 	WebhookTimeout time.Duration
 	// Metrics counts requests for /metrics (nil: not counted).

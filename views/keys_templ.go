@@ -948,7 +948,7 @@ func WalletView(v Viewer, p WalletPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Field("amount", "Amount in USD", "text", p.Amount, "Between $1 and $1,000.", p.Error, true, "off").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = Field("amount", "Amount in USD", "text", p.Amount, "Between "+Money(p.MinTopup)+" and "+Money(p.MaxTopup)+".", p.Error, true, "off").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

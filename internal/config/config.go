@@ -42,6 +42,8 @@ type Config struct {
 	StripeWebhookTimeout time.Duration `env:"STRIPE_WEBHOOK_TIMEOUT" envDefault:"8s" help:"the most a Stripe webhook waits for its answer (Stripe gives up after about 10 s): the event is recorded, then processed in what is left; the rest is finished in the background"`
 	TopupMin             string        `env:"TOPUP_MIN" envDefault:"5" help:"smallest card top-up, in USD"`
 	TopupMax             string        `env:"TOPUP_MAX" envDefault:"1000" help:"largest card top-up, in USD"`
+	TestTopupMin         string        `env:"TEST_TOPUP_MIN" envDefault:"1" help:"smallest test top-up (TEST_TOPUPS=1), in USD"`
+	TestTopupMax         string        `env:"TEST_TOPUP_MAX" envDefault:"1000" help:"largest test top-up (TEST_TOPUPS=1), in USD: a typo cannot make an absurd balance"`
 	RechargeCap          int           `env:"AUTO_RECHARGE_MAX_PER_DAY" envDefault:"3" help:"automatic top-ups an account may have in 24 hours; one more switches auto-recharge off"`
 	ReconcileEvery       time.Duration `env:"STRIPE_RECONCILE_INTERVAL" envDefault:"24h" help:"how often one instance compares Stripe's payments of the last 72 h with the credited top-ups and logs differences (0 = never)"`
 	ResendAPIKey         string        `env:"RESEND_API_KEY" help:"Resend API key (unset = e-mails are printed to the log)"`
@@ -167,6 +169,11 @@ func (c *Config) Validate() error {
 	} else if lo <= 0 || hi < lo {
 		errs = append(errs, errors.New("TOPUP_MIN must be positive and TOPUP_MAX at least as large"))
 	}
+	if lo, hi, err := c.TestTopupBounds(); err != nil {
+		errs = append(errs, err)
+	} else if lo <= 0 || hi < lo {
+		errs = append(errs, errors.New("TEST_TOPUP_MIN must be positive and TEST_TOPUP_MAX at least as large"))
+	}
 	if c.StripeWebhookTimeout < 100*time.Millisecond || c.StripeWebhookTimeout > 9*time.Second {
 		errs = append(errs, errors.New("STRIPE_WEBHOOK_TIMEOUT must be between 100ms and 9s: Stripe stops waiting after 10s"))
 	}
@@ -269,6 +276,17 @@ func (c *Config) TopupBounds() (min, max money.Micros, err error) {
 	}
 	if err != nil || min%(money.PerUSD/100) != 0 || max%(money.PerUSD/100) != 0 {
 		return 0, 0, fmt.Errorf("TOPUP_MIN and TOPUP_MAX must be dollar amounts in whole cents, such as 5 or 1000.00")
+	}
+	return min, max, nil
+}
+
+// TestTopupBounds returns TEST_TOPUP_MIN and TEST_TOPUP_MAX as amounts, in whole cents.
+func (c *Config) TestTopupBounds() (min, max money.Micros, err error) {
+	if min, err = money.ParseUSD(c.TestTopupMin); err == nil {
+		max, err = money.ParseUSD(c.TestTopupMax)
+	}
+	if err != nil || min%(money.PerUSD/100) != 0 || max%(money.PerUSD/100) != 0 {
+		return 0, 0, fmt.Errorf("TEST_TOPUP_MIN and TEST_TOPUP_MAX must be dollar amounts in whole cents, such as 1 or 1000.00")
 	}
 	return min, max, nil
 }

@@ -216,6 +216,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
+	testTopupMin, testTopupMax, err := cfg.TestTopupBounds()
+	if err != nil {
+		return nil, err
+	}
 	var stripeAPI *client.API
 	if cfg.StripeSecretKey != "" {
 		stripeAPI = payments.NewStripeClient(cfg.StripeSecretKey, cfg.StripeAPIBase, log.With("part", "stripe"))
@@ -245,6 +249,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL, Now: clock,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
+		TestTopupMin: testTopupMin, TestTopupMax: testTopupMax,
 		WebhookTimeout: cfg.StripeWebhookTimeout,
 		Stopping:       stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 		Metrics: s.Metrics,
