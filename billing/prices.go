@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,6 +131,68 @@ func ParsePrice(model, typed string) (money.Micros, error) {
 type PriceChange struct {
 	Model    string
 	Old, New money.Micros
+}
+
+// PriceFormRow is one model's row of an admin's price form, read against the stored table.
+type PriceFormRow struct {
+	Model string
+	Typed string       // the price as typed (trimmed), or the stored one when the form left the row out
+	Seen  money.Micros // the price the change is based on: the one the form was shown with, else the stored one
+	Error string       // why Typed cannot be used; "" when it can
+}
+
+// PriceEdits is what an admin's price form asks: each stored model's row, the models it names that the
+// catalog does not have, and the changes — the rows whose typed price differs from the one seen.
+type PriceEdits struct {
+	Rows    []PriceFormRow
+	Unknown []string
+	Changes []PriceChange
+}
+
+// Valid reports whether the form can be applied as it is: no unknown model, no row in error.
+func (e PriceEdits) Valid() bool {
+	if len(e.Unknown) > 0 {
+		return false
+	}
+	for _, r := range e.Rows {
+		if r.Error != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadPriceEdits reads an admin's price form: typed maps a model to the price typed for it, seen to the
+// price the form was shown with (so a change someone made meanwhile is caught by SetPrices, not
+// silently undone). A stored model the form leaves out stays as it is; a model it names that does not
+// exist is listed, not ignored: the admin meant something by it.
+func ReadPriceEdits(stored []models.Price, typed, seen map[string]string) PriceEdits {
+	var e PriceEdits
+	for _, p := range stored {
+		r := PriceFormRow{Model: p.Model, Typed: money.Micros(p.MicrosPerSecond).String(), Seen: money.Micros(p.MicrosPerSecond)}
+		if was, err := strconv.ParseInt(seen[p.Model], 10, 64); err == nil {
+			r.Seen = money.Micros(was)
+		}
+		if t, ok := typed[p.Model]; ok {
+			r.Typed = strings.TrimSpace(t)
+			m, err := ParsePrice(p.Model, r.Typed)
+			var ie *InvalidError
+			switch {
+			case errors.As(err, &ie):
+				r.Error = ie.Msg
+			case err == nil && m != r.Seen:
+				e.Changes = append(e.Changes, PriceChange{Model: p.Model, Old: r.Seen, New: m})
+			}
+		}
+		e.Rows = append(e.Rows, r)
+	}
+	for name := range typed {
+		if _, ok := catalog.Lookup(name); !ok {
+			e.Unknown = append(e.Unknown, name)
+		}
+	}
+	sort.Strings(e.Unknown)
+	return e
 }
 
 // ErrPriceChanged is returned when a price is no longer the one the admin saw: someone else changed it

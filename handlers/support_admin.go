@@ -9,7 +9,6 @@ import (
 
 	"videogen/billing"
 	"videogen/internal/admin"
-	"videogen/internal/catalog"
 	"videogen/internal/money"
 	"videogen/models"
 	"videogen/views"
@@ -193,32 +192,33 @@ func (h *handler) setRole(c *fiber.Ctx) error {
 	return redirect(c, "/support/accounts/"+strconv.FormatInt(ch.User.AccountID, 10)+"?notice=role-changed")
 }
 
-// priceForm is the price table as the form shows it, with what was typed.
-func (h *handler) priceForm(c *fiber.Ctx) ([]views.PriceEdit, error) {
-	rows, err := billing.PriceRows(c.UserContext(), h.DB.R)
+// priceForm is the price table as the form shows it: the stored rows, and what was typed in each.
+func (h *handler) priceForm(c *fiber.Ctx) ([]models.Price, []views.PriceEdit, error) {
+	stored, err := billing.PriceRows(c.UserContext(), h.DB.R)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]views.PriceEdit, 0, len(rows))
-	for _, r := range rows {
+	out := make([]views.PriceEdit, 0, len(stored))
+	for _, r := range stored {
 		out = append(out, views.PriceEdit{Model: r.Model, Current: r.MicrosPerSecond, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy,
 			Typed: money.Micros(r.MicrosPerSecond).String()})
 	}
-	return out, nil
+	return stored, out, nil
 }
 
 // showPrices is the price table with its form.
 func (h *handler) showPrices(c *fiber.Ctx) error {
-	rows, err := h.priceForm(c)
+	_, rows, err := h.priceForm(c)
 	if err != nil {
 		return err
 	}
 	return h.render(c, views.PriceTable(h.viewer(c, "support"), views.PricesPage{Rows: rows}))
 }
 
-// setPrices changes the prices that differ from the ones the admin saw, once confirmed.
+// setPrices changes the prices that differ from the ones the admin saw (billing.ReadPriceEdits), once
+// confirmed.
 func (h *handler) setPrices(c *fiber.Ctx) error {
-	rows, err := h.priceForm(c)
+	stored, rows, err := h.priceForm(c)
 	if err != nil {
 		return err
 	}
@@ -227,63 +227,45 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 		c.Status(status)
 		return h.render(c, views.PriceTable(h.viewer(c, "support"), p))
 	}
-	var changes []billing.PriceChange
-	for i := range rows {
-		r := &rows[i]
-		typed, ok := formValue(c, "price_"+r.Model)
-		if !ok {
-			continue // not in the form: left as it is
-		}
-		r.Typed = strings.TrimSpace(typed)
-		seen := r.Current // what the admin based the change on: the form's hidden was_, else the stored price
-		if was, err := strconv.ParseInt(posted(c, "was_"+r.Model), 10, 64); err == nil {
-			seen = was
-		}
-		// The form shown again keeps that base, so a change made meanwhile by someone else is still caught.
-		r.Current = seen
-		m, err := billing.ParsePrice(r.Model, r.Typed)
-		if msg, ok := invalidInput(err); ok {
-			r.Error = msg
-			continue
-		}
-		if m != money.Micros(seen) {
-			changes = append(changes, billing.PriceChange{Model: r.Model, Old: money.Micros(seen), New: m})
-		}
+	typed, seen := map[string]string{}, map[string]string{}
+	for _, name := range postedFields(c, "price_") {
+		typed[name] = posted(c, "price_"+name)
+		seen[name] = posted(c, "was_"+name)
+	}
+	edits := billing.ReadPriceEdits(stored, typed, seen)
+	for i, r := range edits.Rows {
+		// The form shown again keeps the base the admin saw, so a change made meanwhile is still caught.
+		rows[i].Typed, rows[i].Current, rows[i].Error = r.Typed, int64(r.Seen), r.Error
 	}
 	p.Rows = rows
-	// A price of a model that does not exist is refused, not ignored: the admin meant something by it.
-	for _, name := range postedFields(c, "price_") {
-		if _, ok := catalog.Lookup(name); !ok {
-			p.Error = "There is no model " + strconv.Quote(name) + ": prices exist only for the models of the catalog."
-			return show(fiber.StatusUnprocessableEntity)
-		}
-	}
-	for _, r := range rows {
-		if r.Error != "" {
-			p.Error = "Some prices cannot be used: see the rows marked below."
-			return show(fiber.StatusUnprocessableEntity)
-		}
+	switch {
+	case len(edits.Unknown) > 0:
+		p.Error = "There is no model " + strconv.Quote(edits.Unknown[0]) + ": prices exist only for the models of the catalog."
+		return show(fiber.StatusUnprocessableEntity)
+	case !edits.Valid():
+		p.Error = "Some prices cannot be used: see the rows marked below."
+		return show(fiber.StatusUnprocessableEntity)
 	}
 	if _, err := billing.CheckReason(p.Reason); err != nil {
 		p.Error, _ = invalidInput(err)
 		return show(fiber.StatusUnprocessableEntity)
 	}
-	if len(changes) == 0 {
+	if len(edits.Changes) == 0 {
 		p.Error = "No price was changed: type a new price in at least one row."
 		return show(fiber.StatusUnprocessableEntity)
 	}
-	p.Changes = make([]views.PriceChangeRow, len(changes))
-	for i, ch := range changes {
+	p.Changes = make([]views.PriceChangeRow, len(edits.Changes))
+	for i, ch := range edits.Changes {
 		p.Changes[i] = views.PriceChangeRow{Model: ch.Model, Old: int64(ch.Old), New: int64(ch.New)}
 	}
 	if !confirmed(c) {
 		p.Confirm = true
 		return show(fiber.StatusOK)
 	}
-	err = billing.SetPrices(c.UserContext(), h.DB, h.staffActor(c), p.Reason, changes, h.Now())
+	err = billing.SetPrices(c.UserContext(), h.DB, h.staffActor(c), p.Reason, edits.Changes, h.Now())
 	if errors.Is(err, billing.ErrPriceChanged) {
 		// Someone changed a price meanwhile: show the table as it is now, with what this admin typed.
-		fresh, ferr := h.priceForm(c)
+		_, fresh, ferr := h.priceForm(c)
 		if ferr != nil {
 			return ferr
 		}
