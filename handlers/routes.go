@@ -63,8 +63,6 @@ type Deps struct {
 	// TestTopupMin and TestTopupMax bound a test top-up (TEST_TOPUP_MIN, TEST_TOPUP_MAX).
 	TestTopupMin, TestTopupMax money.Micros
 	Payments                   *payments.Service // Stripe top-ups and balance alerts
-	// WebhookTimeout bounds a Stripe webhook's answer (STRIPE_WEBHOOK_TIMEOUT).
-	WebhookTimeout time.Duration
 	// Metrics counts requests for /metrics (nil: not counted).
 	Metrics *metrics.Metrics
 }

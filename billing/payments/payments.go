@@ -39,6 +39,9 @@ type Config struct {
 	Owner          string
 	ReconcileEvery time.Duration // 0: never in the background
 	JobEvery       time.Duration // how often the background job looks for work (default 5s)
+	// WebhookBudget bounds the answer to a webhook delivery (STRIPE_WEBHOOK_TIMEOUT; default 8s): Stripe
+	// stops waiting after about 10 s.
+	WebhookBudget time.Duration
 }
 
 // Deps are the parts payments uses.

@@ -225,7 +225,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		stripeAPI = payments.NewStripeClient(cfg.StripeSecretKey, cfg.StripeAPIBase, log.With("part", "stripe"))
 	}
 	s.Payments = payments.New(payments.Config{PublicBaseURL: cfg.PublicBaseURL, WebhookSecret: cfg.StripeWebhookSecret,
-		MinTopup: topupMin, MaxTopup: topupMax, RechargeCap: cfg.RechargeCap, Owner: cfg.WorkerID, ReconcileEvery: cfg.ReconcileEvery},
+		MinTopup: topupMin, MaxTopup: topupMax, RechargeCap: cfg.RechargeCap, Owner: cfg.WorkerID, ReconcileEvery: cfg.ReconcileEvery,
+		WebhookBudget: cfg.StripeWebhookTimeout},
 		payments.Deps{DB: d, Stripe: stripeAPI, Notify: notifier, Log: log.With("part", "payments"), Now: clock})
 	s.Auth = &auth.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL,
 		Throttle: auth.NewThrottles(s.limits), Now: clock, Secrets: cfg.Secrets()}
@@ -250,8 +251,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
 		TestTopupMin: testTopupMin, TestTopupMax: testTopupMax,
-		WebhookTimeout: cfg.StripeWebhookTimeout,
-		Stopping:       stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
+		Stopping: stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 		Metrics: s.Metrics,
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
