@@ -3,23 +3,16 @@ package payments
 import (
 	"context"
 	"time"
+
+	"videogen/internal/runner"
 )
 
-// Run is the payments background job, on every instance until ctx ends: events waiting to be retried,
-// receipts, low-balance warnings, auto-recharges, and — on one instance a day — reconciliation. Each
-// piece of work is claimed with a conditional update, so instances never do it twice.
-func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.JobEvery)
-	defer t.Stop()
-	for {
-		s.RunOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.wake:
-		}
-	}
+// Job is the payments background job, on every instance: events waiting to be retried, receipts,
+// low-balance warnings, auto-recharges, and — on one instance a day — reconciliation; at start, every
+// JobEvery, and at once when woken (Wake). Each piece of work is claimed with a conditional update, so
+// instances never do it twice.
+func (s *Service) Job() runner.Every {
+	return runner.Every{Interval: s.cfg.JobEvery, AtStart: true, Wake: s.wake, Job: s.RunOnce}
 }
 
 // RunOnce does whatever work is due now.

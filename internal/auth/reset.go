@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"gorm.io/gorm"
 
 	"videogen/internal/accounts"
+	"videogen/internal/runner"
 	"videogen/models"
 )
 
@@ -42,21 +42,14 @@ func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	return nil
 }
 
-// RunResetRequests handles queued reset requests until ctx ends, about every poll (between half and one
-// and a half times it, at random).
-func (s *Service) RunResetRequests(ctx context.Context, poll time.Duration, log *slog.Logger) {
-	for {
+// ResetJob handles queued reset requests about every poll (between half and one and a half times it, at
+// random), logging failures to log.
+func (s *Service) ResetJob(poll time.Duration, log *slog.Logger) runner.Every {
+	return runner.Every{Interval: poll, Jitter: true, Job: func(ctx context.Context) {
 		if _, err := s.HandleResetRequests(ctx); err != nil && ctx.Err() == nil {
 			log.Error("handle password reset requests", "err", err)
 		}
-		t := time.NewTimer(poll/2 + rand.N(poll))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+	}}
 }
 
 // HandleResetRequests handles the queued reset requests and returns how many e-mails it queued: for a

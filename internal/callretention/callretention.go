@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"videogen/internal/db"
+	"videogen/internal/runner"
 )
 
 // Batch is how many rows one DELETE removes: each is its own short statement, so the call log's writer
@@ -49,23 +50,16 @@ func New(cfg Config, d Deps) *Sweeper {
 	return &Sweeper{Deps: d, cfg: cfg}
 }
 
-// Run sweeps until ctx ends: at start, then once per interval on whichever instance claims the turn. It
-// asks twice per interval, so a turn is never missed by a tick arriving a hair early.
-func (s *Sweeper) Run(ctx context.Context) {
-	t := time.NewTicker(max(s.cfg.Every/2, time.Millisecond))
-	defer t.Stop()
-	for {
+// Job sweeps at start, then once per interval on whichever instance claims the turn. It asks twice per
+// interval, so a turn is never missed by a tick arriving a hair early.
+func (s *Sweeper) Job() runner.Every {
+	return runner.Every{Interval: max(s.cfg.Every/2, time.Millisecond), AtStart: true, Job: func(ctx context.Context) {
 		if n, err := s.SweepIfDue(ctx); err != nil && ctx.Err() == nil {
 			s.Log.Error("call-log retention", "err", err)
 		} else if n > 0 {
 			s.Log.Info("deleted call-log rows past their retention", "rows", n, "retention", s.cfg.Retention)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	}}
 }
 
 // SweepIfDue runs Sweep when no instance has in the last interval (db.ClaimRun: of several instances

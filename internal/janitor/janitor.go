@@ -14,6 +14,7 @@ import (
 	"videogen/internal/blob"
 	"videogen/internal/db"
 	"videogen/internal/media"
+	"videogen/internal/runner"
 	"videogen/internal/tasks"
 	"videogen/internal/videos"
 	"videogen/models"
@@ -61,27 +62,22 @@ func New(cfg Config, d Deps) *Janitor {
 
 func (j *Janitor) clock() time.Time { return j.Now().UTC().Truncate(time.Microsecond) }
 
-// Run sweeps until ctx ends: retention every RetentionEvery, orphans every OrphanEvery.
-func (j *Janitor) Run(ctx context.Context) {
-	retention := time.NewTicker(j.cfg.RetentionEvery)
-	defer retention.Stop()
-	orphans := time.NewTicker(min(j.cfg.OrphanEvery, time.Minute)) // it asks; the database says whose turn it is
-	defer orphans.Stop()
-	j.sweepRetention(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-retention.C:
-			j.sweepRetention(ctx)
-		case <-orphans.C:
-			if n, err := j.SweepOrphansIfDue(ctx); err != nil && ctx.Err() == nil {
-				j.Log.Error("storage sweep", "err", err)
-			} else if n > 0 {
-				j.Log.Info("storage sweep deleted files no row names", "files", n)
-			}
+// RetentionJob sweeps input media and idempotency keys past their retention: at start, then every
+// RetentionEvery.
+func (j *Janitor) RetentionJob() runner.Every {
+	return runner.Every{Interval: j.cfg.RetentionEvery, AtStart: true, Job: j.sweepRetention}
+}
+
+// OrphanJob asks every minute (at most OrphanEvery) whether the storage sweep is due; the database says
+// whose turn it is, so one instance sweeps per OrphanEvery.
+func (j *Janitor) OrphanJob() runner.Every {
+	return runner.Every{Interval: min(j.cfg.OrphanEvery, time.Minute), Job: func(ctx context.Context) {
+		if n, err := j.SweepOrphansIfDue(ctx); err != nil && ctx.Err() == nil {
+			j.Log.Error("storage sweep", "err", err)
+		} else if n > 0 {
+			j.Log.Info("storage sweep deleted files no row names", "files", n)
 		}
-	}
+	}}
 }
 
 func (j *Janitor) sweepRetention(ctx context.Context) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"videogen/internal/db"
+	"videogen/internal/runner"
 	"videogen/internal/tasks"
 	"videogen/models"
 )
@@ -128,23 +129,15 @@ func New(cfg Config, d Deps) *Checker {
 	return &Checker{Deps: d, cfg: cfg}
 }
 
-// Run checks until ctx ends. Every instance asks at least once a minute, and twice per interval (so a
-// tick arriving a hair early misses no turn); the database says whose turn it is (db.ClaimRun), so one
-// instance checks per interval however many run. The first check comes a tick after start, not during it.
-func (c *Checker) Run(ctx context.Context) {
+// Job checks when due: every instance asks at least once a minute, and twice per interval (so a tick
+// arriving a hair early misses no turn); the database says whose turn it is (db.ClaimRun), so one
+// instance checks per interval however many run. The first check comes a tick after start, not during
+// it. ok is false when the check is off (LEDGER_CHECK_INTERVAL=0).
+func (c *Checker) Job() (job runner.Every, ok bool) {
 	if c.cfg.Every <= 0 {
-		return
+		return runner.Every{}, false
 	}
-	t := time.NewTicker(min(c.cfg.Every/2, time.Minute))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.CheckIfDue(ctx)
-		}
-	}
+	return runner.Every{Interval: min(c.cfg.Every/2, time.Minute), Job: func(ctx context.Context) { c.CheckIfDue(ctx) }}, true
 }
 
 // CheckIfDue runs the check when no instance has in the last interval, logs what it found — each

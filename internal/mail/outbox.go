@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
 
 	"videogen/internal/db"
 	"videogen/internal/ids"
+	"videogen/internal/runner"
 	"videogen/internal/seal"
 	"videogen/internal/storetext"
 	"videogen/models"
@@ -46,10 +46,7 @@ type Outbox struct {
 	seal *seal.Sealer
 	wake chan struct{}
 
-	mu      sync.Mutex
-	closing chan struct{} // closed by Close: deliver what is due, then stop
-	done    chan struct{} // closed when Run returns
-	running bool
+	lastPrune time.Time // the job's own: one round at a time
 }
 
 // NewOutbox returns an outbox delivering through send.
@@ -70,8 +67,7 @@ func NewOutbox(d *db.DB, send Sender, log *slog.Logger, cfg OutboxConfig) (*Outb
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Outbox{cfg: cfg, db: d, send: send, log: log, seal: s, wake: make(chan struct{}, 1),
-		closing: make(chan struct{}), done: make(chan struct{})}, nil
+	return &Outbox{cfg: cfg, db: d, send: send, log: log, seal: s, wake: make(chan struct{}, 1)}, nil
 }
 
 func (o *Outbox) now() time.Time { return o.cfg.Now().UTC().Truncate(time.Microsecond) }
@@ -111,64 +107,27 @@ func (o *Outbox) Wake() {
 	}
 }
 
-// Run delivers due messages until ctx ends or Close is called.
-func (o *Outbox) Run(ctx context.Context) {
-	o.mu.Lock()
-	o.running = true
-	o.mu.Unlock()
-	defer close(o.done)
-	t := time.NewTicker(o.cfg.Poll)
-	defer t.Stop()
-	lastPrune := time.Time{}
-	for {
+// Job delivers due messages: at start, every Poll, and at once when woken (Wake); once an hour it also
+// prunes delivered rows. Stopped, it finishes the message in hand; messages not yet sent stay queued for
+// the next start (or another instance).
+func (o *Outbox) Job() runner.Every {
+	return runner.Every{Interval: o.cfg.Poll, AtStart: true, Wake: o.wake, Job: func(ctx context.Context) {
 		if _, err := o.DeliverDue(ctx); err != nil && ctx.Err() == nil {
 			o.log.Error("deliver queued e-mail", "err", err)
 		}
-		if time.Since(lastPrune) > time.Hour {
+		if time.Since(o.lastPrune) > time.Hour {
 			o.prune(ctx)
-			lastPrune = time.Now()
+			o.lastPrune = time.Now()
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-o.closing:
-			return
-		case <-o.wake:
-		case <-t.C:
-		}
-	}
-}
-
-// Close stops Run after the round in hand; messages not yet sent stay queued for the next start (or
-// another instance). ctx bounds the wait.
-func (o *Outbox) Close(ctx context.Context) error {
-	o.mu.Lock()
-	running := o.running
-	select {
-	case <-o.closing:
-	default:
-		close(o.closing)
-	}
-	o.mu.Unlock()
-	if !running {
-		return nil
-	}
-	select {
-	case <-o.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	}}
 }
 
 // DeliverDue sends every message that is due, one claim at a time, and returns how many went out.
 func (o *Outbox) DeliverDue(ctx context.Context) (int, error) {
 	sent := 0
 	for {
-		select {
-		case <-o.closing:
-			return sent, nil
-		default:
+		if ctx.Err() != nil {
+			return sent, nil // stopping: what is left stays queued
 		}
 		m, err := o.claim(ctx)
 		if err != nil || m == nil {
@@ -216,8 +175,10 @@ func (o *Outbox) deliver(ctx context.Context, row *models.MailOutbox) bool {
 		o.giveUp(ctx, row, err)
 		return false
 	}
-	// Well inside the lease, so no other instance takes the message while this attempt may still land.
-	sctx, cancel := context.WithTimeout(ctx, min(20*time.Second, o.cfg.Lease/2))
+	// Well inside the lease, so no other instance takes the message while this attempt may still land;
+	// and not cut off by a stop: the message in hand is finished (its idempotency key would make a
+	// second send harmless, but a person would wait for it).
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(20*time.Second, o.cfg.Lease/2))
 	err = o.send.Send(sctx, Message{To: row.Recipient, Subject: row.Subject, Text: body.Text, HTML: body.HTML,
 		IdempotencyKey: row.IdempotencyKey, Tags: body.Tags})
 	cancel()

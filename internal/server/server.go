@@ -48,6 +48,7 @@ import (
 	"videogen/internal/metrics"
 	"videogen/internal/notify"
 	"videogen/internal/ratelimit"
+	"videogen/internal/runner"
 	"videogen/internal/tasks"
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/sim"
@@ -84,18 +85,15 @@ type Server struct {
 	listener     atomic.Pointer[lingerclose.Listener] // set by Serve
 	stopRequests context.CancelFunc                   // ends handlers' patience: bodies still arriving get 503 shutting_down
 
-	limits       *ratelimit.Store
-	simServer    *http.Server
-	pprofServer  *http.Server
-	metricsLn    net.Listener // METRICS_ADDR's listener, nil when off
-	metricsSrv   *http.Server
-	workerCancel context.CancelFunc
-	workerDone   chan struct{}
-	// Housekeeping that runs on every instance, workers or not: e-mail delivery and the storage janitor.
-	chores     sync.WaitGroup
-	choresStop context.CancelFunc
-	closeOnce  sync.Once
-	reloadMu   sync.Mutex // one reload at a time
+	limits    *ratelimit.Store
+	metricsLn net.Listener // METRICS_ADDR's listener, nil when off
+	// parts are the background parts: built by New, run by Start, stopped in reverse order by Close.
+	parts     *runner.Group
+	lifeMu    sync.Mutex // Start and Close: nothing starts once closing has begun
+	started   bool
+	closed    bool
+	closeOnce sync.Once
+	reloadMu  sync.Mutex // one reload at a time
 }
 
 // Options replace parts a test needs to observe.
@@ -137,7 +135,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Cfg: cfg, Log: log, DB: d}
+	s := &Server{Cfg: cfg, Log: log, DB: d, parts: runner.NewGroup(log)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -267,52 +265,35 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		s.pprofServer = &http.Server{Addr: cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = s.pprofServer.ListenAndServe() }()
+		ln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			return nil, fmt.Errorf("PPROF_ADDR: %w", err)
+		}
+		s.parts.Add("pprof", runner.HTTPServer(&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, time.Second))
 	}
 	if s.Metrics != nil {
 		if err := s.serveMetrics(cfg.MetricsAddr); err != nil {
 			return nil, err
 		}
 	}
-	cctx, stop := context.WithCancel(context.Background())
-	s.choresStop = stop
-	s.chores.Add(7)
-	go func() {
-		defer s.chores.Done()
-		s.watchUpstreams(cctx)
-	}()
-	go func() {
-		defer s.chores.Done()
-		s.Auth.RunResetRequests(cctx, time.Second, log.With("part", "auth"))
-	}()
-	go func() {
-		defer s.chores.Done()
-		s.Outbox.Run(cctx)
-	}()
-	go func() {
-		defer s.chores.Done()
-		s.Payments.Run(cctx)
-	}()
-	go func() {
-		defer s.chores.Done()
-		jan.Run(cctx)
-	}()
-	go func() {
-		defer s.chores.Done()
-		callSweep.Run(cctx)
-	}()
-	go func() {
-		defer s.chores.Done()
-		ledgerCheck.Run(cctx)
-	}()
+	// The background parts, in the order they start; they stop in reverse (Start, Close): the worker
+	// first, so that nothing it may need (the simulator, the outbox) has gone before it.
+	seen, err := s.reloadSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.parts.Add("e-mail delivery", s.Outbox.Job())
+	s.parts.Add("upstream watch", s.upstreamWatch(seen))
+	s.parts.Add("payments", s.Payments.Job())
+	s.parts.Add("media retention", jan.RetentionJob())
+	s.parts.Add("storage sweep", jan.OrphanJob())
+	s.parts.Add("call-log retention", callSweep.Job())
+	if job, on := ledgerCheck.Job(); on {
+		s.parts.Add("ledger check", job)
+	}
+	s.parts.Add("password resets", s.Auth.ResetJob(time.Second, log.With("part", "auth")))
 	if cfg.Workers {
-		wctx, cancel := context.WithCancel(context.Background())
-		s.workerCancel, s.workerDone = cancel, make(chan struct{})
-		go func() {
-			defer close(s.workerDone)
-			s.Worker.Run(wctx)
-		}()
+		s.parts.Add("worker", runner.Func(func(ctx context.Context) error { s.Worker.Run(ctx); return nil }))
 	}
 	ok = true
 	return s, nil
@@ -329,8 +310,7 @@ func (s *Server) serveMetrics(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.Metrics.Handler())
 	s.metricsLn = ln
-	s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.metricsSrv.Serve(ln) }()
+	s.parts.Add("metrics", runner.HTTPServer(&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, time.Second))
 	s.Log.Info("serving Prometheus metrics", "addr", ln.Addr().String())
 	return nil
 }
@@ -404,9 +384,23 @@ func simSecrets(dir string, n int) ([]string, error) {
 	return secrets, nil
 }
 
-// Serve answers HTTP on ln until Shutdown. Connections whose request body is refused unread are closed
-// gracefully, so the client gets the refusal (lingerclose).
+// Start runs the background parts New built: the simulator and /metrics servers, e-mail delivery, the
+// upstream watch, the payments job, the janitors, the ledger check, password resets and, where WORKERS
+// is on, the worker. Serve starts them if nobody has; a second Start, or one after Close, does nothing.
+func (s *Server) Start() {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.started || s.closed {
+		return
+	}
+	s.started = true
+	s.parts.Start()
+}
+
+// Serve starts the background parts (Start) and answers HTTP on ln until Shutdown. Connections whose
+// request body is refused unread are closed gracefully, so the client gets the refusal (lingerclose).
 func (s *Server) Serve(ln net.Listener) error {
+	s.Start()
 	l := lingerclose.NewListener(ln)
 	s.listener.Store(l)
 	return s.App.Listener(l)
@@ -463,33 +457,16 @@ func (s *Server) Close(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("flush call log: %w", err))
 			}
 		}
-		if s.Outbox != nil {
-			// Unsent messages stay in the outbox for the next start or another instance.
-			if err := s.Outbox.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("finish the e-mail in hand: %w", err))
+		s.lifeMu.Lock()
+		s.closed = true // a Start still to come starts nothing
+		s.lifeMu.Unlock()
+		if s.parts != nil {
+			// The worker first, the simulator and /metrics (a scrape reads the database) last, all before
+			// the database closes. A worker not done in time leaves its tasks to come free when their
+			// leases end.
+			if err := s.parts.Stop(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("background parts: %w", err))
 			}
-		}
-		if s.choresStop != nil {
-			s.choresStop()
-			s.chores.Wait()
-		}
-		if s.workerCancel != nil {
-			s.workerCancel()
-			select {
-			case <-s.workerDone:
-			case <-ctx.Done():
-				errs = append(errs, errors.New("worker did not finish in time; its tasks come free when their leases end"))
-			}
-		}
-		if s.simServer != nil {
-			_ = s.simServer.Shutdown(ctx)
-		}
-		if s.pprofServer != nil {
-			_ = s.pprofServer.Close()
-		}
-		if s.metricsSrv != nil {
-			// Before the database closes: a scrape reads it.
-			_ = s.metricsSrv.Shutdown(ctx)
 		}
 		if s.limits != nil {
 			_ = s.limits.Close()

@@ -16,6 +16,7 @@ import (
 
 	"videogen/internal/catalog"
 	"videogen/internal/db"
+	"videogen/internal/runner"
 	"videogen/internal/stills"
 	"videogen/internal/storetext"
 	"videogen/internal/upstream"
@@ -84,8 +85,8 @@ func (s *Server) builtinSimulator() ([]upstream.Credential, error) {
 		return nil, fmt.Errorf("simulator listener: %w", err)
 	}
 	s.Sim = sm
-	s.simServer = &http.Server{Handler: sm, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.simServer.Serve(ln) }()
+	// Served from Start on: the worker is its only client, and it stops before the simulator does.
+	s.parts.Add("upstream simulator", runner.HTTPServer(&http.Server{Handler: sm, ReadHeaderTimeout: 10 * time.Second}, ln, 5*time.Second))
 	provider := httpapi.New("sim", "http://"+ln.Addr().String(), cfg.UpstreamTimeout)
 	creds := make([]upstream.Credential, len(secrets))
 	for i, secret := range secrets {
@@ -144,20 +145,12 @@ func (s *Server) ReloadUpstreams(ctx context.Context, why string) error {
 	return nil
 }
 
-// watchUpstreams runs on every instance: every UPSTREAMS_WATCH_INTERVAL it publishes this instance's
+// upstreamWatch runs on every instance: every UPSTREAMS_WATCH_INTERVAL it publishes this instance's
 // view of each credential's health and reloads the pool when `videogen upstreams reload` has bumped
-// the reload signal since it last looked.
-func (s *Server) watchUpstreams(ctx context.Context) {
-	seen, _ := s.reloadSeq(ctx)
-	t := time.NewTicker(s.Cfg.UpstreamsWatch)
-	defer t.Stop()
+// the reload signal since it last looked (seen: the signal as it was when the instance was built).
+func (s *Server) upstreamWatch(seen int64) runner.Every {
 	var pruned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	return runner.Every{Interval: s.Cfg.UpstreamsWatch, Job: func(ctx context.Context) {
 		// Health rows of instances gone for a day are forgotten (any instance may do it; it is idempotent).
 		if now := s.Tasks.Now(); now.Sub(pruned) > 10*time.Minute {
 			pruned = now
@@ -170,11 +163,11 @@ func (s *Server) watchUpstreams(ctx context.Context) {
 		}
 		seq, err := s.reloadSeq(ctx)
 		if err != nil || seq == seen {
-			continue
+			return
 		}
 		seen = seq
 		s.ackReload(ctx, seq, s.ReloadUpstreams(ctx, "videogen upstreams reload"))
-	}
+	}}
 }
 
 // ackReload records this instance's answer to reload signal seq, for `videogen upstreams reload`.
