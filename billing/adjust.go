@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"videogen/billing/topups"
 	"videogen/internal/audit"
 	"videogen/internal/db"
 	"videogen/internal/money"
@@ -171,9 +172,9 @@ func (a Adjustment) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, e
 		}
 		var err error
 		if a.Amount > 0 {
-			err = rearmAlerts(tx, a.AccountID, at)
+			err = topups.BalanceRose(tx, a.AccountID, at)
 		} else {
-			err = watchBalance(tx, a.AccountID, at, false) // a correction never starts an auto-recharge
+			err = topups.BalanceFell(tx, a.AccountID, at, false) // a correction never starts an auto-recharge
 		}
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"videogen/billing/topups"
 	"videogen/internal/db"
 	"videogen/internal/money"
 	"videogen/models"
@@ -100,7 +101,7 @@ func Settle(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, no
 		DeltaReserved: -int64(amount), CreatedAt: now}, false); err != nil {
 		return err
 	}
-	return watchBalance(tx, accountID, now, true)
+	return topups.BalanceFell(tx, accountID, now, true)
 }
 
 // Release refunds a task's reservation in full inside tx, under the same rule as Settle.
@@ -109,7 +110,7 @@ func Release(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, n
 		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount), CreatedAt: now}, false); err != nil {
 		return err
 	}
-	return rearmAlerts(tx, accountID, now)
+	return topups.BalanceRose(tx, accountID, now)
 }
 
 // Credit is a change of available balance that is not about a task: a Stripe top-up or what Stripe gives
@@ -194,9 +195,9 @@ func (c Credit) ApplyIn(tx *gorm.DB) (*models.LedgerEntry, error) {
 	}
 	var err error
 	if c.Amount > 0 {
-		err = rearmAlerts(tx, c.AccountID, at)
+		err = topups.BalanceRose(tx, c.AccountID, at)
 	} else {
-		err = watchBalance(tx, c.AccountID, at, false)
+		err = topups.BalanceFell(tx, c.AccountID, at, false)
 	}
 	if err != nil {
 		return nil, err

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
+	"videogen/billing/topups"
 	"videogen/internal/ids"
 	"videogen/internal/money"
 	"videogen/models"
@@ -41,8 +40,8 @@ func (s *Service) StartCheckout(ctx context.Context, c Checkout) (topupID, url s
 	now := s.now().UTC()
 	t := &models.Topup{ID: ids.NewTopupID(), AccountID: c.AccountID, UserID: &c.UserID, Source: models.TopupCheckout,
 		State: models.TopupPending, AmountMicros: int64(c.Amount), SaveCard: c.SaveCard, CreatedAt: now, UpdatedAt: now}
-	if err := s.db.W.WithContext(ctx).Create(t).Error; err != nil {
-		return "", "", fmt.Errorf("record top-up: %w", err)
+	if err := topups.Create(s.db.W.WithContext(ctx), t); err != nil {
+		return "", "", err
 	}
 	customer, err := s.customer(ctx, c.AccountID, c.Email)
 	var sess *stripe.CheckoutSession
@@ -51,8 +50,7 @@ func (s *Service) StartCheckout(ctx context.Context, c Checkout) (topupID, url s
 	}
 	if err != nil {
 		// Nothing can be paid for a session that does not exist: the top-up is over, and says why.
-		_ = s.db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ? AND state = ?", t.ID, models.TopupPending).
-			Updates(map[string]any{"state": models.TopupFailed, "failure": "Stripe could not be reached; nothing was charged", "updated_at": now}).Error
+		_, _ = topups.Fail(s.db.W.WithContext(ctx), t.ID, "Stripe could not be reached; nothing was charged", now)
 		s.log.Error("start checkout", "topup", t.ID, "account", c.AccountID, "err", err)
 		return t.ID, "", fmt.Errorf("%w: %v", ErrStripeUnavailable, err)
 	}
@@ -60,8 +58,7 @@ func (s *Service) StartCheckout(ctx context.Context, c Checkout) (topupID, url s
 	// the top-up itself (client_reference_id and metadata), and the webhook and reconciliation find it
 	// that way when the id is missing (as after a crash right here). So a failure to store it changes
 	// nothing for the customer: the top-up stays pending, and the payment goes ahead.
-	if err := s.db.W.WithContext(ctx).Model(&models.Topup{}).Where("id = ?", t.ID).
-		Updates(map[string]any{"stripe_session_id": sess.ID, "updated_at": s.now().UTC()}).Error; err != nil {
+	if err := topups.LinkSession(s.db.W.WithContext(ctx), t.ID, sess.ID, s.now().UTC()); err != nil {
 		s.log.Error("checkout session created but not stored; its webhook will link it to the top-up", "topup", t.ID,
 			"session", sess.ID, "account", c.AccountID, "err", err)
 	}
@@ -130,11 +127,10 @@ func (s *Service) customer(ctx context.Context, accountID int64, email string) (
 	}
 	now := s.now().UTC()
 	err = s.tx(ctx, func(tx *gorm.DB) error {
-		if err := ensureProfile(tx, accountID, now); err != nil {
+		if err := topups.EnsureProfile(tx, accountID, now); err != nil {
 			return err
 		}
-		if err := tx.Exec("UPDATE billing_profiles SET stripe_customer_id = ?, updated_at = ? WHERE account_id = ? AND stripe_customer_id IS NULL",
-			cus.ID, now, accountID).Error; err != nil {
+		if err := topups.SetCustomer(tx, accountID, cus.ID, now); err != nil {
 			return err
 		}
 		return tx.Where("account_id = ?", accountID).Take(&p).Error
@@ -143,10 +139,4 @@ func (s *Service) customer(ctx context.Context, accountID int64, email string) (
 		return "", fmt.Errorf("store Stripe customer: %w", err)
 	}
 	return *p.StripeCustomerID, nil
-}
-
-// ensureProfile makes the account's billing profile row exist.
-func ensureProfile(tx *gorm.DB, accountID int64, now time.Time) error {
-	return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.BillingProfile{AccountID: accountID,
-		LowBalanceArmed: true, RechargeArmed: true, UpdatedAt: now}).Error
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
 
 	"videogen/billing"
+	"videogen/billing/topups"
 	"videogen/internal/money"
 	"videogen/models"
 )
@@ -52,13 +54,13 @@ func findSessionTopup(tx *gorm.DB, sess *stripe.CheckoutSession) (t *models.Topu
 
 // topupOfSession finds the top-up a Checkout Session pays for (findSessionTopup), and stores the session
 // id a crash left unstored.
-func topupOfSession(tx *gorm.DB, sess *stripe.CheckoutSession) (*models.Topup, error) {
+func topupOfSession(tx *gorm.DB, sess *stripe.CheckoutSession, now time.Time) (*models.Topup, error) {
 	t, unstored, err := findSessionTopup(tx, sess)
 	if err != nil || !unstored {
 		return t, err
 	}
-	if err := tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("stripe_session_id", sess.ID).Error; err != nil {
-		return nil, fmt.Errorf("record session of top-up %s: %w", t.ID, err)
+	if err := topups.LinkSession(tx, t.ID, sess.ID, now); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -177,7 +179,7 @@ func paymentIntentID(pi *stripe.PaymentIntent) *string {
 // PaymentIntent in *paid.
 func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, src source, paid *string) effect {
 	return func(tx *gorm.DB) (string, error) {
-		t, err := topupOfSession(tx, sess)
+		t, err := topupOfSession(tx, sess, s.now().UTC())
 		if err != nil {
 			return "", err
 		}
@@ -195,17 +197,19 @@ func (s *Service) sessionEffect(typ string, sess *stripe.CheckoutSession, src so
 						"event_said", src.said, "api_payment_status", sess.PaymentStatus)
 				}
 				if pi := paymentIntentID(sess.PaymentIntent); pi != nil {
-					if err := tx.Exec("UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), updated_at = ? WHERE id = ?", *pi, now, t.ID).Error; err != nil {
-						return "", fmt.Errorf("record payment of top-up %s: %w", t.ID, err)
+					if err := topups.LinkPayment(tx, t.ID, *pi, now); err != nil {
+						return "", err
 					}
 				}
 				return "completed, payment " + string(sess.PaymentStatus) + ": waiting for it", nil
 			}
 			return s.creditSession(tx, t, sess, src, paid)
 		case EvSessionAsyncFailed:
-			return "payment failed", endTopup(tx, t.ID, models.TopupFailed, "the payment failed", now)
+			_, err := topups.Fail(tx, t.ID, "the payment failed", now)
+			return "payment failed", err
 		default: // expired
-			return "expired", endTopup(tx, t.ID, models.TopupExpired, "", now)
+			_, err := topups.Expire(tx, t.ID, now)
+			return "expired", err
 		}
 	}
 }
@@ -237,12 +241,6 @@ func sessionUSD(sess *stripe.CheckoutSession) (int64, stripe.Currency) {
 	return sess.AmountTotal, sess.Currency
 }
 
-// endTopup moves a top-up that was never paid to its final state.
-func endTopup(tx *gorm.DB, id, state, failure string, now any) error {
-	return tx.Exec("UPDATE topups SET state = ?, failure = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND state IN (?, ?)",
-		state, failure, now, id, models.TopupPending, models.TopupCanceled).Error
-}
-
 // creditTopup credits what Stripe collected for a top-up, once. The top-up row is the gate (only the
 // transaction that stamps credited_at credits), and the ledger's unique (kind, external_id) refuses a
 // second topup entry for the same session or PaymentIntent even if the gate were wrong. The top-up's flag
@@ -260,7 +258,7 @@ func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, a
 		flag := fmt.Sprintf("Stripe collected %s (not USD; confirmed with Stripe's API): not credited; refund it or credit by hand", stripeAmount(amountCents, currency))
 		s.log.Error("top-up paid in a currency the wallet does not hold", "topup", t.ID, "currency", currency)
 		// A credit committed meanwhile (another event of the same payment) keeps its own flag.
-		return "not credited: " + string(currency), tx.Exec("UPDATE topups SET flag = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL", flag, now, t.ID).Error
+		return "not credited: " + string(currency), topups.FlagUncredited(tx, t.ID, flag, now)
 	}
 	amount := fromCents(amountCents)
 	if amount <= 0 {
@@ -283,17 +281,14 @@ func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, a
 		s.log.Error("a signed Stripe event misstated its payment; credited what Stripe's API says", "topup", t.ID, "stripe_id", externalID,
 			"event_said", src.said, "api_says", amount.USD())
 	}
-	res := tx.Exec(`UPDATE topups SET state = ?, credited_micros = ?, flag = ?,
-		stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), receipt_due = ?, attempts = 0,
-		next_attempt_at = ?, credited_at = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL`,
-		models.TopupCredited, int64(amount), flag, pi, true, now, now, now, t.ID)
-	if res.Error != nil {
-		return "", fmt.Errorf("mark top-up %s credited: %w", t.ID, res.Error)
+	credited, err := topups.Credit(tx, t.ID, int64(amount), flag, pi, now)
+	if err != nil {
+		return "", err
 	}
-	if res.RowsAffected == 0 {
+	if !credited {
 		return "already credited", nil
 	}
-	_, err := billing.Credit{AccountID: t.AccountID, Kind: models.KindTopup, Amount: amount, ExternalID: externalID,
+	_, err = billing.Credit{AccountID: t.AccountID, Kind: models.KindTopup, Amount: amount, ExternalID: externalID,
 		Reason: "card top-up " + t.ID, Actor: "stripe", At: now}.ApplyIn(tx)
 	if err != nil {
 		return "", err
@@ -460,7 +455,7 @@ func (s *Service) paymentIntentEffect(typ string, pi *stripe.PaymentIntent, src 
 	return func(tx *gorm.DB) (string, error) {
 		t, unstored, err := rechargeOf(tx, pi)
 		if err == nil && unstored {
-			err = tx.Model(&models.Topup{}).Where("id = ?", t.ID).Update("stripe_payment_intent_id", pi.ID).Error
+			err = topups.LinkPayment(tx, t.ID, pi.ID, s.now().UTC())
 		}
 		if err != nil {
 			return "", err

@@ -8,6 +8,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
 
+	"videogen/billing/topups"
 	"videogen/internal/money"
 	"videogen/models"
 )
@@ -31,7 +32,7 @@ func (s *Service) sendReceipts(ctx context.Context) {
 		pi, err := s.payment(ctx, t)
 		if err != nil && t.CreditedAt != nil && now.Sub(*t.CreditedAt) < 10*time.Minute {
 			s.log.Warn("receipt waits for Stripe", "topup", t.ID, "err", err)
-			_ = s.db.W.WithContext(ctx).Exec("UPDATE topups SET next_attempt_at = ? WHERE id = ? AND receipt_due", now.Add(backoff(t.Attempts)/2), t.ID).Error
+			_ = topups.RetryReceipt(s.db.W.WithContext(ctx), t.ID, now.Add(backoff(t.Attempts)/2))
 			continue
 		}
 		if err := s.tx(ctx, func(tx *gorm.DB) error { return s.sendReceipt(tx, t, pi) }); err != nil {
@@ -45,9 +46,8 @@ func (s *Service) sendReceipts(ctx context.Context) {
 // claimTopup takes a top-up's due work (a receipt, an auto-recharge charge) for a minute, so that two
 // instances never do it at once: the one whose UPDATE still finds the time it read wins.
 func (s *Service) claimTopup(ctx context.Context, t *models.Topup, now time.Time) bool {
-	res := s.db.W.WithContext(ctx).Exec("UPDATE topups SET next_attempt_at = ?, attempts = attempts + 1 WHERE id = ? AND next_attempt_at = ?",
-		now.Add(time.Minute), t.ID, t.NextAttemptAt)
-	return res.Error == nil && res.RowsAffected == 1
+	claimed, err := topups.Claim(s.db.W.WithContext(ctx), t.ID, t.NextAttemptAt, now.Add(time.Minute))
+	return err == nil && claimed
 }
 
 // payment reads a top-up's PaymentIntent with its charge and payment method.
@@ -72,22 +72,19 @@ func (s *Service) sendReceipt(tx *gorm.DB, t *models.Topup, pi *stripe.PaymentIn
 		receiptURL = pi.LatestCharge.ReceiptURL
 	}
 	now := s.now().UTC()
-	res := tx.Exec("UPDATE topups SET receipt_due = ?, receipt_url = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND receipt_due",
-		false, receiptURL, now, t.ID)
-	if res.Error != nil || res.RowsAffected == 0 {
-		return res.Error
+	if sent, err := topups.ReceiptSent(tx, t.ID, receiptURL, now); err != nil || !sent {
+		return err
 	}
 	if t.SaveCard && pi != nil && pi.PaymentMethod != nil && pi.PaymentMethod.ID != "" {
 		label := "saved card"
 		if c := pi.PaymentMethod.Card; c != nil {
 			label = fmt.Sprintf("%s ending in %s", c.Brand, c.Last4)
 		}
-		if err := ensureProfile(tx, t.AccountID, now); err != nil {
+		if err := topups.EnsureProfile(tx, t.AccountID, now); err != nil {
 			return err
 		}
-		if err := tx.Exec("UPDATE billing_profiles SET payment_method_id = ?, card_label = ?, updated_at = ? WHERE account_id = ?",
-			pi.PaymentMethod.ID, label, now, t.AccountID).Error; err != nil {
-			return fmt.Errorf("save card of account %d: %w", t.AccountID, err)
+		if err := topups.SaveCard(tx, t.AccountID, pi.PaymentMethod.ID, label, now); err != nil {
+			return err
 		}
 	}
 	// The balance right after this credit, from its own ledger entry.

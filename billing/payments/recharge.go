@@ -11,6 +11,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"gorm.io/gorm"
 
+	"videogen/billing/topups"
 	"videogen/internal/ids"
 	"videogen/internal/money"
 	"videogen/models"
@@ -32,7 +33,7 @@ var ErrNoCard = errors.New("save a card with a top-up first")
 func (s *Service) SaveAlerts(ctx context.Context, accountID int64, a Alerts) error {
 	now := s.now().UTC()
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		if err := ensureProfile(tx, accountID, now); err != nil {
+		if err := topups.EnsureProfile(tx, accountID, now); err != nil {
 			return err
 		}
 		var p models.BillingProfile
@@ -42,12 +43,8 @@ func (s *Service) SaveAlerts(ctx context.Context, accountID int64, a Alerts) err
 		if a.RechargeEnabled && p.PaymentMethodID == "" {
 			return ErrNoCard
 		}
-		return tx.Model(&models.BillingProfile{}).Where("account_id = ?", accountID).Updates(map[string]any{
-			"low_balance_micros": int64(a.LowBalance), "low_balance_armed": true, "low_balance_due": false,
-			"recharge_enabled": a.RechargeEnabled, "recharge_below_micros": int64(a.RechargeBelow),
-			"recharge_amount_micros": int64(a.RechargeAmount), "recharge_armed": true, "recharge_due": false,
-			"recharge_off_reason": "", "updated_at": now,
-		}).Error
+		return topups.SetThresholds(tx, accountID, topups.Thresholds{LowBalance: int64(a.LowBalance), RechargeEnabled: a.RechargeEnabled,
+			RechargeBelow: int64(a.RechargeBelow), RechargeAmount: int64(a.RechargeAmount)}, now)
 	})
 }
 
@@ -71,10 +68,8 @@ func (s *Service) walletURL() string { return s.cfg.PublicBaseURL + "/console/wa
 
 // switchRechargeOff turns auto-recharge off with a reason and tells the customer, in tx.
 func (s *Service) switchRechargeOff(tx *gorm.DB, accountID int64, why string) error {
-	res := tx.Exec("UPDATE billing_profiles SET recharge_enabled = ?, recharge_due = ?, recharge_off_reason = ?, updated_at = ? WHERE account_id = ? AND recharge_enabled",
-		false, false, why, s.now().UTC(), accountID)
-	if res.Error != nil || res.RowsAffected == 0 {
-		return res.Error
+	if off, err := topups.SwitchRechargeOff(tx, accountID, why, s.now().UTC()); err != nil || !off {
+		return err
 	}
 	to, err := recipients(tx, accountID, nil)
 	if err != nil {
@@ -91,10 +86,8 @@ func (s *Service) switchRechargeOff(tx *gorm.DB, accountID int64, why string) er
 // failRecharge ends a declined auto-recharge: the top-up fails and auto-recharge switches off with an
 // e-mail — once, by the transaction that moves the top-up out of pending.
 func (s *Service) failRecharge(tx *gorm.DB, t *models.Topup, reason string) error {
-	res := tx.Exec("UPDATE topups SET state = ?, failure = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND state = ?",
-		models.TopupFailed, reason, s.now().UTC(), t.ID, models.TopupPending)
-	if res.Error != nil || res.RowsAffected == 0 {
-		return res.Error
+	if failed, err := topups.Fail(tx, t.ID, reason, s.now().UTC()); err != nil || !failed {
+		return err
 	}
 	return s.switchRechargeOff(tx, t.AccountID, fmt.Sprintf("We tried to charge your saved card %s automatically, and the payment failed: %s.",
 		money.Micros(t.AmountMicros).USD(), strings.TrimSuffix(reason, ".")))
@@ -111,9 +104,8 @@ func (s *Service) startRecharges(ctx context.Context) {
 	for _, acct := range due {
 		now := s.now().UTC()
 		err := s.tx(ctx, func(tx *gorm.DB) error {
-			res := tx.Exec("UPDATE billing_profiles SET recharge_due = ?, updated_at = ? WHERE account_id = ? AND recharge_due", false, now, acct)
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error // another instance took it
+			if taken, err := topups.TakeRechargeDue(tx, acct, now); err != nil || !taken {
+				return err // or another instance took it
 			}
 			var p models.BillingProfile
 			if err := tx.Where("account_id = ?", acct).Take(&p).Error; err != nil {
@@ -131,7 +123,7 @@ func (s *Service) startRecharges(ctx context.Context) {
 			}
 			if a.AvailableMicros >= p.RechargeBelowMicros {
 				// Funds arrived since the crossing (a top-up): nothing to charge; the rule is armed again.
-				return tx.Exec("UPDATE billing_profiles SET recharge_armed = ? WHERE account_id = ?", true, acct).Error
+				return topups.RearmRecharge(tx, acct)
 			}
 			var recent int64
 			if err := tx.Model(&models.Topup{}).Where("account_id = ? AND source = ? AND created_at > ?", acct,
@@ -142,8 +134,8 @@ func (s *Service) startRecharges(ctx context.Context) {
 				s.log.Warn("auto-recharge cap reached", "account", acct, "in_24h", recent)
 				return s.switchRechargeOff(tx, acct, fmt.Sprintf("We tried to recharge your wallet %d times in 24 hours, the most we try automatically.", recent))
 			}
-			return tx.Create(&models.Topup{ID: ids.NewTopupID(), AccountID: acct, Source: models.TopupAutoRecharge,
-				State: models.TopupPending, AmountMicros: p.RechargeAmountMicros, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now}).Error
+			return topups.Create(tx, &models.Topup{ID: ids.NewTopupID(), AccountID: acct, Source: models.TopupAutoRecharge,
+				State: models.TopupPending, AmountMicros: p.RechargeAmountMicros, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now})
 		})
 		if err != nil {
 			s.log.Error("start auto-recharge", "account", acct, "err", err)
@@ -175,7 +167,7 @@ func (s *Service) chargeRecharges(ctx context.Context) {
 				_ = s.tx(ctx, func(tx *gorm.DB) error { return s.failRecharge(tx, t, "Stripe could not be reached") })
 				continue
 			}
-			_ = s.db.W.WithContext(ctx).Exec("UPDATE topups SET next_attempt_at = ? WHERE id = ? AND stripe_payment_intent_id IS NULL", next, t.ID).Error
+			_ = topups.RetryCharge(s.db.W.WithContext(ctx), t.ID, next)
 		}
 	}
 }
@@ -203,7 +195,7 @@ func (s *Service) chargeRecharge(ctx context.Context, t *models.Topup) error {
 		// Declined at once (the webhook will say so too; whichever comes first ends the top-up).
 		return s.tx(ctx, func(tx *gorm.DB) error {
 			if id := paymentIntentID(serr.PaymentIntent); id != nil {
-				if err := tx.Exec("UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?) WHERE id = ?", *id, t.ID).Error; err != nil {
+				if err := topups.LinkPayment(tx, t.ID, *id, s.now().UTC()); err != nil {
 					return err
 				}
 			}
@@ -213,10 +205,7 @@ func (s *Service) chargeRecharge(ctx context.Context, t *models.Topup) error {
 	if err != nil {
 		return stripeFailure("create auto-recharge payment", err)
 	}
-	// The webhook may have credited it already and scheduled its receipt: keep that schedule.
-	return s.db.W.WithContext(ctx).Exec(`UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?),
-		next_attempt_at = CASE WHEN receipt_due THEN next_attempt_at ELSE NULL END, updated_at = ? WHERE id = ?`,
-		pi.ID, s.now().UTC(), t.ID).Error
+	return topups.Charged(s.db.W.WithContext(ctx), t.ID, pi.ID, s.now().UTC())
 }
 
 // warnLowBalances sends each due low-balance warning once.
@@ -228,9 +217,8 @@ func (s *Service) warnLowBalances(ctx context.Context) {
 	}
 	for _, acct := range due {
 		err := s.tx(ctx, func(tx *gorm.DB) error {
-			res := tx.Exec("UPDATE billing_profiles SET low_balance_due = ? WHERE account_id = ? AND low_balance_due", false, acct)
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error
+			if taken, err := topups.TakeLowBalanceDue(tx, acct); err != nil || !taken {
+				return err
 			}
 			var p models.BillingProfile
 			var a models.Account

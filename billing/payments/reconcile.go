@@ -66,7 +66,7 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 		// What the webhook would credit: the USD amount, also when Adaptive Pricing charged another currency.
 		amount, currency := sessionUSD(sess)
 		if err := s.reconcileOne(ctx, r, sess.ID, amount, currency, apply, func(tx *gorm.DB) (*models.Topup, error) {
-			return topupOfSession(tx, sess)
+			return topupOfSession(tx, sess, s.now().UTC())
 		}, func(tx *gorm.DB, t *models.Topup) (string, error) {
 			return s.creditSession(tx, t, sess, source{api: true}, nil)
 		}); err != nil {

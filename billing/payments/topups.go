@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"videogen/billing/topups"
 	"videogen/models"
 )
 
@@ -39,11 +40,8 @@ func (s *Service) Topups(ctx context.Context, accountID int64, limit int) ([]mod
 // CancelCheckout records that the customer left Stripe's page without paying. Only a pending top-up
 // changes; if Stripe later reports the session paid after all (another tab), it is still credited.
 func (s *Service) CancelCheckout(ctx context.Context, accountID int64, id string) (*models.Topup, error) {
-	err := s.db.W.WithContext(ctx).Model(&models.Topup{}).
-		Where("id = ? AND account_id = ? AND state = ? AND source = ?", id, accountID, models.TopupPending, models.TopupCheckout).
-		Updates(map[string]any{"state": models.TopupCanceled, "updated_at": s.now().UTC()}).Error
-	if err != nil {
-		return nil, fmt.Errorf("cancel top-up %s: %w", id, err)
+	if _, err := topups.Cancel(s.db.W.WithContext(ctx), accountID, id, s.now().UTC()); err != nil {
+		return nil, err
 	}
 	return s.Topup(ctx, accountID, id)
 }
