@@ -58,14 +58,14 @@ func TestDocumentIsValid(t *testing.T) {
 	}
 }
 
-// routePattern finds the API's routes in handlers/routes.go: v1.Get("/models", …),
+// routePattern finds the API's routes in handlers/api/routes.go: v1.Get("/models", …),
 // uploads.Post("/files", …), and app.Get("/v1/…", …) for a route registered outside the groups.
 var routePattern = regexp.MustCompile(`\b(v1|uploads|app)\.(Get|Post|Put|Patch|Delete)\("([^"]*)"`)
 
-// TestEveryRouteIsDocumented: each /v1 and /uploads/v1 route of handlers/routes.go is an operation of the
+// TestEveryRouteIsDocumented: each /v1 and /uploads/v1 route of handlers/api/routes.go is an operation of the
 // document (":id" is written "{id}" there), and each operation of the document is a route.
 func TestEveryRouteIsDocumented(t *testing.T) {
-	src, err := os.ReadFile("../../handlers/routes.go")
+	src, err := os.ReadFile("../../handlers/api/routes.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +94,12 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 		}
 	}
 	if len(routes) < 7 {
-		t.Fatalf("found only %d API routes in handlers/routes.go: %v; has its style changed?", len(routes), routes)
+		t.Fatalf("found only %d API routes in handlers/api/routes.go: %v; has its style changed?", len(routes), routes)
 	}
 	for _, path := range doc.Paths.Keys() {
 		for method := range doc.Paths.Value(path).Operations() {
 			if !routes[method+" "+path] {
-				t.Errorf("openapi.yaml has %s %s, but handlers/routes.go has no such route", method, path)
+				t.Errorf("openapi.yaml has %s %s, but handlers/api/routes.go has no such route", method, path)
 			}
 		}
 	}

@@ -1,6 +1,6 @@
 // Package refusal is what the domain says when it will not do what was asked: a stable code, a message
 // a person can act on, the request field at fault, and when to try again. It knows nothing of HTTP: the
-// API layer turns each code into its status (handlers/refusal_status.go), so the same refusal can reach a
+// API layer turns each code into its status (handlers/web/refusal_status.go), so the same refusal can reach a
 // JSON answer, a console page or a command line.
 package refusal
 

@@ -1,0 +1,36 @@
+package api
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/catalog"
+	"videogen/internal/money"
+)
+
+type modelItem struct {
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Series         string            `json:"series"`
+	Resolution     string            `json:"resolution"`
+	Sizes          map[string]string `json:"sizes"`
+	PricePerSecond money.Micros      `json:"price_per_second"`
+	OwnedBy        string            `json:"owned_by"`
+}
+
+// listModels answers GET /v1/models: the models some upstream credential serves now (all eight by
+// default), with their sizes and current prices.
+func (h *handler) listModels(c *fiber.Ctx) error {
+	prices, err := h.Prices.All(c.UserContext())
+	if err != nil {
+		return err
+	}
+	items := make([]modelItem, 0, len(catalog.Models))
+	for _, m := range catalog.Models {
+		if h.ModelServed != nil && !h.ModelServed(m.ID) {
+			continue
+		}
+		items = append(items, modelItem{ID: m.ID, Object: "model", Series: m.Series, Resolution: m.Resolution,
+			Sizes: m.Sizes(), PricePerSecond: prices[m.ID], OwnedBy: "videogen"})
+	}
+	return c.JSON(fiber.Map{"object": "list", "data": items})
+}

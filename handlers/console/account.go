@@ -1,0 +1,72 @@
+package console
+
+import (
+	"videogen/handlers/web"
+
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/accounts"
+	"videogen/internal/auth"
+	"videogen/views"
+)
+
+// zones offered in the account settings; any IANA name the browser reports works too.
+var zones = []string{"UTC", "Europe/London", "Europe/Paris", "Europe/Berlin", "Europe/Madrid", "Europe/Warsaw", "Europe/Kyiv",
+	"Africa/Lagos", "Africa/Johannesburg", "Asia/Dubai", "Asia/Kolkata", "Asia/Singapore", "Asia/Shanghai", "Asia/Tokyo",
+	"Asia/Seoul", "Australia/Sydney", "Pacific/Auckland", "America/Sao_Paulo", "America/New_York", "America/Chicago",
+	"America/Denver", "America/Los_Angeles", "America/Mexico_City", "America/Toronto"}
+
+func (h *Handler) accountPage(c *fiber.Ctx, errs map[string]string) error {
+	return h.Render(c, views.AccountView(h.Viewer(c, ""), views.AccountPage{Errors: errs, Zones: zones, TimeZone: web.CurrentUser(c).TimeZone}))
+}
+
+// showAccount answers GET /console/account.
+func (h *Handler) showAccount(c *fiber.Ctx) error { return h.accountPage(c, nil) }
+
+// updateAccount answers the account page's forms, which post to the page's own URL so that a refused
+// one is shown again where it came from; a hidden field says which form it is.
+func (h *Handler) updateAccount(c *fiber.Ctx) error {
+	switch web.Posted(c, "form") {
+	case "timezone":
+		return h.saveTimeZone(c)
+	case "password":
+		return h.changePassword(c)
+	}
+	return fiber.NewError(fiber.StatusBadRequest, "This form is not one of the account page's")
+}
+
+// saveTimeZone stores the zone the console shows times in ("" = the browser's).
+func (h *Handler) saveTimeZone(c *fiber.Ctx) error {
+	err := accounts.SetTimeZone(c.UserContext(), h.DB, web.CurrentUser(c).ID, web.Posted(c, "tz"), h.Now())
+	if errors.Is(err, accounts.ErrBadTimeZone) {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return h.accountPage(c, map[string]string{"tz": "Choose a time zone from the list."})
+	}
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/console/account?notice=timezone-saved")
+}
+
+// changePassword sets a new password, ends every session, and signs this browser in afresh.
+func (h *Handler) changePassword(c *fiber.Ctx) error {
+	u := web.CurrentUser(c)
+	errs, err := h.Auth.ChangePassword(c.UserContext(), u, web.Posted(c, "current"), web.Posted(c, "password"))
+	var throttled *auth.ThrottledError
+	if errors.As(err, &throttled) {
+		return h.TooManyForms(c, throttled)
+	}
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return h.accountPage(c, errs)
+	}
+	if err := h.startSession(c, u.ID); err != nil { // every session ended with the change, this one too
+		return err
+	}
+	return web.Redirect(c, "/console/account?notice=password-changed")
+}

@@ -1,0 +1,27 @@
+package console
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/apispec"
+	"videogen/views"
+)
+
+// showAPIDocs answers GET /docs/api: the same document rendered for people, server-side, no CDN.
+func (h *Handler) showAPIDocs(c *fiber.Ctx) error {
+	var p views.APIDocsPage
+	var err error
+	if p.Info, err = apispec.DocumentInfo(); err != nil {
+		return err
+	}
+	if p.Operations, err = apispec.Operations(); err != nil {
+		return err
+	}
+	if p.Components, err = apispec.Components(); err != nil {
+		return err
+	}
+	if p.Codes, err = apispec.ErrorCodes(); err != nil {
+		return err
+	}
+	return h.Render(c, views.APIDocs(h.Viewer(c, "docs"), p))
+}

@@ -1,0 +1,60 @@
+package console
+
+import (
+	"videogen/handlers/web"
+
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/billing"
+	"videogen/internal/videos"
+	"videogen/models"
+	"videogen/views"
+)
+
+// showDashboard answers GET /console: balances, 30 days of spending, recent videos and the next step.
+func (h *Handler) showDashboard(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	u := web.CurrentUser(c)
+	v := h.Viewer(c, "dashboard")
+	acct, err := billing.Balance(ctx, h.DB, u.AccountID)
+	if err != nil {
+		return err
+	}
+	d := views.Dashboard{Available: acct.AvailableMicros, Reserved: acct.ReservedMicros, BaseURL: h.PublicBaseURL}
+
+	// Thirty days ending today, in the viewer's time zone.
+	now := time.Now().In(v.Location)
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, v.Location)
+	first := today.AddDate(0, 0, -29)
+	charges, err := models.Settlements(ctx, h.DB.R, u.AccountID, first.UTC())
+	if err != nil {
+		return err
+	}
+	d.Spend = make([]views.DaySpend, 30)
+	for i := range d.Spend {
+		d.Spend[i].Day = first.AddDate(0, 0, i)
+	}
+	for _, e := range charges {
+		t := e.CreatedAt.In(v.Location)
+		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, v.Location)
+		if i := int(day.Sub(first).Hours()/24 + 0.5); i >= 0 && i < len(d.Spend) {
+			d.Spend[i].Micros += -e.DeltaReserved
+		}
+	}
+
+	page, err := h.Videos.List(ctx, u.AccountID, videos.ListParams{Limit: 5, WithDeleted: true})
+	if err != nil {
+		return err
+	}
+	d.Recent, d.HasTask = page.Tasks, len(page.Tasks) > 0
+	if d.Funded, err = models.Exists(ctx, h.DB.R, &models.LedgerEntry{}, "account_id = ? AND kind IN ?", u.AccountID,
+		[]string{models.KindTopup, models.KindTestTopup, models.KindAdjustment}); err != nil {
+		return err
+	}
+	if d.HasKey, err = models.Exists(ctx, h.DB.R, &models.APIKey{}, "account_id = ?", u.AccountID); err != nil {
+		return err
+	}
+	return h.Render(c, views.DashboardPage(v, d))
+}

@@ -1,0 +1,35 @@
+package console
+
+import (
+	"videogen/handlers/web"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/catalog"
+	"videogen/views"
+)
+
+// showLanding answers GET /: the product in one screen, or the dashboard for a signed-in user.
+func (h *Handler) showLanding(c *fiber.Ctx) error {
+	if web.CurrentUser(c) != nil {
+		return web.Redirect(c, "/console")
+	}
+	return h.Render(c, views.Landing(h.Viewer(c, "")))
+}
+
+// showPricing answers GET /pricing from the same price table the API bills from.
+func (h *Handler) showPricing(c *fiber.Ctx) error {
+	prices, err := h.Prices.All(c.UserContext())
+	if err != nil {
+		return err
+	}
+	rows := make([]views.PriceRow, 0, len(catalog.Models))
+	for _, m := range catalog.Models {
+		rows = append(rows, views.PriceRow{Model: m, MicrosPerSecond: int64(prices[m.ID])})
+	}
+	return h.Render(c, views.Pricing(h.Viewer(c, "pricing"), rows, catalog.Ratios))
+}
+
+func (h *Handler) showTerms(c *fiber.Ctx) error { return h.Render(c, views.Terms(h.Viewer(c, ""))) }
+
+func (h *Handler) showPrivacy(c *fiber.Ctx) error { return h.Render(c, views.Privacy(h.Viewer(c, ""))) }

@@ -1,0 +1,141 @@
+package console
+
+import (
+	"videogen/handlers/web"
+
+	"errors"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/audit"
+	"videogen/internal/catalog"
+	"videogen/internal/refusal"
+	"videogen/internal/tasks"
+	"videogen/internal/videos"
+	"videogen/models"
+	"videogen/views"
+)
+
+const consolePageSize = 25
+
+// ShowTasks answers GET /console/tasks?status=&model=&after=.
+func (h *Handler) ShowTasks(c *fiber.Ctx) error {
+	who := web.TenantOf(c)
+	if err := h.AuditTenantLook(c, audit.ViewTasks, "", ""); err != nil {
+		return err
+	}
+	f := views.TaskFilter{Status: c.Query("status"), Model: c.Query("model")}
+	switch f.Status {
+	case "", tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed:
+	default:
+		f.Status = ""
+	}
+	if _, ok := catalog.Lookup(f.Model); !ok {
+		f.Model = ""
+	}
+	after := c.Query("after")
+	// The console is the account's record: a task deleted through the API stays listed, marked deleted.
+	page, err := h.Videos.List(c.UserContext(), who.AccountID, videos.ListParams{Limit: consolePageSize, After: after, Status: f.Status, Model: f.Model, WithDeleted: true})
+	if _, bad := refusal.As(err); bad {
+		return web.Redirect(c, who.Base+"/tasks") // a stale or edited cursor: start over
+	}
+	if err != nil {
+		return err
+	}
+	p := views.TasksPage{Tasks: page.Tasks, Filter: f}
+	for _, m := range catalog.Models {
+		p.Models = append(p.Models, m.ID)
+	}
+	q := url.Values{}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	if f.Model != "" {
+		q.Set("model", f.Model)
+	}
+	if after != "" {
+		p.First = "?" + q.Encode()
+	}
+	if page.HasMore {
+		q.Set("after", page.Tasks[len(page.Tasks)-1].ID)
+		p.Next = "?" + q.Encode()
+	}
+	return h.Render(c, views.TasksList(h.TenantViewer(c, "tasks"), p))
+}
+
+// ShowTask answers GET /console/tasks/{id}: parameters, task log, ledger entries, the video.
+func (h *Handler) ShowTask(c *fiber.Ctx) error {
+	who := web.TenantOf(c)
+	v := h.TenantViewer(c, "tasks")
+	p, err := h.TaskPage(c, who.AccountID, c.Params("id"), who.Staff != nil, v.Location)
+	if err != nil {
+		return err
+	}
+	if err := h.AuditTenantLook(c, audit.ViewTask, audit.TargetTask, p.Task.ID); err != nil {
+		return err
+	}
+	return h.Render(c, views.TaskDetail(v, *p))
+}
+
+// TaskPage reads one of the account's tasks with its history; for staff, with what only staff see.
+func (h *Handler) TaskPage(c *fiber.Ctx, accountID int64, id string, staff bool, loc *time.Location) (*views.TaskPage, error) {
+	ctx := c.UserContext()
+	t, err := h.Videos.GetWithDeleted(ctx, accountID, id)
+	if errors.Is(err, refusal.NotFound) {
+		return nil, fiber.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := views.TaskPage{Task: *t}
+	p.Inputs, _ = t.StoredInputs() // unreadable inputs show as none; the page still helps
+	if p.Events, p.Entries, err = models.TaskHistory(ctx, h.DB.R, t.ID); err != nil {
+		return nil, err
+	}
+	if staff {
+		st := &views.StaffTask{Summary: tasks.Explain(*t, p.Entries, loc)}
+		if t.CredentialID != nil {
+			st.CredentialID = *t.CredentialID
+			cred, err := models.Credential(ctx, h.DB.R, *t.CredentialID)
+			if err != nil && !errors.Is(err, models.ErrNotFound) {
+				return nil, err
+			}
+			if cred != nil {
+				st.CredentialLabel, st.Provider = cred.Label, cred.Provider
+			}
+		}
+		if st.Calls, err = models.TaskCalls(ctx, h.DB.R, t.AccountID, t.ID, 50); err != nil {
+			return nil, err
+		}
+		p.Staff = st
+	}
+	return &p, nil
+}
+
+// streamTaskVideo answers GET /console/tasks/{id}/video: the MP4 for the signed-in owner, inline (for
+// the player) or as a download; with ?variant=thumbnail or spritesheet, the still beside it (the task
+// list's thumbnails).
+func (h *Handler) streamTaskVideo(c *fiber.Ctx) error {
+	u := web.CurrentUser(c)
+	id := c.Params("id")
+	content, err := h.Videos.OpenContent(c.UserContext(), u.AccountID, id, c.Query("variant"))
+	if status, ae, ok := web.StatusOf(err); ok {
+		c.Status(status)
+		return h.Render(c, views.ErrorPage(h.Viewer(c, "tasks"), status, "Video not available", ae.Message))
+	}
+	if err != nil {
+		return err
+	}
+	disposition := "inline"
+	if c.Query("download") != "" {
+		disposition = "attachment"
+	}
+	c.Set(fiber.HeaderContentType, content.ContentType)
+	c.Set(fiber.HeaderContentDisposition, disposition+`; filename="`+id+content.Ext+`"`)
+	c.Set(fiber.HeaderCacheControl, "private, max-age=300")
+	// The player seeks with Range requests (Safari will not play without them). The API itself
+	// answers whole files only, as its contract says.
+	return web.ServeRanges(c, content.Body, content.Size)
+}

@@ -1,0 +1,24 @@
+package support
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/ops"
+	"videogen/internal/upstream/status"
+	"videogen/views"
+)
+
+// showOverview answers GET /support: the platform at a glance for staff (docs/support.md). The figures
+// come from internal/ops, the same reads /metrics exports. Nothing of one tenant is shown, so there is
+// no look to audit.
+func (h *handler) showOverview(c *fiber.Ctx) error {
+	o, err := ops.Read(c.UserContext(), h.DB, h.Now())
+	if err != nil {
+		return err
+	}
+	ups, err := status.Read(c.UserContext(), h.DB, h.Now(), status.DefaultFresh)
+	if err != nil {
+		return err
+	}
+	return h.Render(c, views.SupportOverviewPage(h.Viewer(c, "support"), views.OverviewPage{Overview: o, Upstreams: ups}))
+}

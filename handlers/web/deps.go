@@ -1,0 +1,89 @@
+// Package web is what the HTTP layer's audiences share (handlers/api, console, support, webhooks): the
+// dependencies, every middleware (request ids, the access and call logs, security headers, body limits,
+// keys and rate limits, sessions and CSRF), the client address, and the responders — the API's error
+// body with each refusal code's status, and the console's pages and error pages.
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"videogen/billing"
+	"videogen/billing/payments"
+	"videogen/internal/apikeys"
+	"videogen/internal/auth"
+	"videogen/internal/calllog"
+	"videogen/internal/db"
+	"videogen/internal/inflight"
+	"videogen/internal/media"
+	"videogen/internal/metrics"
+	"videogen/internal/money"
+	"videogen/internal/ratelimit"
+	"videogen/internal/videos"
+)
+
+// Deps is what the handlers need from the rest of the service.
+type Deps struct {
+	DB      *db.DB
+	Log     *slog.Logger
+	Keys    *apikeys.Authenticator
+	Limiter ratelimit.Limiter
+	CallLog *calllog.Writer
+	Videos  *videos.Service
+	Prices  *billing.Prices
+	// ModelServed reports whether some upstream credential serves a model alias now (nil: all are);
+	// GET /v1/models lists only those.
+	ModelServed func(alias string) bool
+	MediaPolicy videos.MediaPolicy
+	Media       *media.Service
+	Importer    media.Opener  // fetches import links through the address guard
+	PresignTTL  time.Duration // lifetime of the S3 links /media redirects to
+	Now         func() time.Time
+	// Stopping is done when the server stops waiting for requests to finish: one still reading its body
+	// or fetching an import is then answered 503 shutting_down (nil: never).
+	Stopping context.Context
+	// Transfers bounds the uploads and imports running at once, per account and in all (nil: unbounded).
+	Transfers *inflight.Limiter
+
+	// The console's needs.
+	Auth           *auth.Service
+	Secrets        []string       // APP_SECRET values: the first signs, all verify
+	SecureCookies  bool           // PUBLIC_BASE_URL is https
+	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
+	PublicBaseURL  string
+	TestTopups     bool
+	// TestTopupMin and TestTopupMax bound a test top-up (TEST_TOPUP_MIN, TEST_TOPUP_MAX).
+	TestTopupMin, TestTopupMax money.Micros
+	Payments                   *payments.Service // Stripe top-ups and balance alerts
+	// Metrics counts requests for /metrics (nil: not counted).
+	Metrics *metrics.Metrics
+}
+
+// Base is what every audience's handlers share: the dependencies, and the middleware and responders of
+// web (this package), promoted into each audience's handler type.
+type Base struct {
+	Deps
+
+	arriving sync.Map // *fasthttp.RequestHeader → arrival: API requests whose body is still being read
+}
+
+// NewBase returns the shared part of the handlers, with defaults filled in.
+func NewBase(d Deps) *Base {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Stopping == nil {
+		d.Stopping = context.Background()
+	}
+	return &Base{Deps: d}
+}
+
+// MaxJSONBody is the largest JSON request body (enforced by fasthttp while it reads the body).
+const MaxJSONBody = 1 << 20
+
+// StripeWebhookPath is where Stripe sends its events (docs/stripe.md): the page body limits leave it to
+// the webhook, which refuses a compressed body in Stripe's own JSON.
+const StripeWebhookPath = "/webhooks/stripe"
