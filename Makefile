@@ -28,9 +28,9 @@ generate: ## regenerate the templ views (templ is a tool dependency in go.mod)
 
 # The generated views must match their .templ sources: regenerate and fail if anything changed.
 check-generated:
-	@before=$$(cat views/*_templ.go | sha256sum); $(GO) tool templ generate -path views >/dev/null; \
-	after=$$(cat views/*_templ.go | sha256sum); \
-	[ "$$before" = "$$after" ] || { echo "views/*_templ.go were stale; they are regenerated now: commit them"; exit 1; }
+	@before=$$(find views -name '*_templ.go' | sort | xargs cat | sha256sum); $(GO) tool templ generate -path views >/dev/null; \
+	after=$$(find views -name '*_templ.go' | sort | xargs cat | sha256sum); \
+	[ "$$before" = "$$after" ] || { echo "the generated views (views/**/*_templ.go) were stale; they are regenerated now: commit them"; exit 1; }
 
 # -race turns on checkptr everywhere; it stays on for our code and every library but the pure-Go SQLite
 # (modernc.org), C translated to Go whose unsafe pointer use its own tests cover and whose checks were a

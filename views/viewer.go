@@ -107,30 +107,30 @@ func Itoa(n int) string { return fmt.Sprint(n) }
 // Int64 formats an int64 for templates.
 func Int64(n int64) string { return fmt.Sprint(n) }
 
-func boolAttr(b bool) string {
+func BoolAttr(b bool) string {
 	if b {
 		return "true"
 	}
 	return "false"
 }
 
-func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
+func F1(x float64) string { return fmt.Sprintf("%.1f", x) }
 
-func deref(s *string) string {
+func Deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
 }
 
-func yesNo(b bool) string {
+func YesNo(b bool) string {
 	if b {
 		return "yes"
 	}
 	return "no"
 }
 
-func boolInt(b bool) int {
+func BoolInt(b bool) int {
 	if b {
 		return 1
 	}
@@ -138,7 +138,7 @@ func boolInt(b bool) int {
 }
 
 // entryLabel names a ledger entry kind for people.
-func entryLabel(kind string) string {
+func EntryLabel(kind string) string {
 	switch kind {
 	case models.KindTopup:
 		return "Top-up (card)"
@@ -162,7 +162,7 @@ func entryLabel(kind string) string {
 	return kind
 }
 
-func keyName(k models.APIKey) string {
+func KeyName(k models.APIKey) string {
 	if k.Name == "" {
 		return "Unnamed key"
 	}
@@ -171,7 +171,7 @@ func keyName(k models.APIKey) string {
 
 // eventDetail is a task-log line as the viewer may see it: support staff see every detail of the upstream
 // exchange (credential, idempotency key, instance); customers see what happened in plain words.
-func eventDetail(e models.TaskEvent, staff bool) string {
+func EventDetail(e models.TaskEvent, staff bool) string {
 	if staff {
 		return e.Detail
 	}
@@ -214,7 +214,7 @@ func eventDetail(e models.TaskEvent, staff bool) string {
 }
 
 // change formats a balance change, or "—" when the entry does not move that balance.
-func change(m int64) string {
+func Change(m int64) string {
 	if m == 0 {
 		return "—"
 	}
@@ -228,20 +228,20 @@ func (v Viewer) WithRefresh(r string) Viewer {
 }
 
 // plainUSD writes whole-cent micro-dollars as a form value: "25", "25.50".
-func plainUSD(m int64) string {
+func PlainUSD(m int64) string {
 	s := strings.TrimPrefix(money.Micros(m).USD(), "$")
 	return strings.TrimSuffix(s, ".00")
 }
 
 // topupAmount is what a top-up is worth: what Stripe collected once credited, else what was asked.
-func topupAmount(t models.Topup) int64 {
+func TopupAmount(t models.Topup) int64 {
 	if t.State == models.TopupCredited {
 		return t.CreditedMicros
 	}
 	return t.AmountMicros
 }
 
-func failureNote(f string) string {
+func FailureNote(f string) string {
 	if f == "" {
 		return ""
 	}
@@ -267,3 +267,44 @@ func describedBy(id, hint, errMsg string) string {
 func ThumbnailShown(t *models.Task) bool {
 	return t.Status == "completed" && t.ThumbnailKey != nil && t.DeletedAt == nil
 }
+
+// StaffContext is set when a staff member looks at a tenant's page: whose account it is, and where its
+// pages are. The customer's own page components render it, with a banner saying whose data this is.
+type StaffContext struct {
+	Account    models.Account
+	OwnerEmail string
+	Base       string // "/support/accounts/{id}"
+	Admin      bool   // the viewer may change things (admin forms are shown)
+}
+
+// Bar is one bar of the spend chart, in SVG units.
+type Bar struct {
+	X, Y, W, H float64
+	Label      string
+}
+
+// BarsOf lays values out, left to right, as the bars of a chart drawn in a 600×170 SVG view box: the
+// plot spans x 30–590 above the axis at y 140, the tallest bar 130 high, and a value above zero is never
+// drawn flatter than 2. labels[i] names bar i (its tooltip).
+func BarsOf(values []int64, labels []string) []Bar {
+	var most int64 = 1
+	for _, v := range values {
+		most = max(most, v)
+	}
+	out := make([]Bar, 0, len(values))
+	w := 560.0 / float64(max(len(values), 1))
+	for i, v := range values {
+		h := 130 * float64(max(v, 0)) / float64(most)
+		if v > 0 {
+			h = max(h, 2)
+		}
+		out = append(out, Bar{X: 30 + float64(i)*w + 1, Y: 140 - h, W: w - 2, H: h, Label: labels[i]})
+	}
+	return out
+}
+
+// StatusClass names an HTTP status' class for the badge colour ("s2", "s4", "s5").
+func StatusClass(status int) string { return fmt.Sprintf("s%d", status/100) }
+
+// Latency formats microseconds as milliseconds.
+func Latency(micros int64) string { return fmt.Sprintf("%.1f ms", float64(micros)/1000) }

@@ -62,10 +62,10 @@ func TestEventDetailForCustomers(t *testing.T) {
 	}
 	for _, c := range cases {
 		e := models.TaskEvent{Detail: c.detail, FromStatus: c.from, ToStatus: c.to}
-		if got := eventDetail(e, false); got != c.want {
+		if got := EventDetail(e, false); got != c.want {
 			t.Errorf("customer sees %q for %q, want %q", got, c.detail, c.want)
 		}
-		if got := eventDetail(e, true); got != c.detail {
+		if got := EventDetail(e, true); got != c.detail {
 			t.Errorf("staff see %q, want the whole line", got)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"videogen/internal/accounts"
 	"videogen/internal/auth"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 // zones offered in the account settings; any IANA name the browser reports works too.
@@ -19,7 +19,7 @@ var zones = []string{"UTC", "Europe/London", "Europe/Paris", "Europe/Berlin", "E
 	"America/Denver", "America/Los_Angeles", "America/Mexico_City", "America/Toronto"}
 
 func (h *Handler) accountPage(c *fiber.Ctx, errs map[string]string) error {
-	return h.Render(c, views.AccountView(h.Viewer(c, ""), views.AccountPage{Errors: errs, Zones: zones, TimeZone: web.CurrentUser(c).TimeZone}))
+	return h.Render(c, customer.AccountView(h.Viewer(c, ""), customer.AccountPage{Errors: errs, Zones: zones, TimeZone: web.CurrentUser(c).TimeZone}))
 }
 
 // showAccount answers GET /console/account.

@@ -4,12 +4,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/apispec"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 // showAPIDocs answers GET /docs/api: the same document rendered for people, server-side, no CDN.
 func (h *Handler) showAPIDocs(c *fiber.Ctx) error {
-	var p views.APIDocsPage
+	var p customer.APIDocsPage
 	var err error
 	if p.Info, err = apispec.DocumentInfo(); err != nil {
 		return err
@@ -23,5 +23,5 @@ func (h *Handler) showAPIDocs(c *fiber.Ctx) error {
 	if p.Codes, err = apispec.ErrorCodes(); err != nil {
 		return err
 	}
-	return h.Render(c, views.APIDocs(h.Viewer(c, "docs"), p))
+	return h.Render(c, customer.APIDocs(h.Viewer(c, "docs"), p))
 }

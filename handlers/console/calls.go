@@ -19,6 +19,7 @@ import (
 	"videogen/internal/money"
 	"videogen/models"
 	"videogen/views"
+	"videogen/views/customer"
 )
 
 // keyPrefixRE is the shape of a key's display prefix; anything else is no key filter.
@@ -27,8 +28,8 @@ var keyPrefixRE = regexp.MustCompile(`^vg_[0-9A-Za-z]{8}$`)
 const localTimeForm = "2006-01-02T15:04" // <input type="datetime-local">
 
 // callQuery reads the call-log filters; times are typed in the viewer's time zone.
-func (h *Handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, views.CallFilter, string) {
-	f := views.CallFilter{From: c.Query("from"), To: c.Query("to"), Class: c.Query("class"), Key: c.Query("key"), Path: web.LogText(c.Query("path"), 200)}
+func (h *Handler) callQuery(c *fiber.Ctx, v views.Viewer) (models.CallQuery, customer.CallFilter, string) {
+	f := customer.CallFilter{From: c.Query("from"), To: c.Query("to"), Class: c.Query("class"), Key: c.Query("key"), Path: web.LogText(c.Query("path"), 200)}
 	if !keyPrefixRE.MatchString(f.Key) {
 		f.Key = ""
 	}
@@ -63,7 +64,7 @@ func TimeRange(from, to string, loc *time.Location) (f, t *time.Time, problem st
 }
 
 // filterValues is the query string that reproduces a call-log filter (for page and export links).
-func filterValues(f views.CallFilter) url.Values {
+func filterValues(f customer.CallFilter) url.Values {
 	out := url.Values{}
 	for k, v := range map[string]string{"from": f.From, "to": f.To, "class": f.Class, "key": f.Key, "path": f.Path} {
 		if v != "" {
@@ -97,7 +98,7 @@ func (h *Handler) ShowCalls(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p := views.CallsPage{Rows: rows, Filter: f, Keys: keys, Error: problem}
+	p := customer.CallsPage{Rows: rows, Filter: f, Keys: keys, Error: problem}
 	vals := filterValues(f)
 	p.CSV = v.Link("/calls.csv?" + vals.Encode())
 	if after != nil {
@@ -108,7 +109,7 @@ func (h *Handler) ShowCalls(c *fiber.Ctx) error {
 		vals.Set("after", fmt.Sprintf("%d-%d", last.At.UnixMicro(), last.ID))
 		p.Next = "?" + vals.Encode()
 	}
-	return h.Render(c, views.CallsList(v, p))
+	return h.Render(c, customer.CallsList(v, p))
 }
 
 // Exports are bounded: a few at once per account, a time limit, and batches that each release their

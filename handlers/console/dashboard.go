@@ -10,7 +10,7 @@ import (
 	"videogen/billing"
 	"videogen/internal/videos"
 	"videogen/models"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 // showDashboard answers GET /console: balances, 30 days of spending, recent videos and the next step.
@@ -22,7 +22,7 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := views.Dashboard{Available: acct.AvailableMicros, Reserved: acct.ReservedMicros, BaseURL: h.PublicBaseURL}
+	d := customer.Dashboard{Available: acct.AvailableMicros, Reserved: acct.ReservedMicros, BaseURL: h.PublicBaseURL}
 
 	// Thirty days ending today, in the viewer's time zone.
 	now := time.Now().In(v.Location)
@@ -32,7 +32,7 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d.Spend = make([]views.DaySpend, 30)
+	d.Spend = make([]customer.DaySpend, 30)
 	for i := range d.Spend {
 		d.Spend[i].Day = first.AddDate(0, 0, i)
 	}
@@ -56,5 +56,5 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 	if d.HasKey, err = models.Exists(ctx, h.DB.R, &models.APIKey{}, "account_id = ?", u.AccountID); err != nil {
 		return err
 	}
-	return h.Render(c, views.DashboardPage(v, d))
+	return h.Render(c, customer.DashboardPage(v, d))
 }

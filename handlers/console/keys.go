@@ -11,21 +11,21 @@ import (
 
 	"videogen/internal/apikeys"
 	"videogen/models"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
-func (h *Handler) keysPage(c *fiber.Ctx, p views.KeysPage) error {
+func (h *Handler) keysPage(c *fiber.Ctx, p customer.KeysPage) error {
 	u := web.CurrentUser(c)
 	keys, err := models.AccountKeys(c.UserContext(), h.DB.R, u.AccountID)
 	if err != nil {
 		return err
 	}
 	p.Keys, p.Verified = keys, u.Verified()
-	return h.Render(c, views.KeysList(h.Viewer(c, "keys"), p))
+	return h.Render(c, customer.KeysList(h.Viewer(c, "keys"), p))
 }
 
 // showKeys answers GET /console/keys.
-func (h *Handler) showKeys(c *fiber.Ctx) error { return h.keysPage(c, views.KeysPage{}) }
+func (h *Handler) showKeys(c *fiber.Ctx) error { return h.keysPage(c, customer.KeysPage{}) }
 
 // createKey makes a key and shows its secret on this answer only (never stored, never cached).
 func (h *Handler) createKey(c *fiber.Ctx) error {
@@ -34,15 +34,15 @@ func (h *Handler) createKey(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, apikeys.ErrUnverified):
 		c.Status(fiber.StatusForbidden)
-		return h.keysPage(c, views.KeysPage{})
+		return h.keysPage(c, customer.KeysPage{})
 	case errors.Is(err, apikeys.ErrBadName):
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.keysPage(c, views.KeysPage{Name: strings.TrimSpace(name), Error: "Use at most 60 characters, without control characters."})
+		return h.keysPage(c, customer.KeysPage{Name: strings.TrimSpace(name), Error: "Use at most 60 characters, without control characters."})
 	case err != nil:
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return h.keysPage(c, views.KeysPage{NewSecret: secret, NewPrefix: k.Prefix})
+	return h.keysPage(c, customer.KeysPage{NewSecret: secret, NewPrefix: k.Prefix})
 }
 
 // accountKey finds one of the signed-in account's keys by its id in the URL.
@@ -67,7 +67,7 @@ func (h *Handler) confirmRevokeKey(c *fiber.Ctx) error {
 	if k.RevokedAt != nil {
 		return web.Redirect(c, "/console/keys")
 	}
-	return h.Render(c, views.RevokeKey(h.Viewer(c, "keys"), *k))
+	return h.Render(c, customer.RevokeKey(h.Viewer(c, "keys"), *k))
 }
 
 // revokeKey disables a key at once on this instance (and within API_KEY_CACHE_TTL elsewhere).

@@ -6,7 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/catalog"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 // showLanding answers GET /: the product in one screen, or the dashboard for a signed-in user.
@@ -14,7 +14,7 @@ func (h *Handler) showLanding(c *fiber.Ctx) error {
 	if web.CurrentUser(c) != nil {
 		return web.Redirect(c, "/console")
 	}
-	return h.Render(c, views.Landing(h.Viewer(c, "")))
+	return h.Render(c, customer.Landing(h.Viewer(c, "")))
 }
 
 // showPricing answers GET /pricing from the same price table the API bills from.
@@ -23,13 +23,15 @@ func (h *Handler) showPricing(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rows := make([]views.PriceRow, 0, len(catalog.Models))
+	rows := make([]customer.PriceRow, 0, len(catalog.Models))
 	for _, m := range catalog.Models {
-		rows = append(rows, views.PriceRow{Model: m, MicrosPerSecond: int64(prices[m.ID])})
+		rows = append(rows, customer.PriceRow{Model: m, MicrosPerSecond: int64(prices[m.ID])})
 	}
-	return h.Render(c, views.Pricing(h.Viewer(c, "pricing"), rows, catalog.Ratios))
+	return h.Render(c, customer.Pricing(h.Viewer(c, "pricing"), rows, catalog.Ratios))
 }
 
-func (h *Handler) showTerms(c *fiber.Ctx) error { return h.Render(c, views.Terms(h.Viewer(c, ""))) }
+func (h *Handler) showTerms(c *fiber.Ctx) error { return h.Render(c, customer.Terms(h.Viewer(c, ""))) }
 
-func (h *Handler) showPrivacy(c *fiber.Ctx) error { return h.Render(c, views.Privacy(h.Viewer(c, ""))) }
+func (h *Handler) showPrivacy(c *fiber.Ctx) error {
+	return h.Render(c, customer.Privacy(h.Viewer(c, "")))
+}

@@ -8,11 +8,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/auth"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 func (h *Handler) showForgotPassword(c *fiber.Ctx) error {
-	return h.Render(c, views.ForgotPassword(h.Viewer(c, ""), "", false))
+	return h.Render(c, customer.ForgotPassword(h.Viewer(c, ""), "", false))
 }
 
 // requestPasswordReset e-mails a reset link when the address has an account; the answer never tells.
@@ -26,7 +26,7 @@ func (h *Handler) requestPasswordReset(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return h.Render(c, views.ForgotPassword(h.Viewer(c, ""), email, true))
+	return h.Render(c, customer.ForgotPassword(h.Viewer(c, ""), email, true))
 }
 
 func (h *Handler) showResetPassword(c *fiber.Ctx) error {
@@ -35,7 +35,7 @@ func (h *Handler) showResetPassword(c *fiber.Ctx) error {
 	if err != nil && !errors.Is(err, auth.ErrBadToken) {
 		return err
 	}
-	return h.Render(c, views.ResetPassword(h.Viewer(c, ""), token, "", err != nil))
+	return h.Render(c, customer.ResetPassword(h.Viewer(c, ""), token, "", err != nil))
 }
 
 // resetPassword sets the new password and signs the user out everywhere.
@@ -44,14 +44,14 @@ func (h *Handler) resetPassword(c *fiber.Ctx) error {
 	u, errs, err := h.Auth.ResetPassword(c.UserContext(), token, web.Posted(c, "password"))
 	if errors.Is(err, auth.ErrBadToken) {
 		c.Status(fiber.StatusBadRequest)
-		return h.Render(c, views.ResetPassword(h.Viewer(c, ""), "", "", true))
+		return h.Render(c, customer.ResetPassword(h.Viewer(c, ""), "", "", true))
 	}
 	if err != nil {
 		return err
 	}
 	if len(errs) > 0 {
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.Render(c, views.ResetPassword(h.Viewer(c, ""), token, errs["password"], false))
+		return h.Render(c, customer.ResetPassword(h.Viewer(c, ""), token, errs["password"], false))
 	}
 	h.ClearCookie(c, web.SessionCookie)
 	// The link proved the mailbox: this browser may sign in even while strangers are guessing at the

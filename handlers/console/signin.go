@@ -8,31 +8,31 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/auth"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 func (h *Handler) showSignIn(c *fiber.Ctx) error {
 	if web.CurrentUser(c) != nil {
 		return web.Redirect(c, web.SafeNext(c.Query("next")))
 	}
-	return h.Render(c, views.SignIn(h.Viewer(c, ""), views.SignInForm{Next: c.Query("next")}))
+	return h.Render(c, customer.SignIn(h.Viewer(c, ""), customer.SignInForm{Next: c.Query("next")}))
 }
 
 // signIn checks the password (throttled per client and per address: internal/auth/trust.go) and starts a
 // session.
 func (h *Handler) signIn(c *fiber.Ctx) error {
-	form := views.SignInForm{Email: web.Posted(c, "email"), Next: web.Posted(c, "next")}
+	form := customer.SignInForm{Email: web.Posted(c, "email"), Next: web.Posted(c, "next")}
 	u, err := h.Auth.SignIn(c.UserContext(), form.Email, web.Posted(c, "password"), h.Client(c))
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
 		form.Error = "The e-mail address or the password is not right."
 		c.Status(fiber.StatusUnauthorized)
-		return h.Render(c, views.SignIn(h.Viewer(c, ""), form))
+		return h.Render(c, customer.SignIn(h.Viewer(c, ""), form))
 	case errors.Is(err, auth.ErrAccountDisabled):
 		form.Error = "This account is disabled, so you cannot sign in. Contact support."
 		c.Status(fiber.StatusForbidden)
-		return h.Render(c, views.SignIn(h.Viewer(c, ""), form))
+		return h.Render(c, customer.SignIn(h.Viewer(c, ""), form))
 	case errors.As(err, &throttled):
 		who := "for this address"
 		if throttled.Scope == "network" {
@@ -41,7 +41,7 @@ func (h *Handler) signIn(c *fiber.Ctx) error {
 		form.Error = "Too many sign-in attempts " + who + ". For your account's safety, wait " + throttled.Wait() + " and try again, or reset your password."
 		c.Status(fiber.StatusTooManyRequests)
 		c.Set(fiber.HeaderRetryAfter, web.Itoa(int(throttled.RetryAfter.Seconds())+1))
-		return h.Render(c, views.SignIn(h.Viewer(c, ""), form))
+		return h.Render(c, customer.SignIn(h.Viewer(c, ""), form))
 	case err != nil:
 		return err
 	}

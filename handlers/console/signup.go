@@ -10,20 +10,20 @@ import (
 
 	"videogen/internal/auth"
 	"videogen/internal/ids"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 func (h *Handler) showSignUp(c *fiber.Ctx) error {
 	if web.CurrentUser(c) != nil {
 		return web.Redirect(c, "/console")
 	}
-	return h.Render(c, views.SignUp(h.Viewer(c, ""), views.SignUpForm{}))
+	return h.Render(c, customer.SignUp(h.Viewer(c, ""), customer.SignUpForm{}))
 }
 
 // signUp creates the account and sends the verification e-mail; the answer is the same whether or not the
 // address was already registered.
 func (h *Handler) signUp(c *fiber.Ctx) error {
-	form := views.SignUpForm{Email: web.Posted(c, "email"), Terms: web.Posted(c, "terms") != ""}
+	form := customer.SignUpForm{Email: web.Posted(c, "email"), Terms: web.Posted(c, "terms") != ""}
 	proof := ids.NewToken(32)
 	errs, err := h.Auth.Register(c.UserContext(), auth.SignUp{Email: form.Email, Password: web.Posted(c, "password"), AcceptTerms: form.Terms,
 		BrowserProof: proof}, h.ClientIP(c))
@@ -37,11 +37,11 @@ func (h *Handler) signUp(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		form.Errors = errs
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.Render(c, views.SignUp(h.Viewer(c, ""), form))
+		return h.Render(c, customer.SignUp(h.Viewer(c, ""), form))
 	}
 	// Set for a registered address too (where it matches nothing), so this answer stays the same.
 	h.setSignupCookie(c, proof)
-	return h.Render(c, views.CheckInbox(h.Viewer(c, ""), form.Email))
+	return h.Render(c, customer.CheckInbox(h.Viewer(c, ""), form.Email))
 }
 
 // The sign-up cookie marks the browser that signed up: it holds a random proof whose hash is stored with

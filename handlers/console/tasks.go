@@ -16,6 +16,7 @@ import (
 	"videogen/internal/videos"
 	"videogen/models"
 	"videogen/views"
+	"videogen/views/customer"
 )
 
 const consolePageSize = 25
@@ -26,7 +27,7 @@ func (h *Handler) ShowTasks(c *fiber.Ctx) error {
 	if err := h.AuditTenantLook(c, audit.ViewTasks, "", ""); err != nil {
 		return err
 	}
-	f := views.TaskFilter{Status: c.Query("status"), Model: c.Query("model")}
+	f := customer.TaskFilter{Status: c.Query("status"), Model: c.Query("model")}
 	switch f.Status {
 	case "", tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed:
 	default:
@@ -44,7 +45,7 @@ func (h *Handler) ShowTasks(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p := views.TasksPage{Tasks: page.Tasks, Filter: f}
+	p := customer.TasksPage{Tasks: page.Tasks, Filter: f}
 	for _, m := range catalog.Models {
 		p.Models = append(p.Models, m.ID)
 	}
@@ -62,7 +63,7 @@ func (h *Handler) ShowTasks(c *fiber.Ctx) error {
 		q.Set("after", page.Tasks[len(page.Tasks)-1].ID)
 		p.Next = "?" + q.Encode()
 	}
-	return h.Render(c, views.TasksList(h.TenantViewer(c, "tasks"), p))
+	return h.Render(c, customer.TasksList(h.TenantViewer(c, "tasks"), p))
 }
 
 // ShowTask answers GET /console/tasks/{id}: parameters, task log, ledger entries, the video.
@@ -76,11 +77,11 @@ func (h *Handler) ShowTask(c *fiber.Ctx) error {
 	if err := h.AuditTenantLook(c, audit.ViewTask, audit.TargetTask, p.Task.ID); err != nil {
 		return err
 	}
-	return h.Render(c, views.TaskDetail(v, *p))
+	return h.Render(c, customer.TaskDetail(v, *p))
 }
 
 // TaskPage reads one of the account's tasks with its history; for staff, with what only staff see.
-func (h *Handler) TaskPage(c *fiber.Ctx, accountID int64, id string, staff bool, loc *time.Location) (*views.TaskPage, error) {
+func (h *Handler) TaskPage(c *fiber.Ctx, accountID int64, id string, staff bool, loc *time.Location) (*customer.TaskPage, error) {
 	ctx := c.UserContext()
 	t, err := h.Videos.GetWithDeleted(ctx, accountID, id)
 	if errors.Is(err, refusal.NotFound) {
@@ -89,13 +90,13 @@ func (h *Handler) TaskPage(c *fiber.Ctx, accountID int64, id string, staff bool,
 	if err != nil {
 		return nil, err
 	}
-	p := views.TaskPage{Task: *t}
+	p := customer.TaskPage{Task: *t}
 	p.Inputs, _ = t.StoredInputs() // unreadable inputs show as none; the page still helps
 	if p.Events, p.Entries, err = models.TaskHistory(ctx, h.DB.R, t.ID); err != nil {
 		return nil, err
 	}
 	if staff {
-		st := &views.StaffTask{Summary: tasks.Explain(*t, p.Entries, loc)}
+		st := &customer.StaffTask{Summary: tasks.Explain(*t, p.Entries, loc)}
 		if t.CredentialID != nil {
 			st.CredentialID = *t.CredentialID
 			cred, err := models.Credential(ctx, h.DB.R, *t.CredentialID)

@@ -9,6 +9,7 @@ import (
 
 	"videogen/internal/auth"
 	"videogen/views"
+	"videogen/views/customer"
 )
 
 // showVerifyEmail answers the link in the verification e-mail with a button that confirms: a GET (or a
@@ -21,12 +22,12 @@ func (h *Handler) showVerifyEmail(c *fiber.Ctx) error {
 			return web.Redirect(c, "/console?notice=already-verified")
 		}
 		c.Status(fiber.StatusBadRequest)
-		return h.Render(c, views.VerifyResult(h.Viewer(c, ""), false))
+		return h.Render(c, customer.VerifyResult(h.Viewer(c, ""), false))
 	}
 	if err != nil {
 		return err
 	}
-	return h.Render(c, views.VerifyConfirm(h.Viewer(c, ""), token))
+	return h.Render(c, customer.VerifyConfirm(h.Viewer(c, ""), token))
 }
 
 // verifyEmail spends the verification link and confirms the address; in the browser that signed up, it
@@ -35,7 +36,7 @@ func (h *Handler) verifyEmail(c *fiber.Ctx) error {
 	u, signedUpHere, err := h.Auth.Verify(c.UserContext(), web.Posted(c, "token"), c.Cookies(web.SignupCookie))
 	if errors.Is(err, auth.ErrBadToken) {
 		c.Status(fiber.StatusBadRequest)
-		return h.Render(c, views.VerifyResult(h.Viewer(c, ""), false))
+		return h.Render(c, customer.VerifyResult(h.Viewer(c, ""), false))
 	}
 	if err != nil {
 		return err
@@ -54,7 +55,7 @@ func (h *Handler) verifyEmail(c *fiber.Ctx) error {
 	if v.User != nil && v.User.ID == u.ID {
 		v.User = u
 	}
-	return h.Render(c, views.VerifyResult(v, true))
+	return h.Render(c, customer.VerifyResult(v, true))
 }
 
 // resendVerification e-mails a new link (throttled per address).

@@ -13,13 +13,13 @@ import (
 	"videogen/billing/payments"
 	"videogen/internal/money"
 	"videogen/models"
-	"videogen/views"
+	"videogen/views/customer"
 )
 
 // presets are the one-click top-up amounts offered beside the custom amount (those within the bounds).
 var presets = []money.Micros{10 * money.PerUSD, 25 * money.PerUSD, 100 * money.PerUSD}
 
-func (h *Handler) walletPage(c *fiber.Ctx, p views.WalletPage) error {
+func (h *Handler) walletPage(c *fiber.Ctx, p customer.WalletPage) error {
 	u := web.CurrentUser(c)
 	ctx := c.UserContext()
 	acct, err := billing.Balance(ctx, h.DB, u.AccountID)
@@ -59,11 +59,11 @@ func (h *Handler) walletPage(c *fiber.Ctx, p views.WalletPage) error {
 	if p.AlertsForm == nil {
 		p.AlertsForm = alertsFormOf(p.Profile)
 	}
-	return h.Render(c, views.WalletView(h.Viewer(c, "wallet"), p))
+	return h.Render(c, customer.WalletView(h.Viewer(c, "wallet"), p))
 }
 
 // showWallet answers GET /console/wallet: balances, top-ups, balance alerts and every ledger entry.
-func (h *Handler) showWallet(c *fiber.Ctx) error { return h.walletPage(c, views.WalletPage{}) }
+func (h *Handler) showWallet(c *fiber.Ctx) error { return h.walletPage(c, customer.WalletPage{}) }
 
 // walletForm answers the wallet page's forms, which post to the page's own URL so that a refused one is
 // shown again where it came from: a card top-up (the default), the balance alerts, or test funds.
@@ -86,7 +86,7 @@ func (h *Handler) startTopup(c *fiber.Ctx) error {
 	u := web.CurrentUser(c)
 	if !u.Verified() {
 		c.Status(fiber.StatusForbidden)
-		return h.walletPage(c, views.WalletPage{})
+		return h.walletPage(c, customer.WalletPage{})
 	}
 	text := strings.TrimSpace(web.Posted(c, "preset"))
 	if text == "" {
@@ -97,17 +97,17 @@ func (h *Handler) startTopup(c *fiber.Ctx) error {
 	amount, err := money.ParseUSD(text)
 	if err != nil {
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.walletPage(c, views.WalletPage{Amount: text, Error: amountError})
+		return h.walletPage(c, customer.WalletPage{Amount: text, Error: amountError})
 	}
 	_, url, err := h.Payments.StartCheckout(c.UserContext(), payments.Checkout{AccountID: u.AccountID, UserID: u.ID, Email: u.Email,
 		Amount: amount, SaveCard: web.Posted(c, "save_card") != ""})
 	switch {
 	case errors.Is(err, payments.ErrAmount):
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.walletPage(c, views.WalletPage{Amount: text, Error: amountError})
+		return h.walletPage(c, customer.WalletPage{Amount: text, Error: amountError})
 	case errors.Is(err, payments.ErrStripeUnavailable):
 		c.Status(fiber.StatusServiceUnavailable)
-		return h.walletPage(c, views.WalletPage{Amount: text,
+		return h.walletPage(c, customer.WalletPage{Amount: text,
 			Error: "We could not reach our payment provider, so nothing was charged. Try again in a minute."})
 	case err != nil:
 		return err
@@ -147,7 +147,7 @@ func (h *Handler) topupPage(c *fiber.Ctx, t *models.Topup, err error, canceled b
 	if err != nil {
 		return err
 	}
-	p := views.TopupPage{Topup: *t, Available: acct.AvailableMicros, Canceled: canceled}
+	p := customer.TopupPage{Topup: *t, Available: acct.AvailableMicros, Canceled: canceled}
 	if wait, _ := strconv.Atoi(c.Query("wait")); t.State == models.TopupPending && !canceled {
 		if wait < topupWaitRefreshes {
 			p.Refresh = "3;url=/console/wallet/topups/" + t.ID + "?wait=" + strconv.Itoa(wait+1)
@@ -155,11 +155,11 @@ func (h *Handler) topupPage(c *fiber.Ctx, t *models.Topup, err error, canceled b
 			p.GaveUpWaiting = true
 		}
 	}
-	return h.Render(c, views.TopupView(h.Viewer(c, "wallet"), p))
+	return h.Render(c, customer.TopupView(h.Viewer(c, "wallet"), p))
 }
 
-func alertsFormOf(p *models.BillingProfile) *views.AlertsForm {
-	f := &views.AlertsForm{RechargeOn: p.RechargeEnabled, Errors: map[string]string{}}
+func alertsFormOf(p *models.BillingProfile) *customer.AlertsForm {
+	f := &customer.AlertsForm{RechargeOn: p.RechargeEnabled, Errors: map[string]string{}}
 	if p.LowBalanceMicros > 0 {
 		f.LowBalance = strings.TrimPrefix(money.Micros(p.LowBalanceMicros).USD(), "$")
 	}
@@ -177,9 +177,9 @@ func (h *Handler) saveAlerts(c *fiber.Ctx) error {
 	u := web.CurrentUser(c)
 	if !u.Verified() {
 		c.Status(fiber.StatusForbidden)
-		return h.walletPage(c, views.WalletPage{})
+		return h.walletPage(c, customer.WalletPage{})
 	}
-	f := &views.AlertsForm{LowBalance: strings.TrimSpace(web.Posted(c, "low_balance")), RechargeOn: web.Posted(c, "recharge") != "",
+	f := &customer.AlertsForm{LowBalance: strings.TrimSpace(web.Posted(c, "low_balance")), RechargeOn: web.Posted(c, "recharge") != "",
 		RechargeBelow: strings.TrimSpace(web.Posted(c, "recharge_below")), RechargeAmount: strings.TrimSpace(web.Posted(c, "recharge_amount")),
 		Errors: map[string]string{}}
 	var a payments.Alerts
@@ -213,7 +213,7 @@ func (h *Handler) saveAlerts(c *fiber.Ctx) error {
 	}
 	if len(f.Errors) > 0 {
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.walletPage(c, views.WalletPage{AlertsForm: f})
+		return h.walletPage(c, customer.WalletPage{AlertsForm: f})
 	}
 	return web.Redirect(c, "/console/wallet?notice=alerts-saved")
 }
@@ -226,13 +226,13 @@ func (h *Handler) addTestFunds(c *fiber.Ctx) error {
 	}
 	if !u.Verified() {
 		c.Status(fiber.StatusForbidden)
-		return h.walletPage(c, views.WalletPage{})
+		return h.walletPage(c, customer.WalletPage{})
 	}
 	text := web.Posted(c, "amount")
 	amount, err := money.ParseUSD(text)
 	if err != nil || amount < h.TestTopupMin || amount > h.TestTopupMax {
 		c.Status(fiber.StatusUnprocessableEntity)
-		return h.walletPage(c, views.WalletPage{Amount: text,
+		return h.walletPage(c, customer.WalletPage{Amount: text,
 			Error: "Enter an amount between " + h.TestTopupMin.USD() + " and " + h.TestTopupMax.USD() + ", such as 25 or 25.50."})
 	}
 	_, err = billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: amount, At: h.Now(),

@@ -13,7 +13,7 @@ import (
 	"videogen/internal/admin"
 	"videogen/internal/money"
 	"videogen/models"
-	"videogen/views"
+	"videogen/views/staff"
 )
 
 // What admins change (docs/support.md). Every form is posted twice: the first answer states exactly what
@@ -42,12 +42,12 @@ func invalidInput(err error) (string, bool) {
 // adjustBalance credits or debits the tenant's available balance.
 func (h *handler) adjustBalance(c *fiber.Ctx) error {
 	t := web.TenantOf(c)
-	p := views.AdjustPage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base,
-		Form:          views.AdjustForm{Direction: web.Posted(c, "direction"), Amount: web.Posted(c, "amount"), Reason: web.Posted(c, "reason")},
+	p := staff.AdjustPage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base,
+		Form:          staff.AdjustForm{Direction: web.Posted(c, "direction"), Amount: web.Posted(c, "amount"), Reason: web.Posted(c, "reason")},
 		AllowNegative: web.Posted(c, "allow_negative") == "yes"}
 	show := func(status int) error {
 		c.Status(status)
-		return h.Render(c, views.AdjustBalance(h.TenantViewer(c, "support"), p))
+		return h.Render(c, staff.AdjustBalance(h.TenantViewer(c, "support"), p))
 	}
 	amount, err := billing.ParseAdjustment(p.Form.Direction, p.Form.Amount)
 	adj := billing.Adjustment{AccountID: t.AccountID, Amount: amount, Reason: p.Form.Reason, AllowNegative: p.AllowNegative,
@@ -93,10 +93,10 @@ func (h *handler) adjustBalance(c *fiber.Ctx) error {
 // disableAccount disables the tenant, once the admin has seen what that does.
 func (h *handler) disableAccount(c *fiber.Ctx) error {
 	t := web.TenantOf(c)
-	p := views.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "disable", Reason: web.Posted(c, "reason")}
+	p := staff.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "disable", Reason: web.Posted(c, "reason")}
 	show := func(status int) error {
 		c.Status(status)
-		return h.Render(c, views.AccountState(h.TenantViewer(c, "support"), p))
+		return h.Render(c, staff.AccountState(h.TenantViewer(c, "support"), p))
 	}
 	refuse := func(status int, msg string) error {
 		p.Error = msg
@@ -137,7 +137,7 @@ func (h *handler) disableAccount(c *fiber.Ctx) error {
 // enableAccount re-enables the tenant (nothing is lost by it, so it is not asked twice).
 func (h *handler) enableAccount(c *fiber.Ctx) error {
 	t := web.TenantOf(c)
-	p := views.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "enable", Reason: web.Posted(c, "reason")}
+	p := staff.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "enable", Reason: web.Posted(c, "reason")}
 	err := h.admin().Enable(c.UserContext(), h.StaffActor(c), t.AccountID, p.Reason)
 	msg, invalid := invalidInput(err)
 	switch {
@@ -152,7 +152,7 @@ func (h *handler) enableAccount(c *fiber.Ctx) error {
 	default:
 		return web.Redirect(c, t.Base+"?notice=account-enabled")
 	}
-	return h.Render(c, views.AccountState(h.TenantViewer(c, "support"), p))
+	return h.Render(c, staff.AccountState(h.TenantViewer(c, "support"), p))
 }
 
 // setRole gives a user a role. The change holds from the user's next page: roles are read per request.
@@ -166,7 +166,7 @@ func (h *handler) setRole(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	if err != nil {
-		m := views.AdminMessage{Title: "The role was not changed", Back: "/support", BackLabel: "← Staff overview"}
+		m := staff.AdminMessage{Title: "The role was not changed", Back: "/support", BackLabel: "← Staff overview"}
 		var u models.User // the user as far as it could be read, for the message and the way back
 		if found, uerr := models.UserByID(c.UserContext(), h.DB.R, id); uerr == nil {
 			u = *found
@@ -186,7 +186,7 @@ func (h *handler) setRole(c *fiber.Ctx) error {
 		default:
 			return err
 		}
-		return h.Render(c, views.AdminRefused(h.Viewer(c, "support"), m))
+		return h.Render(c, staff.AdminRefused(h.Viewer(c, "support"), m))
 	}
 	if ch.User.ID == web.CurrentUser(c).ID && !ch.User.Staff() {
 		return web.Redirect(c, "/console") // no staff page is theirs any more
@@ -195,14 +195,14 @@ func (h *handler) setRole(c *fiber.Ctx) error {
 }
 
 // priceForm is the price table as the form shows it: the stored rows, and what was typed in each.
-func (h *handler) priceForm(c *fiber.Ctx) ([]models.Price, []views.PriceEdit, error) {
+func (h *handler) priceForm(c *fiber.Ctx) ([]models.Price, []staff.PriceEdit, error) {
 	stored, err := billing.PriceRows(c.UserContext(), h.DB.R)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make([]views.PriceEdit, 0, len(stored))
+	out := make([]staff.PriceEdit, 0, len(stored))
 	for _, r := range stored {
-		out = append(out, views.PriceEdit{Model: r.Model, Current: r.MicrosPerSecond, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy,
+		out = append(out, staff.PriceEdit{Model: r.Model, Current: r.MicrosPerSecond, UpdatedAt: r.UpdatedAt, UpdatedBy: r.UpdatedBy,
 			Typed: money.Micros(r.MicrosPerSecond).String()})
 	}
 	return stored, out, nil
@@ -214,7 +214,7 @@ func (h *handler) showPrices(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return h.Render(c, views.PriceTable(h.Viewer(c, "support"), views.PricesPage{Rows: rows}))
+	return h.Render(c, staff.PriceTable(h.Viewer(c, "support"), staff.PricesPage{Rows: rows}))
 }
 
 // setPrices changes the prices that differ from the ones the admin saw (billing.ReadPriceEdits), once
@@ -224,10 +224,10 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p := views.PricesPage{Reason: web.Posted(c, "reason")}
+	p := staff.PricesPage{Reason: web.Posted(c, "reason")}
 	show := func(status int) error {
 		c.Status(status)
-		return h.Render(c, views.PriceTable(h.Viewer(c, "support"), p))
+		return h.Render(c, staff.PriceTable(h.Viewer(c, "support"), p))
 	}
 	typed, seen := map[string]string{}, map[string]string{}
 	for _, name := range postedFields(c, "price_") {
@@ -256,9 +256,9 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 		p.Error = "No price was changed: type a new price in at least one row."
 		return show(fiber.StatusUnprocessableEntity)
 	}
-	p.Changes = make([]views.PriceChangeRow, len(edits.Changes))
+	p.Changes = make([]staff.PriceChangeRow, len(edits.Changes))
 	for i, ch := range edits.Changes {
-		p.Changes[i] = views.PriceChangeRow{Model: ch.Model, Old: int64(ch.Old), New: int64(ch.New)}
+		p.Changes[i] = staff.PriceChangeRow{Model: ch.Model, Old: int64(ch.Old), New: int64(ch.New)}
 	}
 	if !confirmed(c) {
 		p.Confirm = true

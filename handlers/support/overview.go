@@ -5,7 +5,7 @@ import (
 
 	"videogen/internal/ops"
 	"videogen/internal/upstream/status"
-	"videogen/views"
+	"videogen/views/staff"
 )
 
 // showOverview answers GET /support: the platform at a glance for staff (docs/support.md). The figures
@@ -20,5 +20,5 @@ func (h *handler) showOverview(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return h.Render(c, views.SupportOverviewPage(h.Viewer(c, "support"), views.OverviewPage{Overview: o, Upstreams: ups}))
+	return h.Render(c, staff.SupportOverviewPage(h.Viewer(c, "support"), staff.OverviewPage{Overview: o, Upstreams: ups}))
 }

@@ -14,7 +14,7 @@ import (
 	"videogen/internal/audit"
 	"videogen/internal/staffsearch"
 	"videogen/models"
-	"videogen/views"
+	"videogen/views/staff"
 )
 
 // searchStaff answers GET /support/search?q=: one box for an e-mail (prefix), an account id, a key
@@ -24,11 +24,11 @@ func (h *handler) searchStaff(c *fiber.Ctx) error {
 	found, err := staffsearch.Find(c.UserContext(), h.DB.R, c.Query("q"), 50)
 	switch {
 	case errors.Is(err, staffsearch.ErrEmpty):
-		return h.Render(c, views.SearchView(v, views.SearchPage{Hint: "Paste what the customer gave you: their e-mail address, " +
+		return h.Render(c, staff.SearchView(v, staff.SearchPage{Hint: "Paste what the customer gave you: their e-mail address, " +
 			"an account id, an API key prefix (vg_ and 8 characters — never ask for a whole key), a video id, a file id, or the X-Request-Id of a call."}))
 	case errors.Is(err, staffsearch.ErrUnsearchable):
 		c.Status(fiber.StatusBadRequest)
-		return h.Render(c, views.SearchView(v, views.SearchPage{Error: "Nothing was searched: what you pasted holds an invisible " +
+		return h.Render(c, staff.SearchView(v, staff.SearchPage{Error: "Nothing was searched: what you pasted holds an invisible " +
 			"control character (such as a NUL byte or a line break inside it). Type or paste it again as plain text."}))
 	case err != nil:
 		return err
@@ -40,14 +40,14 @@ func (h *handler) searchStaff(c *fiber.Ctx) error {
 	if len(found.Matches) == 1 {
 		return web.Redirect(c, found.Matches[0].Href)
 	}
-	p := views.SearchPage{Query: found.Term, Hint: found.Hint}
+	p := staff.SearchPage{Query: found.Term, Hint: found.Hint}
 	for _, m := range found.Matches {
-		p.Results = append(p.Results, views.SearchResult{Kind: m.Kind, Label: m.Label, Href: m.Href, Note: m.Note})
+		p.Results = append(p.Results, staff.SearchResult{Kind: m.Kind, Label: m.Label, Href: m.Href, Note: m.Note})
 	}
 	if len(p.Results) == 0 && p.Hint == "" {
 		p.Hint = "Nothing matches. Check for a typo, or try the customer's e-mail address, which finds their account."
 	}
-	return h.Render(c, views.SearchView(v, p))
+	return h.Render(c, staff.SearchView(v, p))
 }
 
 // showStaffAccount answers GET /support/accounts/{account}: who the account is, its balances, keys, and
@@ -58,7 +58,7 @@ func (h *handler) showStaffAccount(c *fiber.Ctx) error {
 	if err := h.AuditTenantLook(c, audit.ViewAccount, "", ""); err != nil {
 		return err
 	}
-	p := views.StaffAccountPage{Account: t.Staff.Account}
+	p := staff.StaffAccountPage{Account: t.Staff.Account}
 	var err error
 	if p.Users, err = models.AccountUsers(ctx, h.DB.R, t.AccountID); err != nil {
 		return err
@@ -78,7 +78,7 @@ func (h *handler) showStaffAccount(c *fiber.Ctx) error {
 	if p.Topups, err = h.Payments.Topups(ctx, t.AccountID, 10); err != nil {
 		return err
 	}
-	return h.Render(c, views.StaffAccountView(h.TenantViewer(c, "support"), p))
+	return h.Render(c, staff.StaffAccountView(h.TenantViewer(c, "support"), p))
 }
 
 // showStaffLedger answers GET /support/accounts/{account}/ledger: the whole ledger, 50 entries a page,
@@ -93,14 +93,14 @@ func (h *handler) showStaffLedger(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p := views.StaffLedgerPage{Entries: entries}
+	p := staff.StaffLedgerPage{Entries: entries}
 	if before > 0 {
 		p.First = "?"
 	}
 	if more {
 		p.Next = "?before=" + strconv.FormatInt(entries[len(entries)-1].ID, 10)
 	}
-	return h.Render(c, views.StaffLedgerView(h.TenantViewer(c, "support"), p))
+	return h.Render(c, staff.StaffLedgerView(h.TenantViewer(c, "support"), p))
 }
 
 // showStaffCall answers GET /support/calls/{request}: the one API call with that X-Request-Id, and for a
@@ -122,7 +122,7 @@ func (h *handler) showStaffCall(c *fiber.Ctx) error {
 		return err
 	}
 	v := h.Viewer(c, "support")
-	p := views.StaffCallPage{Call: *call}
+	p := staff.StaffCallPage{Call: *call}
 	if call.AccountID != nil {
 		if p.Account, p.Owner, err = models.AccountWithOwner(c.UserContext(), h.DB.R, *call.AccountID); err != nil {
 			return err
@@ -133,7 +133,7 @@ func (h *handler) showStaffCall(c *fiber.Ctx) error {
 			}
 		}
 	}
-	return h.Render(c, views.StaffCallView(v, p))
+	return h.Render(c, staff.StaffCallView(v, p))
 }
 
 // showStaffTask answers GET /support/tasks/{id}: the task's page under its account.
@@ -151,10 +151,10 @@ func (h *handler) showStaffTask(c *fiber.Ctx) error {
 // showAuditLog answers GET /support/audit (admins): the audit log, filtered, newest first.
 func (h *handler) showAuditLog(c *fiber.Ctx) error {
 	v := h.Viewer(c, "support-audit")
-	f := views.AuditFilter{Actor: web.LogText(c.Query("actor"), 254), Action: web.LogText(c.Query("action"), 60),
+	f := staff.AuditFilter{Actor: web.LogText(c.Query("actor"), 254), Action: web.LogText(c.Query("action"), 60),
 		Account: c.Query("account"), From: c.Query("from"), To: c.Query("to")}
 	q := audit.Filter{Actor: f.Actor, Action: f.Action}
-	p := views.AuditPage{}
+	p := staff.AuditPage{}
 	if f.Account != "" {
 		if id, err := strconv.ParseInt(f.Account, 10, 64); err == nil && id > 0 {
 			q.AccountID = id
@@ -181,11 +181,11 @@ func (h *handler) showAuditLog(c *fiber.Ctx) error {
 		vals.Set("before", strconv.FormatInt(rows[len(rows)-1].ID, 10))
 		p.Next = "?" + vals.Encode()
 	}
-	return h.Render(c, views.AuditLogView(v, p))
+	return h.Render(c, staff.AuditLogView(v, p))
 }
 
 // auditValues is the query string that reproduces an audit-log filter (for page links).
-func auditValues(f views.AuditFilter) url.Values {
+func auditValues(f staff.AuditFilter) url.Values {
 	out := url.Values{}
 	for k, v := range map[string]string{"actor": f.Actor, "action": f.Action, "account": f.Account, "from": f.From, "to": f.To} {
 		if v != "" {

@@ -12,7 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/internal/auth"
-	"videogen/views"
+	"videogen/views/staff"
 )
 
 // The second factor's pages (docs/support.md): setting up an authenticator, entering its code (or a
@@ -41,7 +41,7 @@ func (h *handler) renderEnrolment(c *fiber.Ctx, next, errMsg string) error {
 	if err != nil {
 		return err
 	}
-	return h.Render(c, views.TOTPEnrol(h.Viewer(c, ""), views.TOTPEnrolPage{Secret: e.Secret(),
+	return h.Render(c, staff.TOTPEnrol(h.Viewer(c, ""), staff.TOTPEnrolPage{Secret: e.Secret(),
 		QR: "data:image/png;base64," + base64.StdEncoding.EncodeToString(qr), Next: supportNext(next), Error: errMsg}))
 }
 
@@ -66,7 +66,7 @@ func (h *handler) enrolTOTP(c *fiber.Ctx) error {
 	if err := h.RememberDevice(c, web.CurrentUser(c).ID, true); err != nil {
 		return err
 	}
-	return h.Render(c, views.RecoveryCodes(h.Viewer(c, ""), views.RecoveryCodesPage{Codes: codes, Next: supportNext(next), Enrolled: true}))
+	return h.Render(c, staff.RecoveryCodes(h.Viewer(c, ""), staff.RecoveryCodesPage{Codes: codes, Next: supportNext(next), Enrolled: true}))
 }
 
 // showSecondFactor asks for a code; once this session has passed, it says so and offers new recovery codes.
@@ -75,7 +75,7 @@ func (h *handler) showSecondFactor(c *fiber.Ctx) error {
 	if web.CurrentUser(c).TOTPEnabledAt == nil {
 		return web.Redirect(c, "/support/2fa/setup"+nextQuery(next))
 	}
-	p := views.SecondFactorPage{Next: supportNext(next)}
+	p := staff.SecondFactorPage{Next: supportNext(next)}
 	if sess := web.CurrentSession(c); sess != nil && sess.SecondFactorAt != nil {
 		left, err := h.Auth.RecoveryCodesLeft(c.UserContext(), web.CurrentUser(c).ID)
 		if err != nil {
@@ -83,7 +83,7 @@ func (h *handler) showSecondFactor(c *fiber.Ctx) error {
 		}
 		p.PassedAt, p.RecoveryLeft = sess.SecondFactorAt, left
 	}
-	return h.Render(c, views.SecondFactor(h.Viewer(c, ""), p))
+	return h.Render(c, staff.SecondFactor(h.Viewer(c, ""), p))
 }
 
 // checkSecondFactor passes this session with an authenticator code or a recovery code, then goes on to
@@ -94,18 +94,18 @@ func (h *handler) checkSecondFactor(c *fiber.Ctx) error {
 		return web.Redirect(c, "/support/2fa/setup"+nextQuery(next))
 	}
 	_, err := h.Auth.CheckSecondFactor(c.UserContext(), web.CurrentUser(c).ID, sessionID(c), web.Posted(c, "code"), h.StaffActor(c), c.Cookies(web.DeviceCookie))
-	p := views.SecondFactorPage{Next: supportNext(next)}
+	p := staff.SecondFactorPage{Next: supportNext(next)}
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.As(err, &throttled):
 		c.Status(fiber.StatusTooManyRequests)
 		c.Set(fiber.HeaderRetryAfter, web.Itoa(int(throttled.RetryAfter.Seconds())+1))
 		p.Throttled = "Too many codes were tried for your account. For its safety, wait " + throttled.Wait() + " and try again."
-		return h.Render(c, views.SecondFactor(h.Viewer(c, ""), p))
+		return h.Render(c, staff.SecondFactor(h.Viewer(c, ""), p))
 	case errors.Is(err, auth.ErrWrongCode):
 		c.Status(fiber.StatusUnprocessableEntity)
 		p.Error = wrongCode
-		return h.Render(c, views.SecondFactor(h.Viewer(c, ""), p))
+		return h.Render(c, staff.SecondFactor(h.Viewer(c, ""), p))
 	case errors.Is(err, auth.ErrNotEnrolled):
 		return web.Redirect(c, "/support/2fa/setup"+nextQuery(next))
 	case errors.Is(err, auth.ErrNoSession):
@@ -133,7 +133,7 @@ func (h *handler) newRecoveryCodes(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return h.Render(c, views.RecoveryCodes(h.Viewer(c, ""), views.RecoveryCodesPage{Codes: codes, Next: supportNext(next)}))
+	return h.Render(c, staff.RecoveryCodes(h.Viewer(c, ""), staff.RecoveryCodesPage{Codes: codes, Next: supportNext(next)}))
 }
 
 // sessionID is the signed-in browser's session (0 when there is none, which no session row matches).

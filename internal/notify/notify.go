@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/internal/mail"
-	"videogen/views"
+	"videogen/views/email"
 )
 
 // Notifier composes the account e-mails and queues them.
@@ -22,7 +22,7 @@ func (n *Notifier) Wake() { n.Outbox.Wake() }
 
 func (n *Notifier) queue(tx *gorm.DB, to, subject, heading, body, button, link, after, kind string) error {
 	var html bytes.Buffer
-	if err := views.EmailAction(heading, body, button, link, after).Render(tx.Statement.Context, &html); err != nil {
+	if err := email.EmailAction(heading, body, button, link, after).Render(tx.Statement.Context, &html); err != nil {
 		return fmt.Errorf("render %s e-mail: %w", kind, err)
 	}
 	text := fmt.Sprintf("%s\n\n%s\n\n%s: %s\n\n%s\n", heading, body, button, link, after)

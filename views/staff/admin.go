@@ -1,6 +1,7 @@
-package views
+package staff
 
 import (
+	"videogen/views"
 	"time"
 
 	"videogen/internal/admin"
@@ -70,7 +71,7 @@ type PriceChangeRow struct {
 }
 
 // staffBase is where an account's staff pages are.
-func staffBase(a models.Account) string { return "/support/accounts/" + Int64(a.ID) }
+func staffBase(a models.Account) string { return "/support/accounts/" + views.Int64(a.ID) }
 
 // adjustOf is the adjustment form as last typed, or an empty one.
 func adjustOf(f *AdjustForm) AdjustForm {
@@ -82,30 +83,30 @@ func adjustOf(f *AdjustForm) AdjustForm {
 
 // adjustHeadline says what an adjustment does in one line: "Credit $25.00 to account 42 (owner@x)".
 func adjustHeadline(p AdjustPage) string {
-	who := " account " + Int64(p.Account.ID) + " (" + p.Owner + ")"
+	who := " account " + views.Int64(p.Account.ID) + " (" + p.Owner + ")"
 	if p.Amount < 0 {
-		return "Debit " + Money(-p.Amount) + " from" + who
+		return "Debit " + views.Money(-p.Amount) + " from" + who
 	}
-	return "Credit " + Money(p.Amount) + " to" + who
+	return "Credit " + views.Money(p.Amount) + " to" + who
 }
 
 // adjustButton is the confirming button's label: "Credit $25.00".
 func adjustButton(p AdjustPage) string {
 	if p.Amount < 0 {
-		return "Debit " + Money(-p.Amount)
+		return "Debit " + views.Money(-p.Amount)
 	}
-	return "Credit " + Money(p.Amount)
+	return "Credit " + views.Money(p.Amount)
 }
 
 func accountStateTitle(p AccountStatePage) string {
 	if p.Action == "enable" {
-		return "Re-enable account " + Int64(p.Account.ID)
+		return "Re-enable account " + views.Int64(p.Account.ID)
 	}
-	return "Disable account " + Int64(p.Account.ID)
+	return "Disable account " + views.Int64(p.Account.ID)
 }
 
 // priceSetBy says when and by whom a price was set ("seeded" for the default).
-func priceSetBy(v Viewer, r PriceEdit) string {
+func priceSetBy(v views.Viewer, r PriceEdit) string {
 	by := r.UpdatedBy
 	if by == "" {
 		by = "default price"

@@ -1,19 +1,10 @@
-package views
+package staff
 
 import (
-	"fmt"
+	"videogen/views/customer"
 
 	"videogen/models"
 )
-
-// StaffContext is set when a staff member looks at a tenant's page: whose account it is, and where its
-// pages are. The customer's own page components render it, with a banner saying whose data this is.
-type StaffContext struct {
-	Account    models.Account
-	OwnerEmail string
-	Base       string // "/support/accounts/{id}"
-	Admin      bool   // the viewer may change things (admin forms are shown)
-}
 
 // StaffAccountPage is one tenant as staff see it.
 type StaffAccountPage struct {
@@ -34,15 +25,6 @@ type AdjustForm struct {
 	Amount    string // dollars
 	Reason    string
 	Error     string
-}
-
-// StaffTask is what staff see of a task beyond the customer's page.
-type StaffTask struct {
-	Summary         string // why the customer was or was not charged, in one sentence
-	CredentialID    string
-	CredentialLabel string
-	Provider        string
-	Calls           []models.CallLog // the API calls that name the task
 }
 
 // SearchResult is one thing the staff search found.
@@ -66,7 +48,7 @@ type StaffCallPage struct {
 	Call    models.CallLog
 	Account *models.Account
 	Owner   string
-	Task    *TaskPage // the task the call concerns, with its story
+	Task    *customer.TaskPage // the task the call concerns, with its story
 }
 
 // StaffLedgerPage is one account's whole ledger, a page at a time.
@@ -86,24 +68,4 @@ type AuditPage struct {
 	Filter      AuditFilter
 	Next, First string
 	Error       string
-}
-
-func bytesLabel(n *int64) string {
-	if n == nil {
-		return "size unknown"
-	}
-	return humanBytes(*n)
-}
-
-// humanBytes is a size for people: "12.3 MB".
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -1,6 +1,7 @@
-package views
+package customer
 
 import (
+	"videogen/views"
 	"fmt"
 	"time"
 
@@ -32,39 +33,13 @@ func (d Dashboard) SpendTotal() int64 {
 	return t
 }
 
-// Bar is one bar of the spend chart, in SVG units.
-type Bar struct {
-	X, Y, W, H float64
-	Label      string
-}
-
 // SpendBars lays the 30 days out in a 600×160 chart area.
-func (d Dashboard) SpendBars() []Bar {
+func (d Dashboard) SpendBars() []views.Bar {
 	values, labels := make([]int64, len(d.Spend)), make([]string, len(d.Spend))
 	for i, s := range d.Spend {
-		values[i], labels[i] = s.Micros, fmt.Sprintf("%s: %s", s.Day.Format("Jan 2"), Money(s.Micros))
+		values[i], labels[i] = s.Micros, fmt.Sprintf("%s: %s", s.Day.Format("Jan 2"), views.Money(s.Micros))
 	}
-	return BarsOf(values, labels)
-}
-
-// BarsOf lays values out, left to right, as the bars of a chart drawn in a 600×170 SVG view box: the
-// plot spans x 30–590 above the axis at y 140, the tallest bar 130 high, and a value above zero is never
-// drawn flatter than 2. labels[i] names bar i (its tooltip).
-func BarsOf(values []int64, labels []string) []Bar {
-	var most int64 = 1
-	for _, v := range values {
-		most = max(most, v)
-	}
-	out := make([]Bar, 0, len(values))
-	w := 560.0 / float64(max(len(values), 1))
-	for i, v := range values {
-		h := 130 * float64(max(v, 0)) / float64(most)
-		if v > 0 {
-			h = max(h, 2)
-		}
-		out = append(out, Bar{X: 30 + float64(i)*w + 1, Y: 140 - h, W: w - 2, H: h, Label: labels[i]})
-	}
-	return out
+	return views.BarsOf(values, labels)
 }
 
 // SpendMax is the tallest bar's amount, for the axis label.
@@ -194,8 +169,31 @@ type AccountPage struct {
 	TimeZone string
 }
 
-// StatusClass names an HTTP status' class for the badge colour ("s2", "s4", "s5").
-func StatusClass(status int) string { return fmt.Sprintf("s%d", status/100) }
+// StaffTask is what staff see of a task beyond the customer's page.
+type StaffTask struct {
+	Summary         string // why the customer was or was not charged, in one sentence
+	CredentialID    string
+	CredentialLabel string
+	Provider        string
+	Calls           []models.CallLog // the API calls that name the task
+}
 
-// Latency formats microseconds as milliseconds.
-func Latency(micros int64) string { return fmt.Sprintf("%.1f ms", float64(micros)/1000) }
+func BytesLabel(n *int64) string {
+	if n == nil {
+		return "size unknown"
+	}
+	return HumanBytes(*n)
+}
+
+// HumanBytes is a size for people: "12.3 MB".
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,6 +1,7 @@
-package views
+package staff
 
 import (
+	"videogen/views"
 	"fmt"
 	"strconv"
 	"strings"
@@ -63,22 +64,22 @@ func (o OverviewPage) MostCharged() int64 {
 }
 
 // TaskBars are the tasks created per day, each bar saying how many completed and failed.
-func (o OverviewPage) TaskBars() []Bar {
+func (o OverviewPage) TaskBars() []views.Bar {
 	values, labels := make([]int64, len(o.Days)), make([]string, len(o.Days))
 	for i, d := range o.Days {
 		values[i] = d.Tasks
 		labels[i] = fmt.Sprintf("%s UTC: %d %s (%d completed, %d failed)", d.Day.Format("Jan 2"), d.Tasks, plural(d.Tasks, "task", "tasks"), d.Completed, d.Failed)
 	}
-	return BarsOf(values, labels)
+	return views.BarsOf(values, labels)
 }
 
 // ChargeBars are the charges (settlements) per day.
-func (o OverviewPage) ChargeBars() []Bar {
+func (o OverviewPage) ChargeBars() []views.Bar {
 	values, labels := make([]int64, len(o.Days)), make([]string, len(o.Days))
 	for i, d := range o.Days {
-		values[i], labels[i] = d.ChargedMicros, fmt.Sprintf("%s UTC: %s", d.Day.Format("Jan 2"), Money(d.ChargedMicros))
+		values[i], labels[i] = d.ChargedMicros, fmt.Sprintf("%s UTC: %s", d.Day.Format("Jan 2"), views.Money(d.ChargedMicros))
 	}
-	return BarsOf(values, labels)
+	return views.BarsOf(values, labels)
 }
 
 // FirstDay and LastDay label the charts' ends.
