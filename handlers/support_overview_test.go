@@ -92,12 +92,18 @@ func TestSupportOverview(t *testing.T) {
 			"created "+created.UTC().Format("2006-01-02 15:04:05 MST"), "not taking new tasks")
 
 		// Another instance on the same database (and the same simulated credentials) checks the ledger
-		// every second; one account's balance is then changed directly in the database.
+		// every second; one account's balance is then changed directly in the database, and changed back
+		// when the test ends (before either instance's audit, clean-ups running last in, first out).
 		testkit.Start(t, dbURL, map[string]string{"DATA_DIR": s.Cfg.DataDir, "WORKERS": "false", "LEDGER_CHECK_INTERVAL": "1s"})
 		other := s.NewAccount(t, "10")
 		if err := s.DB.W.Exec("UPDATE accounts SET available_micros = available_micros + 1 WHERE id = ?", other.ID).Error; err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			if err := s.DB.W.Exec("UPDATE accounts SET available_micros = available_micros - 1 WHERE id = ?", other.ID).Error; err != nil {
+				t.Errorf("undo the drift: %v", err)
+			}
+		})
 		testkit.Eventually(t, 30*time.Second, "the drift on the overview", func() bool {
 			p = staff.get("/support")
 			return strings.Contains(p.Body, "Ledger drift")

@@ -108,8 +108,9 @@ func TestLedgerCheck(t *testing.T) {
 		if err := d.R.Take(&acct, steady.ID).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := d.W.Create(&models.LedgerEntry{AccountID: steady.ID, Kind: models.KindRelease, TaskID: &taskID,
-			AvailableAfter: acct.AvailableMicros, ReservedAfter: acct.ReservedMicros, CreatedAt: time.Now().UTC()}).Error; err != nil {
+		second := models.LedgerEntry{AccountID: steady.ID, Kind: models.KindRelease, TaskID: &taskID,
+			AvailableAfter: acct.AvailableMicros, ReservedAfter: acct.ReservedMicros, CreatedAt: time.Now().UTC()}
+		if err := d.W.Create(&second).Error; err != nil {
 			t.Fatal(err)
 		}
 		out, stderr, code = ledgerCheck(t, dir, env)
@@ -117,6 +118,11 @@ func TestLedgerCheck(t *testing.T) {
 			t.Fatalf("a reservation resolved twice: exit %d, want 1\n%s%s", code, out, stderr)
 		}
 		reportsOnly(t, out, steady.ID, "task "+taskID+": ")
+		// Put right again: the test leaves a sound ledger, as every test must.
+		if err := d.W.Delete(&second).Error; err != nil {
+			t.Fatal(err)
+		}
+		testkit.CheckLedger(t, d)
 
 		// No answer: exit 2.
 		if _, stderr, code := ledgerCheck(t, dir, env, "now"); code != 2 || !strings.Contains(stderr, "ledger check --help") {

@@ -95,6 +95,22 @@ type process struct {
 	err    error
 }
 
+// databaseOf is the database `videogen serve` in dir uses with env: DATABASE_URL, else the SQLite file
+// under DATA_DIR.
+func databaseOf(dir string, env map[string]string) string {
+	if u := env["DATABASE_URL"]; u != "" {
+		return u
+	}
+	data := env["DATA_DIR"]
+	if data == "" {
+		data = "data"
+	}
+	if !filepath.IsAbs(data) {
+		data = filepath.Join(dir, data)
+	}
+	return filepath.Join(data, "videogen.db")
+}
+
 // serve starts `videogen serve` in dir on env["ADDR"], or on a free loopback port when that is unset
 // (a test sets it when PUBLIC_BASE_URL must name the server).
 func serve(t *testing.T, dir string, env map[string]string) *process {
@@ -119,6 +135,8 @@ func serve(t *testing.T, dir string, env map[string]string) *process {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.exited
+		// Killed or stopped, the books it leaves add up, as after every test that starts a server.
+		testkit.CheckLedgerAt(t, databaseOf(dir, env), "after videogen serve stopped")
 	})
 	testkit.Eventually(t, 30*time.Second, "videogen ready", func() bool {
 		resp, err := http.Get(p.url + "/readyz")

@@ -169,8 +169,27 @@ func StartConfig(t testing.TB, cfg *config.Config, opts ...server.Options) *Serv
 		if err := s.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
+		// Whatever the test did, the money and the counters add up at its end. The test's own clean-ups
+		// ran first (registered after Start): a test that breaks the invariant on purpose puts it right
+		// there.
+		CheckLedgerAt(t, cfg.DatabaseURL, "after the server stopped")
 	})
 	return srv
+}
+
+// CheckLedgerAt is CheckLedger on the database at dbURL, opened for the check (the server that used it may
+// be gone); when says when the check runs, for the failure's message.
+func CheckLedgerAt(t testing.TB, dbURL, when string) {
+	t.Helper()
+	d, err := db.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Errorf("ledger audit %s: open the database: %v", when, err)
+		return
+	}
+	defer d.Close()
+	for _, msg := range LedgerProblems(d) {
+		t.Errorf("ledger audit %s: %s", when, msg)
+	}
 }
 
 // Account is a funded test customer.

@@ -435,8 +435,14 @@ func TestClaimsAreDisjoint(t *testing.T) {
 		}
 		var cred models.UpstreamCredential
 		one.DB.R.Order("id").Take(&cred)
-		// Make every task look in flight and due.
+		// Make every task look in flight and due — behind the counters' back (the credential's in_flight,
+		// the account's waiting_tasks), so the tasks are put back in the queue before the rig's audit.
 		one.DB.W.Exec("UPDATE tasks SET credential_id = ?, upstream_task_id = 'u', next_check_at = ?", cred.ID, time.Now().UTC().Add(-time.Minute))
+		t.Cleanup(func() {
+			if err := one.DB.W.Exec("UPDATE tasks SET credential_id = NULL, upstream_task_id = NULL, lease_owner = NULL, lease_until = NULL").Error; err != nil {
+				t.Errorf("put the tasks back in the queue: %v", err)
+			}
+		})
 		ctx := context.Background()
 		for round := 0; round < 10; round++ {
 			one.DB.W.Exec("UPDATE tasks SET lease_owner = NULL, lease_until = NULL")
