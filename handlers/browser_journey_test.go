@@ -309,16 +309,12 @@ func TestBrowserJourney(t *testing.T) {
 	prompt := "a paper boat on a rainy street, seen from https://example.com/a-very-long-address-with-no-place-to-break-it-at-all"
 	id := s.CreateVideo(t, secret, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": prompt})["id"].(string)
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var row string
+	testkit.Eventually(t, 60*time.Second, "the task shows as completed on the tasks page", func() bool {
 		do("open the tasks page", chromedp.Navigate(s.URL+"/console/tasks"))
-		if row := text("read the newest task", "tbody tr"); strings.Contains(row, id) && strings.Contains(row, "completed") {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the task never showed as completed: %q", row)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		row = text("read the newest task", "tbody tr")
+		return strings.Contains(row, id) && strings.Contains(row, "completed")
+	}, func() string { return fmt.Sprintf("newest row %q", row) })
 	look("tasks")
 
 	do("open the task", chromedp.Navigate(s.URL+"/console/tasks/"+id))

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,21 +259,15 @@ func TestBrowserCardTopUp(t *testing.T) {
 		if r := s.PostStripeEvent(t, ev); r.Status != 200 || !strings.Contains(string(r.Body), `"outcome":"credited"`) {
 			t.Fatalf("webhook: %d %s", r.Status, r.Body)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var notice string
+		testkit.Eventually(t, 10*time.Second, "the waiting page shows the credit", func() bool {
 			ctx, cancel := ctxFor()
-			notice, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main .notice")?.textContent.trim() ?? ""`))
+			notice, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main .notice")?.textContent.trim() ?? ""`))
 			cancel()
-			if err == nil && strings.HasPrefix(notice, "Payment received") {
-				if notice != "Payment received: $25.50 was added to your wallet." {
-					t.Fatalf("after the webhook the page says %q", notice)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the waiting page never showed the credit (still %q at %s, %v)", notice, address(), err)
-			}
-			time.Sleep(100 * time.Millisecond)
+			return err == nil && strings.HasPrefix(notice, "Payment received")
+		}, func() string { return fmt.Sprintf("still %q at %s, %v", notice, address(), err) })
+		if notice != "Payment received: $25.50 was added to your wallet." {
+			t.Fatalf("after the webhook the page says %q", notice)
 		}
 		if href := address(); !strings.HasPrefix(href, success+"?wait=") {
 			t.Fatalf("the page reloaded itself to %s", href)

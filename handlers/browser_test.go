@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -187,13 +188,9 @@ func mailsTo(s *testkit.Server, to string) int {
 // machine running the whole suite, the outbox can take several seconds to send one.
 func nextMail(t *testing.T, s *testkit.Server, to string, seen int) mail.Message {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for mailsTo(s, to) <= seen {
-		if time.Now().After(deadline) {
-			t.Fatalf("no new e-mail to %s (still %d)", to, seen)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("a new e-mail to %s (after %d)", to, seen), func() bool {
+		return mailsTo(s, to) > seen
+	})
 	m, _ := s.Mails.Last(to)
 	return m
 }

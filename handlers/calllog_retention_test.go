@@ -45,22 +45,15 @@ func TestCallLogRetention(t *testing.T) {
 		}
 		entries, audits := count(&models.LedgerEntry{}, "1 = 1"), count(&models.AuditEntry{}, "1 = 1")
 
-		deadline := time.Now().Add(20 * time.Second)
-		for count(&models.CallLog{}, "request_id IN ?", []string{"req_expired1", "req_expired2"}) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("call-log rows past 90 days were not deleted")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testkit.Eventually(t, 20*time.Second, "call-log rows past 90 days are deleted", func() bool {
+			return count(&models.CallLog{}, "request_id IN ?", []string{"req_expired1", "req_expired2"}) == 0
+		})
 		if count(&models.CallLog{}, "request_id = ?", "req_kept") != 1 {
 			t.Error("a call-log row 89 days old was deleted")
 		}
-		for count(&models.CallLog{}, "path = ? AND at > ?", "/v1/models", now.Add(-time.Hour)) != 1 {
-			if time.Now().After(deadline) {
-				t.Fatal("the call just made is not in the call log")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testkit.Eventually(t, 20*time.Second, "the call just made is in the call log", func() bool {
+			return count(&models.CallLog{}, "path = ? AND at > ?", "/v1/models", now.Add(-time.Hour)) == 1
+		})
 		if n := count(&models.LedgerEntry{}, "1 = 1"); n != entries || n == 0 {
 			t.Errorf("ledger entries: %d, were %d", n, entries)
 		}

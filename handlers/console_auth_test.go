@@ -373,7 +373,7 @@ func TestPasswordReset(t *testing.T) {
 			t.Fatal("the reset form answers differently for a registered address")
 		}
 		nextMail(t, s, "rae@example.com", 1) // after the verification e-mail
-		waitFor(t, s, func() bool {          // the queued requests are handled (internal/auth/reset.go)
+		waitFor(t, s, "the queued reset requests are handled (internal/auth/reset.go)", func() bool {
 			var n int64
 			s.DB.R.Model(&models.ResetRequest{}).Count(&n)
 			return n == 0

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,19 +50,13 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		var m testkit.Samples
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var inFlight, waiting float64
+		testkit.Eventually(t, 30*time.Second, "the first task takes the slot and the second waits", func() bool {
 			m = s.ScrapeMetrics(t)
-			inFlight, _ := m.Value("videogen_credential_in_flight", "credential", cred.ID)
-			waiting, _ := m.Value("videogen_tasks_waiting_for_slot")
-			if inFlight == 1 && waiting == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the first task never took the slot (in flight %v, waiting %v):\n%s", inFlight, waiting, m.Text)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			inFlight, _ = m.Value("videogen_credential_in_flight", "credential", cred.ID)
+			waiting, _ = m.Value("videogen_tasks_waiting_for_slot")
+			return inFlight == 1 && waiting == 1
+		}, func() string { return fmt.Sprintf("in flight %v, waiting %v:\n%s", inFlight, waiting, m.Text) })
 
 		want := []struct {
 			method, route, status string

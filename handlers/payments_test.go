@@ -196,18 +196,18 @@ func TestCardTopUp(t *testing.T) {
 // waitMail waits for an e-mail to `to` whose subject contains subject, and returns its text.
 func waitMail(t *testing.T, s *testkit.Server, to, subject string) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	var text string
+	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("an e-mail %q to %s", subject, to), func() bool {
 		for _, m := range s.Mails.Messages() {
 			if m.To == to && strings.Contains(m.Subject, subject) {
-				return m.Text
+				text = m.Text
+				return true
 			}
 		}
 		s.Payments.RunOnce(context.Background())
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no e-mail %q to %s", subject, to)
-	return ""
+		return false
+	})
+	return text
 }
 
 // paidTopup starts a top-up of usd through the form and delivers its paid webhook.
@@ -607,11 +607,13 @@ func TestLowBalanceWarningOncePerCrossing(t *testing.T) {
 			t.Fatalf("%d warnings before the second crossing", n)
 		}
 		spend() // 4.70: the second crossing
-		deadline := time.Now().Add(10 * time.Second)
-		for mailsAbout(s, "low@example.com", "balance is low") != 2 && time.Now().Before(deadline) {
+		testkit.Eventually(t, 10*time.Second, "a second warning after the second crossing", func() bool {
+			if mailsAbout(s, "low@example.com", "balance is low") >= 2 {
+				return true
+			}
 			s.Payments.RunOnce(context.Background())
-			time.Sleep(50 * time.Millisecond)
-		}
+			return false
+		})
 		if n := mailsAbout(s, "low@example.com", "balance is low"); n != 2 {
 			t.Fatalf("%d warnings after two crossings", n)
 		}
@@ -644,7 +646,7 @@ func TestAutoRecharge(t *testing.T) {
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.90
 		var prof models.BillingProfile
 		s.DB.R.Where("account_id = ?", u.AccountID).Take(&prof)
-		waitFor(t, s, func() bool { return len(postCalls(front, "/v1/payment_intents")) > 0 })
+		waitFor(t, s, "a recharge payment intent", func() bool { return len(postCalls(front, "/v1/payment_intents")) > 0 })
 		pis := postCalls(front, "/v1/payment_intents")
 		var rt models.Topup
 		s.DB.R.Where("source = ?", models.TopupAutoRecharge).Take(&rt)
@@ -698,7 +700,7 @@ func TestAutoRecharge(t *testing.T) {
 		adjust(t, s, u.AccountID, "1") // 10.40: above, re-armed
 		v = s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "spend", "seconds": 12})
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.80
-		waitFor(t, s, func() bool { return len(postCalls(front, "/v1/payment_intents")) == 2 })
+		waitFor(t, s, "a second recharge payment intent", func() bool { return len(postCalls(front, "/v1/payment_intents")) == 2 })
 		var rt2 models.Topup
 		s.DB.R.Where("source = ? AND id <> ?", models.TopupAutoRecharge, rt.ID).Take(&rt2)
 		declined := map[string]any{"id": *rt2.StripePaymentIntentID, "object": "payment_intent", "amount": 2500, "currency": "usd", "status": "requires_payment_method",
@@ -722,7 +724,7 @@ func TestAutoRecharge(t *testing.T) {
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 10.20
 		v = s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "spend", "seconds": 12})
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.60: the crossing
-		waitFor(t, s, func() bool { return mailsAbout(s, "auto@example.com", "Auto-recharge is off") == 2 })
+		waitFor(t, s, "a second e-mail that auto-recharge is off", func() bool { return mailsAbout(s, "auto@example.com", "Auto-recharge is off") == 2 })
 		if n := len(postCalls(front, "/v1/payment_intents")); n != 2 {
 			t.Fatalf("%d payment intents: the cap did not hold", n)
 		}
@@ -741,16 +743,15 @@ func postCalls(front *testkit.StripeFront, prefix string) []testkit.StripeCall {
 }
 
 // waitFor runs the payments job until cond holds (at most 30 s: a retry may be 10 s away).
-func waitFor(t *testing.T, s *testkit.Server, cond func() bool) {
+func waitFor(t *testing.T, s *testkit.Server, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
+	testkit.Eventually(t, 30*time.Second, what, func() bool {
+		if cond() {
+			return true
 		}
 		s.Payments.RunOnce(context.Background())
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // TestStripeWebhookAnswersInTimeWhenTheDatabaseIsSlow: a webhook waits at most STRIPE_WEBHOOK_TIMEOUT.
@@ -800,7 +801,7 @@ func TestStripeWebhookAnswersInTimeWhenTheDatabaseIsSlow(t *testing.T) {
 				t.Fatalf("retry: %d %s", r.Status, r.Body)
 			}
 		}
-		waitFor(t, s, func() bool { return available(t, s, u.AccountID) == 20_000_000 })
+		waitFor(t, s, "the top-up credited once the database lets it", func() bool { return available(t, s, u.AccountID) == 20_000_000 })
 		if es := ledgerKinds(t, s, u.AccountID, models.KindTopup); len(es) != 1 {
 			t.Fatalf("%d topup entries", len(es))
 		}

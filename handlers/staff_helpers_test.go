@@ -68,18 +68,11 @@ func totpCode(t *testing.T, secret string) string {
 // waitCall waits until the call log (written in batches, a moment after the answer) holds the call.
 func waitCall(t *testing.T, s *testkit.Server, requestID string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, "call "+requestID+" in the call log", func() bool {
 		var n int64
 		if err := s.DB.R.Model(&models.CallLog{}).Where("request_id = ?", requestID).Count(&n).Error; err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("call %s never reached the call log", requestID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n > 0
+	})
 }

@@ -66,17 +66,11 @@ func TestStorageSweep(t *testing.T) {
 			write(filepath.Join(blobs, "outputs", id, ".put-young"), time.Now()),
 			write(filepath.Join(mediaDir, ".put-young"), time.Now()),
 		}
-		deadline := time.Now().Add(15 * time.Second)
 		for _, p := range orphans {
-			for {
-				if _, err := os.Stat(p); os.IsNotExist(err) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s was not swept", p)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			testkit.Eventually(t, 15*time.Second, p+" is swept", func() bool {
+				_, err := os.Stat(p)
+				return os.IsNotExist(err)
+			})
 		}
 		if _, err := os.Stat(filepath.Join(blobs, "outputs", "video_ofNoTaskAtAllxxxxxxxxx")); !os.IsNotExist(err) {
 			t.Errorf("the emptied folder of a swept video stays: %v", err)
@@ -103,22 +97,20 @@ func TestRetentionWithoutWorkers(t *testing.T) {
 		id := a.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "short-lived"})["id"].(string)
 		a.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
 		stored := filepath.Join(dir, "blobs", filepath.FromSlash(*testkit.Task(t, a.DB, id).OutputKey))
-		deadline := time.Now().Add(10 * time.Second)
 		// The sweep deletes the file and then forgets its key, so both are awaited: reading the row the
 		// moment the file went raced that second step.
-		for {
+		var stillStored bool
+		var task models.Task
+		testkit.Eventually(t, 10*time.Second, "an instance without workers deletes the expired video and forgets its key", func() bool {
 			_, err := os.Stat(stored)
-			task := testkit.Task(t, b.DB, id)
-			if os.IsNotExist(err) && task.OutputKey == nil {
-				break
+			stillStored = !os.IsNotExist(err)
+			task = testkit.Task(t, b.DB, id)
+			return !stillStored && task.OutputKey == nil
+		}, func() string {
+			if stillStored {
+				return "the expired video is still stored"
 			}
-			if time.Now().After(deadline) {
-				if !os.IsNotExist(err) {
-					t.Fatal("the expired video is still stored: no instance without workers deleted it")
-				}
-				t.Fatalf("the task still names its deleted video: %s", *task.OutputKey)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return "the task still names its deleted video: " + *task.OutputKey
+		})
 	})
 }

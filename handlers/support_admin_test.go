@@ -296,13 +296,9 @@ func TestAdminDisableAccount(t *testing.T) {
 		base := "/support/accounts/" + strconv.FormatInt(cust.AccountID, 10)
 
 		running := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "sent upstream"})["id"].(string)
-		deadline := time.Now().Add(20 * time.Second)
-		for testkit.Task(t, s.DB, running).CredentialID == nil {
-			if time.Now().After(deadline) {
-				t.Fatal("the first task never got the upstream slot")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testkit.Eventually(t, 20*time.Second, "the first task gets the upstream slot", func() bool {
+			return testkit.Task(t, s.DB, running).CredentialID != nil
+		})
 		waiting := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-720p", "prompt": "waits for the slot"})["id"].(string)
 		time.Sleep(200 * time.Millisecond) // a worker pass or two: the task must still be waiting
 		if w := testkit.Task(t, s.DB, waiting); w.CredentialID != nil || w.Status != "queued" {

@@ -61,22 +61,20 @@ func TestSupportOverview(t *testing.T) {
 			t.Fatal("nothing was charged")
 		}
 		endpoint := regexp.MustCompile(`<code>GET /v1/videos/\{id\}</code></td><td>(\d+)</td><td>1</td><td>0</td>`)
-		deadline := time.Now().Add(20 * time.Second)
-		for p = staff.get("/support"); !endpoint.MatchString(p.Body); p = staff.get("/support") {
-			if time.Now().After(deadline) {
-				t.Fatalf("the last hour's calls are not on the overview:\n%s", trimPage(p.Body))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		overview := func() string { return trimPage(p.Body) }
+		testkit.Eventually(t, 20*time.Second, "the last hour's calls on the overview", func() bool {
+			p = staff.get("/support")
+			return endpoint.MatchString(p.Body)
+		}, overview)
 		// Each credential's health as the instance publishes it: its breaker and its latest calls.
 		healthy := regexp.MustCompile(`<span class="badge completed">closed</span></td><td>0 of [1-9]\d* \(0\.0%\)</td><td>\d+ / \d+ / \d+ ms</td>`)
-		for !healthy.MatchString(p.Body) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no credential health on the overview:\n%s", trimPage(p.Body))
+		testkit.Eventually(t, 20*time.Second, "credential health on the overview", func() bool {
+			if healthy.MatchString(p.Body) {
+				return true
 			}
-			time.Sleep(100 * time.Millisecond)
 			p = staff.get("/support")
-		}
+			return false
+		}, overview)
 		p.contains(t, `<strong id="charged-total">`+views.Money(charged)+`</strong>`, "<code>POST /v1/videos</code></td><td>3</td><td>0</td><td>0</td><td>0.0%</td>")
 		p.lacks(t, "video_noSuchVideoAtAll0000")
 		if !regexp.MustCompile(`UTC: 3 tasks \(3 completed, 0 failed\)</title>`).MatchString(p.Body) {
@@ -94,19 +92,22 @@ func TestSupportOverview(t *testing.T) {
 			"created "+created.UTC().Format("2006-01-02 15:04:05 MST"), "not taking new tasks")
 
 		// Another instance on the same database (and the same simulated credentials) checks the ledger
-		// every second; one account's balance is then changed directly in the database.
+		// every second; one account's balance is then changed directly in the database, and changed back
+		// when the test ends (before either instance's audit, clean-ups running last in, first out).
 		testkit.Start(t, dbURL, map[string]string{"DATA_DIR": s.Cfg.DataDir, "WORKERS": "false", "LEDGER_CHECK_INTERVAL": "1s"})
 		other := s.NewAccount(t, "10")
 		if err := s.DB.W.Exec("UPDATE accounts SET available_micros = available_micros + 1 WHERE id = ?", other.ID).Error; err != nil {
 			t.Fatal(err)
 		}
-		deadline = time.Now().Add(30 * time.Second)
-		for p = staff.get("/support"); !strings.Contains(p.Body, "Ledger drift"); p = staff.get("/support") {
-			if time.Now().After(deadline) {
-				t.Fatalf("the drift is not on the overview:\n%s", trimPage(p.Body))
+		t.Cleanup(func() {
+			if err := s.DB.W.Exec("UPDATE accounts SET available_micros = available_micros - 1 WHERE id = ?", other.ID).Error; err != nil {
+				t.Errorf("undo the drift: %v", err)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		})
+		testkit.Eventually(t, 30*time.Second, "the drift on the overview", func() bool {
+			p = staff.get("/support")
+			return strings.Contains(p.Body, "Ledger drift")
+		}, overview)
 		links := regexp.MustCompile(`class="drift-account" href="([^"]+)"`).FindAllStringSubmatch(p.Body, -1)
 		if len(links) != 1 || links[0][1] != "/support/accounts/"+strconv.FormatInt(other.ID, 10) {
 			t.Fatalf("drift links %v, want account %d only", links, other.ID)

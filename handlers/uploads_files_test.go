@@ -211,20 +211,15 @@ func get(t *testing.T, u string) *testkit.Resp {
 // callRow waits for the call-log row of a request (the log is written in batches).
 func callRow(t *testing.T, s *testkit.Server, requestID string) models.CallLog {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var rows []models.CallLog
+	var rows []models.CallLog
+	testkit.Eventually(t, 10*time.Second, "a call-log row for request "+requestID, func() bool {
+		rows = nil
 		if err := s.DB.R.Where("request_id = ?", requestID).Find(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) == 1 {
-			return rows[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no call-log row for request %s", requestID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(rows) == 1
+	})
+	return rows[0]
 }
 
 // TestUploadWithoutLengthOrChunks: a POST with neither Content-Length nor chunked encoding has no body;

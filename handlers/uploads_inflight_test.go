@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -34,18 +35,11 @@ func TestUploadsInFlightAreBounded(t *testing.T) {
 	// running waits until n uploads are storing their file (each has its pending row).
 	running := func(n int64) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var rows int64
+		var rows int64
+		testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d uploads running", n), func() bool {
 			s.DB.R.Model(&models.Media{}).Where("state = ?", models.MediaPending).Count(&rows)
-			if rows == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d uploads running, want %d", rows, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return rows == n
+		}, func() string { return fmt.Sprintf("%d running", rows) })
 	}
 	small := func(key string) *testkit.Resp {
 		return s.Upload(t, key, "", testkit.File("image_files", "a.png", testkit.PNG(t, 8, 8)))
@@ -70,15 +64,11 @@ func TestUploadsInFlightAreBounded(t *testing.T) {
 
 	first.Close() // one of a's uploads ends (cut off by its client)
 	running(2)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, "an upload taken once another ended", func() bool {
 		r := small(b.Key)
-		if r.Status == 200 {
-			break
-		}
-		if r.Status != 429 || time.Now().After(deadline) {
+		if r.Status != 200 && r.Status != 429 {
 			t.Fatalf("after an upload ended: %d %s", r.Status, r.Body)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return r.Status == 200
+	})
 }

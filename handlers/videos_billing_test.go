@@ -51,18 +51,11 @@ func TestConcurrentCreatesReserveExactly(t *testing.T) {
 		testkit.CheckLedger(t, s.DB)
 
 		// Let the accepted tasks finish: every reservation settles, the wallet ends at zero.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var open int64
+		var open int64
+		testkit.Eventually(t, 30*time.Second, "every accepted task finishes", func() bool {
 			s.DB.R.Model(&models.Task{}).Where("account_id = ? AND status NOT IN ?", acct.ID, []string{"completed", "failed"}).Count(&open)
-			if open == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d tasks still open", open)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return open == 0
+		}, func() string { return fmt.Sprintf("%d tasks still open", open) })
 		var a, neighbour models.Account
 		s.DB.R.Take(&a, acct.ID)
 		s.DB.R.Take(&neighbour, extra.ID)

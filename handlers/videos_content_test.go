@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -22,6 +23,7 @@ import (
 
 	"golang.org/x/image/draw"
 
+	"videogen/internal/server"
 	"videogen/internal/testkit"
 )
 
@@ -220,7 +222,10 @@ func TestDownloadExpires(t *testing.T) {
 }
 
 func testDownloadExpires(t *testing.T, dbURL string) {
-	s := testkit.Start(t, dbURL, map[string]string{"OUTPUT_RETENTION": "1500ms", "MEDIA_SWEEP_INTERVAL": "100ms"})
+	// The service's clock runs with real time, ahead by however far the test moves it.
+	var ahead atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	s := testkit.StartWith(t, dbURL, map[string]string{"OUTPUT_RETENTION": "1h", "MEDIA_SWEEP_INTERVAL": "100ms"}, server.Options{Now: clock})
 	acct := s.NewAccount(t, "10")
 	id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "short-lived"})["id"].(string)
 	done := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
@@ -228,14 +233,19 @@ func testDownloadExpires(t *testing.T, dbURL string) {
 		t.Fatalf("before expiry: %d", r.Status)
 	}
 	expires := time.Unix(int64(done["expires_at"].(float64)), 0)
-	if d := time.Until(expires); d > 3*time.Second {
+	if d := time.Until(expires); d > time.Hour+3*time.Second || d < time.Hour-time.Minute {
 		t.Fatalf("expires_at %v is not completed_at + OUTPUT_RETENTION", expires)
 	}
 	blobDir := filepath.Join(s.Cfg.DataDir, "blobs", "outputs", id)
 	if entries, _ := os.ReadDir(blobDir); len(entries) != 3 {
 		t.Fatalf("stored beside the task: %v, want the video, its thumbnail and its spritesheet", entries)
 	}
-	time.Sleep(time.Until(expires) + 1200*time.Millisecond)
+	// A second before expiry the video is still there; a second after, it is gone.
+	ahead.Store(int64(time.Until(expires) - time.Second))
+	if r := s.Do(t, "GET", "/v1/videos/"+id+"/content", acct.Key, nil); r.Status != 200 {
+		t.Fatalf("a second before expiry: %d %s", r.Status, r.Body)
+	}
+	ahead.Store(int64(time.Until(expires) + time.Second))
 	for _, variant := range []string{"video", "thumbnail", "spritesheet"} {
 		r := s.Do(t, "GET", "/v1/videos/"+id+"/content?variant="+variant, acct.Key, nil)
 		if r.Status != 404 || r.ErrorCode() != "video_expired" {
@@ -243,17 +253,11 @@ func testDownloadExpires(t *testing.T, dbURL string) {
 		}
 	}
 	// The janitor deleted the stored files, the stills with the video.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		entries, _ := os.ReadDir(blobDir)
-		if len(entries) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("expired output or stills still stored: %v", entries)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var entries []os.DirEntry
+	testkit.Eventually(t, 10*time.Second, "the janitor deletes the expired output and its stills", func() bool {
+		entries, _ = os.ReadDir(blobDir)
+		return len(entries) == 0
+	}, func() string { return fmt.Sprintf("still stored: %v", entries) })
 	if v := s.Do(t, "GET", "/v1/videos/"+id, acct.Key, nil).JSON(t); v["status"] != "completed" {
 		t.Fatalf("task after expiry %v", v)
 	}
@@ -261,9 +265,11 @@ func testDownloadExpires(t *testing.T, dbURL string) {
 
 // TestDownloadStreams serves a 256 MB stored video and shows the server's heap does not grow with it.
 func TestDownloadStreams(t *testing.T) {
-	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
+	s := testkit.Start(t, testkit.SQLiteURL(t), nil)
 	acct := s.NewAccount(t, "10")
 	id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "big"})["id"].(string)
+	s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed") // generated, charged and stored as any video
+	// Its output is then replaced by a far bigger one.
 	const size = 256 << 20
 	key := "outputs/" + id + "/big.mp4"
 	path := filepath.Join(s.Cfg.DataDir, "blobs", filepath.FromSlash(key))
@@ -276,7 +282,9 @@ func TestDownloadStreams(t *testing.T) {
 	if err := os.Truncate(path, size); err != nil { // sparse: costs no disk
 		t.Fatal(err)
 	}
-	s.DB.W.Exec("UPDATE tasks SET status = 'completed', output_key = ?, output_bytes = ?, expires_at = ? WHERE id = ?", key, size, time.Now().UTC().Add(time.Hour), id)
+	if err := s.DB.W.Exec("UPDATE tasks SET output_key = ?, output_bytes = ? WHERE id = ?", key, size, id).Error; err != nil {
+		t.Fatal(err)
+	}
 
 	runtime.GC()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}

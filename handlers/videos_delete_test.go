@@ -195,17 +195,11 @@ func TestDeleteSurvivesACrash(t *testing.T) {
 				t.Fatalf("the file should still be there, as the crash left it: %v", err)
 			}
 		}
-		deadline := time.Now().Add(15 * time.Second)
 		for _, f := range stored {
-			for {
-				if _, err := os.Stat(f); os.IsNotExist(err) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the storage sweep left the deleted task's file %s", f)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			testkit.Eventually(t, 15*time.Second, "the storage sweep removes the deleted task's file "+f, func() bool {
+				_, err := os.Stat(f)
+				return os.IsNotExist(err)
+			})
 		}
 	})
 }

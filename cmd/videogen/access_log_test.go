@@ -28,18 +28,17 @@ func TestAccessLog(t *testing.T) {
 	}
 	line := func(rid string) string {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		var found string
+		testkit.Eventually(t, 10*time.Second, "an access-log line for "+rid, func() bool {
 			for _, l := range strings.Split(p.stderr.String(), "\n") {
 				if strings.Contains(l, "request_id="+rid) && strings.Contains(l, "msg=request") {
-					return l
+					found = l
+					return true
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no access-log line for %s in:\n%s", rid, p.stderr.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return false
+		}, func() string { return p.stderr.String() })
+		return found
 	}
 	prefix := key[:11]
 	l := line(models.Header.Get("X-Request-Id"))

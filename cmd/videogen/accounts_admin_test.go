@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -84,19 +85,13 @@ func TestCLIAdminActions(t *testing.T) {
 		// The running server refuses the key once its cache entry expires (API_KEY_CACHE_TTL, 2 s).
 		waitCode := func(want string) {
 			t.Helper()
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				r := testkit.Do(t, base, "GET", "/v1/models", key, nil)
-				if (want == "" && r.Status == 200) || (want != "" && r.ErrorCode() == want) {
-					if want != "" && (r.Status != 401 || !strings.Contains(string(r.Body), "Contact support")) {
-						t.Fatalf("disabled key: %d %s", r.Status, r.Body)
-					}
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("GET /v1/models: %d %s, want %q", r.Status, r.Body, want)
-				}
-				time.Sleep(100 * time.Millisecond)
+			var r *testkit.Resp
+			testkit.Eventually(t, 5*time.Second, fmt.Sprintf("GET /v1/models answers %q once the key cache forgets the key", want), func() bool {
+				r = testkit.Do(t, base, "GET", "/v1/models", key, nil)
+				return (want == "" && r.Status == 200) || (want != "" && r.ErrorCode() == want)
+			}, func() string { return fmt.Sprintf("last: %d %s", r.Status, r.Body) })
+			if want != "" && (r.Status != 401 || !strings.Contains(string(r.Body), "Contact support")) {
+				t.Fatalf("disabled key: %d %s", r.Status, r.Body)
 			}
 		}
 		waitCode("account_disabled")

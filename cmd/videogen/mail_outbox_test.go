@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"videogen/internal/testkit"
 )
 
 // deliveringResend is a stand-in for Resend's API that holds the first request it gets until released (a
@@ -86,22 +88,16 @@ func TestQueuedMailSurvivesACrash(t *testing.T) {
 	<-p.exited
 
 	p = serve(t, dir, env)
-	deadline := time.Now().Add(20 * time.Second)
-	for len(fake.deliveredTo(email)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the e-mail was not delivered after the restart:\n%s", p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, "the e-mail delivered after the restart", func() bool { return len(fake.deliveredTo(email)) > 0 },
+		func() string { return p.stderr.String() })
 	if got := fake.deliveredTo(email); len(got) != 1 || got[0] != firstKey {
 		t.Fatalf("delivered with keys %v; want exactly the key of the attempt cut by the crash, %q", got, firstKey)
 	}
 	// The outbox row is done, so no later round sends it again.
 	signUpThroughForm(t, p.url, "someone-else@example.com") // wakes the outbox for a new round
-	deadline = time.Now().Add(10 * time.Second)
-	for len(fake.deliveredTo("someone-else@example.com")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, "a new round of the outbox (someone else's e-mail delivered)", func() bool {
+		return len(fake.deliveredTo("someone-else@example.com")) > 0
+	}, func() string { return p.stderr.String() })
 	fake.mu.Lock()
 	n := 0
 	for _, k := range fake.attempts {

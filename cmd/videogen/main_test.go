@@ -95,6 +95,22 @@ type process struct {
 	err    error
 }
 
+// databaseOf is the database `videogen serve` in dir uses with env: DATABASE_URL, else the SQLite file
+// under DATA_DIR.
+func databaseOf(dir string, env map[string]string) string {
+	if u := env["DATABASE_URL"]; u != "" {
+		return u
+	}
+	data := env["DATA_DIR"]
+	if data == "" {
+		data = "data"
+	}
+	if !filepath.IsAbs(data) {
+		data = filepath.Join(dir, data)
+	}
+	return filepath.Join(data, "videogen.db")
+}
+
 // serve starts `videogen serve` in dir on env["ADDR"], or on a free loopback port when that is unset
 // (a test sets it when PUBLIC_BASE_URL must name the server).
 func serve(t *testing.T, dir string, env map[string]string) *process {
@@ -119,14 +135,15 @@ func serve(t *testing.T, dir string, env map[string]string) *process {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.exited
+		// Killed or stopped, the books it leaves add up, as after every test that starts a server.
+		testkit.CheckLedgerAt(t, databaseOf(dir, env), "after videogen serve stopped")
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, 30*time.Second, "videogen ready", func() bool {
 		resp, err := http.Get(p.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return true
 			}
 		}
 		select {
@@ -134,11 +151,9 @@ func serve(t *testing.T, dir string, env map[string]string) *process {
 			t.Fatalf("videogen exited at start: %v\n%s", p.err, errb.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("videogen not ready after 30 s:\n%s", errb.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	}, func() string { return errb.String() })
+	return p
 }
 
 // TestFreshStart: with nothing configured the binary creates its SQLite file and secret under data/,
@@ -213,13 +228,9 @@ func TestCLI(t *testing.T) {
 		if out, _, code = run(t, dir, env, "keys", "revoke", "--prefix", key[:11]); code != 0 || !strings.Contains(out, "already revoked") {
 			t.Fatalf("second revoke: %d %q", code, out)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for testkit.Do(t, p.url, "GET", "/v1/models", key, nil).Status != 401 {
-			if time.Now().After(deadline) {
-				t.Fatal("the running server still accepts a key revoked from the CLI")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		testkit.Eventually(t, 5*time.Second, "the running server refuses a key revoked from the CLI", func() bool {
+			return testkit.Do(t, p.url, "GET", "/v1/models", key, nil).Status == 401
+		})
 
 		// The ledger has the adjustments with their reasons and actor.
 		d, err := db.Open(context.Background(), dbURL)
@@ -283,25 +294,29 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			ids = append(ids, r.JSON(t)["id"].(string))
 		}
-		time.Sleep(700 * time.Millisecond) // some submitted, some running, most still waiting for a slot
+		// The crash comes once some tasks are with the simulator, most still waiting for a slot.
+		watch, err := db.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 30*time.Second, "some tasks sent to the simulator", func() bool {
+			var sent int64
+			watch.R.Model(&models.Task{}).Where("upstream_task_id IS NOT NULL").Count(&sent)
+			return sent > 0
+		})
+		_ = watch.Close()
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-p.exited
 
 		p2 := serve(t, dir, env)
-		deadline := time.Now().Add(90 * time.Second)
 		for _, id := range ids {
-			for {
-				v := testkit.Do(t, p2.url, "GET", "/v1/videos/"+id, key, nil).JSON(t)
-				if v["status"] == "completed" || v["status"] == "failed" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("task %s stuck at %v after restart\n%s", id, v["status"], p2.stderr.String())
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			var v map[string]any
+			testkit.Eventually(t, 90*time.Second, "task "+id+" ends after the restart", func() bool {
+				v = testkit.Do(t, p2.url, "GET", "/v1/videos/"+id, key, nil).JSON(t)
+				return v["status"] == "completed" || v["status"] == "failed"
+			}, func() string { return fmt.Sprintf("stuck at %v\n%s", v["status"], p2.stderr.String()) })
 		}
 		d, err := db.Open(context.Background(), dbURL)
 		if err != nil {
@@ -390,6 +405,8 @@ func TestGracefulShutdown(t *testing.T) {
 				inFlightAnswered++
 			}(i)
 		}
+		// A moment for some of them to reach the server: how many does not matter (it is logged), only
+		// that none of those it took in is cut off.
 		time.Sleep(15 * time.Millisecond)
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -448,17 +465,17 @@ func TestStandaloneSimulator(t *testing.T) {
 	key = strings.TrimSpace(key)
 	p := serve(t, dir, env)
 	id := testkit.Do(t, p.url, "POST", "/v1/videos", key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "through the wire"}).JSON(t)["id"].(string)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v := testkit.Do(t, p.url, "GET", "/v1/videos/"+id, key, nil).JSON(t)
-		if v["status"] == "completed" {
-			break
-		}
-		if v["status"] == "failed" || time.Now().After(deadline) {
-			t.Fatalf("task %v\nserver: %s\nsimulator: %s", v, p.stderr.String(), simErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	var v map[string]any
+	detail := func() string {
+		return fmt.Sprintf("task %v\nserver: %s\nsimulator: %s", v, p.stderr.String(), simErr.String())
 	}
+	testkit.Eventually(t, 30*time.Second, "the task completes", func() bool {
+		v = testkit.Do(t, p.url, "GET", "/v1/videos/"+id, key, nil).JSON(t)
+		if v["status"] == "failed" {
+			t.Fatal(detail())
+		}
+		return v["status"] == "completed"
+	}, detail)
 	if r := testkit.Do(t, p.url, "GET", "/v1/videos/"+id+"/content", key, nil); r.Status != 200 || len(r.Body) < 1000 {
 		t.Fatalf("download: %d, %d bytes", r.Status, len(r.Body))
 	}
@@ -515,14 +532,9 @@ func TestEmailsPrintedWithoutResend(t *testing.T) {
 	dir := t.TempDir()
 	p := serve(t, dir, map[string]string{})
 	signUpThroughForm(t, p.url, "printed@example.com")
-	deadline := time.Now().Add(5 * time.Second)
 	link := regexp.MustCompile(`http://localhost:8080/verify\?token=[A-Za-z0-9]+`)
-	for !link.MatchString(p.stderr.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no verification link in the log:\n%s", p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "a verification link in the log", func() bool { return link.MatchString(p.stderr.String()) },
+		func() string { return p.stderr.String() })
 	logged := p.stderr.String()
 	if !strings.Contains(logged, "printed@example.com") || !strings.Contains(logged, "Confirm your e-mail address for videogen") {
 		t.Fatalf("the logged e-mail lacks its recipient or subject:\n%s", logged)
@@ -609,7 +621,7 @@ func TestShutdownWithABusyConnection(t *testing.T) {
 	}
 	defer conn.Close()
 	_, _ = conn.Write([]byte("GET /v1/models HTTP/1.1\r\nHost: x\r\n")) // and nothing more
-	time.Sleep(100 * time.Millisecond)
+	testkit.Eventually(t, 10*time.Second, "the server reads the start of the headers", func() bool { return testkit.PeerHasRead(t, conn) })
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

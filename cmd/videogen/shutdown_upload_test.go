@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"videogen/internal/db"
+	"videogen/internal/testkit"
 	"videogen/models"
 )
 
@@ -30,9 +31,11 @@ func TestShutdownAnswersSlowUploads(t *testing.T) {
 		body string
 		err  error
 	}
-	// start sends headers and the first part of a body, then nothing more, and reads the answer.
+	// start sends headers and the first part of a body, then nothing more, waits until the server has
+	// read them (its handler is then reading the body), and reads the answer.
 	start := func(path, ctype string, length int, first string) <-chan answer {
 		conn := sendPartially(t, p.url, key, path, ctype, length, first)
+		testkit.Eventually(t, 10*time.Second, "the server reads the start of "+path, func() bool { return testkit.PeerHasRead(t, conn) })
 		out := make(chan answer, 1)
 		go func() {
 			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -48,7 +51,6 @@ func TestShutdownAnswersSlowUploads(t *testing.T) {
 	}
 	upload := start("/uploads/v1/files", "multipart/form-data; boundary=b", 50<<20, videoPart(64<<10))
 	create := start("/v1/videos", "application/json", 500<<10, `{"model": "videogen-2.0-720p", "prompt": "`+strings.Repeat("a", 20<<10))
-	time.Sleep(300 * time.Millisecond) // both handlers are now reading
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"videogen/internal/testkit"
 )
 
 // TestKilledUploadLeavesNothingForLong: an upload cut by SIGKILL leaves its half-written file under
@@ -32,14 +34,14 @@ func TestKilledUploadLeavesNothingForLong(t *testing.T) {
 		})
 		return out
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(temps()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the upload never started writing")
+	testkit.Eventually(t, 10*time.Second, "the upload writes its first megabyte", func() bool {
+		written := temps()
+		if len(written) == 0 {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // a few MB written
+		info, err := os.Stat(written[0])
+		return err == nil && info.Size() >= 1<<20
+	})
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +56,6 @@ func TestKilledUploadLeavesNothingForLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = serve(t, dir, env)
-	deadline = time.Now().Add(10 * time.Second)
-	for len(temps()) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was never swept:\n%s", left[0], p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, left[0]+" swept", func() bool { return len(temps()) == 0 },
+		func() string { return p.stderr.String() })
 }

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -59,20 +60,17 @@ func TestUpstreamSimArk(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit: %v\n%s", err, stderr.String())
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var last upstream.Status
+	testkit.Eventually(t, 30*time.Second, "the task completes", func() bool {
 		p, err := c.Poll(ctx, cred, st.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.State == upstream.StateCompleted {
-			break
-		}
-		if p.State == upstream.StateFailed || time.Now().After(deadline) {
+		if last = p; p.State == upstream.StateFailed {
 			t.Fatalf("task %+v", p)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return p.State == upstream.StateCompleted
+	}, func() string { return fmt.Sprintf("task %+v", last) })
 	body, size, err := c.Download(ctx, cred, st.ID)
 	if err != nil {
 		t.Fatal(err)

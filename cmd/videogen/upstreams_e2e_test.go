@@ -128,7 +128,7 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 		ark.kill(t)
 		// The task log shows the lost polls, each further apart (×1.5 from POLL_INTERVAL_MIN): the
 		// platform neither gives up on the task nor hammers the provider.
-		eventually(t, "three failed polls, further apart each time, in an affected task's log", 30*time.Second, func() bool {
+		testkit.Eventually(t, 30*time.Second, "three failed polls, further apart each time, in an affected task's log", func() bool {
 			for _, id := range outage {
 				waits := pollFailures(t, d, id)
 				if len(waits) >= 3 && waits[0] < waits[1] && waits[1] < waits[2] {
@@ -287,7 +287,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		if code == 0 || !strings.Contains(out, "asked every instance") || strings.Contains(out, "reloaded") {
 			t.Fatalf("reload of a file the instance refuses: exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
 		}
-		eventually(t, "the instance to log why it refused the file", 10*time.Second, func() bool {
+		testkit.Eventually(t, 10*time.Second, "the instance logs why it refused the file", func() bool {
 			log := p.stderr.String()
 			return strings.Contains(log, "upstreams file refused") && strings.Contains(log, "E2E_NOT_SET_ANYWHERE")
 		}, func() string { return lastChars(p.stderr.String(), 3000) })
@@ -305,7 +305,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "SIGHUP to re-enable oai-main and disable ark-1", 10*time.Second, func() bool {
+		testkit.Eventually(t, 10*time.Second, "SIGHUP re-enables oai-main and disables ark-1", func() bool {
 			return enabledCredentials(t, d) == "ark-2 oai-main"
 		}, func() string {
 			return "enabled: " + enabledCredentials(t, d) + "\n" + lastChars(p.stderr.String(), 3000)
@@ -531,7 +531,7 @@ func createVideo(t *testing.T, base, key, model, prompt string, seconds int) str
 func waitSubmitted(t *testing.T, d *db.DB, p *process, ids ...string) map[string]string {
 	t.Helper()
 	creds := map[string]string{}
-	eventually(t, "every task to be submitted upstream", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, "every task submitted upstream", func() bool {
 		for _, id := range ids {
 			task := testkit.Task(t, d, id)
 			if task.UpstreamTaskID == nil || task.CredentialID == nil {
@@ -549,7 +549,7 @@ func waitEnded(t *testing.T, p *process, key string, timeout time.Duration, ids 
 	t.Helper()
 	for _, id := range ids {
 		var last any
-		eventually(t, "task "+id+" to end", timeout, func() bool {
+		testkit.Eventually(t, timeout, "task "+id+" ends", func() bool {
 			r := testkit.Do(t, p.url, "GET", "/v1/videos/"+id, key, nil)
 			if r.Status != 200 {
 				t.Fatalf("GET %s: %d %s", id, r.Status, r.Body)
@@ -684,18 +684,6 @@ func statusRow(t *testing.T, out, id string) []string {
 		}
 	}
 	return nil
-}
-
-// eventually polls ok until it holds, failing after timeout with what() appended.
-func eventually(t *testing.T, what string, timeout time.Duration, ok func() bool, detail func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s\n%s", timeout, what, detail())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // costText prints a recorded cost, or "none".

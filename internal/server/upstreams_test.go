@@ -66,17 +66,6 @@ func route(alias, model, cost string) string {
 	return fmt.Sprintf("      %s: {upstream_model: %s, cost_per_second: %q}\n", alias, model, cost)
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func upstreamEnv(file string, over map[string]string) map[string]string {
 	env := map[string]string{"UPSTREAMS_FILE": file, "UPSTREAMS_WATCH_INTERVAL": "100ms"}
 	for k, v := range over {
@@ -320,7 +309,7 @@ func TestUpstreamReloadKeepsTasksOnTheirCredential(t *testing.T) {
 		}
 		onCred := func(s *testkit.Server, id string) string {
 			var c string
-			waitFor(t, "task "+id+" to get a credential", 10*time.Second, func() bool {
+			testkit.Eventually(t, 10*time.Second, "task "+id+" gets a credential", func() bool {
 				task := testkit.Task(t, s.DB, id)
 				if task.CredentialID != nil && task.UpstreamTaskID != nil {
 					c = *task.CredentialID
@@ -424,12 +413,12 @@ func TestRefusedKeyTakesNoNewWork(t *testing.T) {
 		}
 		// Accepted on A (least loaded, first by id), then A's key is revoked while it runs.
 		held := create("accepted before the key was revoked")
-		waitFor(t, "the held task to be accepted upstream", 10*time.Second, func() bool { return testkit.Task(t, s.DB, held).UpstreamTaskID != nil })
+		testkit.Eventually(t, 10*time.Second, "the held task accepted upstream", func() bool { return testkit.Task(t, s.DB, held).UpstreamTaskID != nil })
 		if c := *testkit.Task(t, s.DB, held).CredentialID; c != "cred-a" {
 			t.Fatalf("held task on %s", c)
 		}
 		revokedA.Store(true)
-		waitFor(t, "cred-a to be marked refused", 10*time.Second, func() bool { return credentialRow(t, s, "cred-a").AuthError != nil })
+		testkit.Eventually(t, 10*time.Second, "cred-a marked refused", func() bool { return credentialRow(t, s, "cred-a").AuthError != nil })
 		if msg := *credentialRow(t, s, "cred-a").AuthError; !strings.Contains(msg, "401") || strings.Contains(msg, "key-a-0001") {
 			t.Fatalf("recorded reason %q", msg)
 		}
@@ -443,8 +432,8 @@ func TestRefusedKeyTakesNoNewWork(t *testing.T) {
 		// B's key is refused too: a task it could not submit goes back to the queue, and creates are refused.
 		revokedB.Store(true)
 		bounced := create("refused by B's key")
-		waitFor(t, "cred-b to be marked refused", 10*time.Second, func() bool { return credentialRow(t, s, "cred-b").AuthError != nil })
-		waitFor(t, "the refused task to return to the queue", 10*time.Second, func() bool {
+		testkit.Eventually(t, 10*time.Second, "cred-b marked refused", func() bool { return credentialRow(t, s, "cred-b").AuthError != nil })
+		testkit.Eventually(t, 10*time.Second, "the refused task back in the queue", func() bool {
 			task := testkit.Task(t, s.DB, bounced)
 			return task.CredentialID == nil && task.Status == "queued"
 		})
@@ -531,8 +520,8 @@ func TestBreakerMovesNewWorkAway(t *testing.T) {
 		}
 		downA.Store(true)
 		held := create("held by A while it is down")
-		waitFor(t, "cred-a's breaker to open", 10*time.Second, func() bool { return !s.Pool.Health.Healthy("cred-a") })
-		waitFor(t, "the open breaker to be published", 10*time.Second, func() bool {
+		testkit.Eventually(t, 10*time.Second, "cred-a's breaker open", func() bool { return !s.Pool.Health.Healthy("cred-a") })
+		testkit.Eventually(t, 10*time.Second, "the open breaker published", func() bool {
 			var h models.UpstreamHealth
 			return s.DB.R.Where("credential_id = ? AND breaker = 'open'", "cred-a").Take(&h).Error == nil && h.Errors >= 2 && strings.Contains(h.LastError, "502")
 		})
@@ -544,7 +533,7 @@ func TestBreakerMovesNewWorkAway(t *testing.T) {
 		// Both down and open: refused with Retry-After, nothing written.
 		downB.Store(true)
 		victim := create("opens B")
-		waitFor(t, "cred-b's breaker to open", 10*time.Second, func() bool { return !s.Pool.Health.Healthy("cred-b") })
+		testkit.Eventually(t, 10*time.Second, "cred-b's breaker open", func() bool { return !s.Pool.Health.Healthy("cred-b") })
 		before := taskCount(t, s)
 		r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "no capacity"})
 		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); r.Status != 429 || r.ErrorCode() != "no_capacity" || ra < 1 || ra > 4 {
@@ -565,7 +554,7 @@ func TestBreakerMovesNewWorkAway(t *testing.T) {
 		if *testkit.Task(t, s.DB, held).CredentialID != "cred-a" || *testkit.Task(t, s.DB, victim).CredentialID != "cred-b" {
 			t.Fatal("a held task moved")
 		}
-		waitFor(t, "cred-a's breaker to close", 10*time.Second, func() bool { return s.Pool.Health.Healthy("cred-a") })
+		testkit.Eventually(t, 10*time.Second, "cred-a's breaker closed", func() bool { return s.Pool.Health.Healthy("cred-a") })
 		testkit.CheckLedger(t, s.DB)
 	})
 }

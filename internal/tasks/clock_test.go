@@ -41,15 +41,11 @@ func TestOneClock(t *testing.T) {
 		for _, e := range entries {
 			future("ledger "+e.Kind, e.CreatedAt)
 		}
-		deadline := time.Now().Add(5 * time.Second)
 		var calls []models.CallLog
-		for len(calls) == 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
+		testkit.Eventually(t, 10*time.Second, "the task's call-log rows", func() bool {
 			s.DB.R.Where("task_id = ?", id).Find(&calls)
-		}
-		if len(calls) == 0 {
-			t.Fatal("no call-log row")
-		}
+			return len(calls) > 0
+		})
 		for _, c := range calls {
 			future("call log "+c.Method+" "+c.Path, c.At)
 		}

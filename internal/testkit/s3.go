@@ -70,22 +70,19 @@ func StartS3(t testing.TB) blob.S3Config {
 	})
 
 	probe := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	Eventually(t, 15*time.Second, "versitygw answers on "+addr, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("versitygw exited before answering (%s): %s", cmd.ProcessState, out.String())
 		default:
 		}
 		// Any HTTP answer (403 for an unsigned request) means it is serving.
-		if resp, err := probe.Get(cfg.Endpoint + "/"); err == nil {
+		resp, err := probe.Get(cfg.Endpoint + "/")
+		if err == nil {
 			_ = resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not answer on %s within 15s: %s", addr, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	}, func() string { return out.String() })
 
 	client, err := minio.New(addr, &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),

@@ -76,13 +76,15 @@ func startStripeMock() (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", httpAddr, 200*time.Millisecond); err == nil {
+	listening := poll(30*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", httpAddr, 200*time.Millisecond)
+		if err == nil {
 			_ = c.Close()
-			return "http://" + httpAddr, nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	})
+	if listening {
+		return "http://" + httpAddr, nil
 	}
 	_ = cmd.Process.Kill()
 	return "", fmt.Errorf("did not start listening on %s: %s", httpAddr, out.String())

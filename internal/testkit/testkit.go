@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -167,8 +169,27 @@ func StartConfig(t testing.TB, cfg *config.Config, opts ...server.Options) *Serv
 		if err := s.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
+		// Whatever the test did, the money and the counters add up at its end. The test's own clean-ups
+		// ran first (registered after Start): a test that breaks the invariant on purpose puts it right
+		// there.
+		CheckLedgerAt(t, cfg.DatabaseURL, "after the server stopped")
 	})
 	return srv
+}
+
+// CheckLedgerAt is CheckLedger on the database at dbURL, opened for the check (the server that used it may
+// be gone); when says when the check runs, for the failure's message.
+func CheckLedgerAt(t testing.TB, dbURL, when string) {
+	t.Helper()
+	d, err := db.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Errorf("ledger audit %s: open the database: %v", when, err)
+		return
+	}
+	defer d.Close()
+	for _, msg := range LedgerProblems(d) {
+		t.Errorf("ledger audit %s: %s", when, msg)
+	}
 }
 
 // Account is a funded test customer.
@@ -315,23 +336,59 @@ func (s *Server) CreateVideo(t testing.TB, key string, body map[string]any, head
 // WaitStatus polls the task until its status is one of want, and returns it.
 func (s *Server) WaitStatus(t testing.TB, key, id string, timeout time.Duration, want ...string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last map[string]any
-	for time.Now().Before(deadline) {
+	Eventually(t, timeout, fmt.Sprintf("task %s reaches %v", id, want), func() bool {
 		r := s.Do(t, "GET", "/v1/videos/"+id, key, nil)
 		if r.Status != 200 {
 			t.Fatalf("poll %s: status %d: %s", id, r.Status, r.Body)
 		}
 		last = r.JSON(t)
-		for _, w := range want {
-			if last["status"] == w {
-				return last
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+		return slices.Contains(want, fmt.Sprint(last["status"]))
+	}, func() string { return fmt.Sprintf("last: %v", last) })
+	return last
+}
+
+// Eventually asks ok until it holds, and fails the test (t.Fatalf) naming what if it does not within
+// timeout. detail, when given, says what was seen last; it is called only on failure. ok runs on the
+// test's goroutine, so it may fail the test itself. It asks every 10 ms at first and less often as the
+// wait goes on (see poll), so timeouts can be generous: the suite runs on loaded 2-core machines, and a
+// wait ends soon after its condition holds.
+func Eventually(t testing.TB, timeout time.Duration, what string, ok func() bool, detail ...func() string) {
+	t.Helper()
+	if poll(timeout, ok) {
+		return
 	}
-	t.Fatalf("task %s did not reach %v within %s; last: %v", id, want, timeout, last)
-	return nil
+	msg := what
+	for _, d := range detail {
+		msg += "; " + d()
+	}
+	t.Fatalf("not within %s: %s", timeout, msg)
+}
+
+// Bounds of the pause between two asks of a condition.
+const (
+	pollMin = 10 * time.Millisecond
+	pollMax = 250 * time.Millisecond
+)
+
+// poll is Eventually's loop, also for the rig's own waits that report an error rather than fail a test:
+// it says whether ok held within timeout (asked once more at the end). Between asks it pauses a tenth of
+// the time waited so far, from 10 ms to 250 ms: a condition is seen within a tenth of the wait it took,
+// and a long wait neither loads the machine nor runs into a server's rate limit (10 requests a second by
+// default) with a condition that asks it.
+func poll(timeout time.Duration, ok func() bool) bool {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		if ok() {
+			return true
+		}
+		now := time.Now()
+		if now.After(deadline) {
+			return false
+		}
+		time.Sleep(min(max(now.Sub(start)/10, pollMin), pollMax, deadline.Sub(now)+time.Millisecond))
+	}
 }
 
 // Task reads a task row.

@@ -140,13 +140,7 @@ func TestDeadlines(t *testing.T) {
 		})
 		acct := s.NewAccount(t, "100")
 		slow := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "takes ages [sim:slow]"})["id"].(string)
-		deadline := time.Now().Add(5 * time.Second)
-		for testkit.Task(t, s.DB, slow).CredentialID == nil {
-			if time.Now().After(deadline) {
-				t.Fatal("slow task never submitted")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Eventually(t, 10*time.Second, "the slow task submitted", func() bool { return testkit.Task(t, s.DB, slow).CredentialID != nil })
 		waiting := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "waits for a slot"})["id"].(string)
 
 		v := s.WaitStatus(t, acct.Key, waiting, 10*time.Second, "failed", "completed")
@@ -161,12 +155,16 @@ func TestDeadlines(t *testing.T) {
 			t.Fatalf("slow task %v", v)
 		}
 
-		// The upstream finishes the slow task later (1.5 s): the completion is logged and ignored.
-		time.Sleep(time.Until(simTask(t, s, "takes ages [sim:slow]").CreatedAt.Add(1600 * time.Millisecond)))
-		state, err := s.Worker.Recheck(context.Background(), slow)
-		if err != nil || state != "completed" {
-			t.Fatalf("recheck: %q %v", state, err)
-		}
+		// The upstream finishes the slow task later (1.5 s): the completion is logged and ignored. Until
+		// then a recheck of the failed task only reads the upstream's state.
+		var state string
+		testkit.Eventually(t, 10*time.Second, "the upstream completes the slow task", func() bool {
+			var err error
+			if state, err = s.Worker.Recheck(context.Background(), slow); err != nil {
+				t.Fatalf("recheck: %v", err)
+			}
+			return state == "completed"
+		}, func() string { return "upstream state " + state })
 		after := testkit.Task(t, s.DB, slow)
 		es := events(t, s, slow)
 		if after.Status != "failed" || after.BillingState != "released" || !strings.Contains(es[len(es)-1].Detail, "ignored") {
@@ -190,20 +188,16 @@ func TestCapacityAndBacklog(t *testing.T) {
 		}
 		a := s.CreateVideo(t, acct.Key, body(1))["id"].(string)
 		b := s.CreateVideo(t, acct.Key, body(2))["id"].(string)
-		deadline := time.Now().Add(5 * time.Second)
-		for testkit.Task(t, s.DB, a).CredentialID == nil || testkit.Task(t, s.DB, b).CredentialID == nil {
-			if time.Now().After(deadline) {
-				t.Fatal("first two tasks not submitted")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Eventually(t, 10*time.Second, "the first two tasks submitted", func() bool {
+			return testkit.Task(t, s.DB, a).CredentialID != nil && testkit.Task(t, s.DB, b).CredentialID != nil
+		})
 		if *testkit.Task(t, s.DB, a).CredentialID == *testkit.Task(t, s.DB, b).CredentialID {
 			t.Fatal("both tasks on one credential: the least-loaded credential was not chosen")
 		}
 		// Every credential is full: the next tasks wait queued, without a credential.
 		c := s.CreateVideo(t, acct.Key, body(3))["id"].(string)
 		d := s.CreateVideo(t, acct.Key, body(4))["id"].(string)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a worker pass or two (an idle one wakes every 100 ms): they must still wait
 		for _, id := range []string{c, d} {
 			if tk := testkit.Task(t, s.DB, id); tk.Status != "queued" || tk.CredentialID != nil {
 				t.Fatalf("task %s while credentials are full: %s on %v", id, tk.Status, tk.CredentialID)
@@ -399,7 +393,24 @@ func TestFailWhileSlotAssignedElsewhere(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- s.Tasks.Fail(ctx, &stale, "queue_timeout", "late") }()
-		time.Sleep(300 * time.Millisecond)
+		if s.DB.Postgres {
+			// Commit once Fail waits for the row this transaction holds.
+			var holder int
+			if err := tx.QueryRow("SELECT pg_backend_pid()").Scan(&holder); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 10*time.Second, "Fail waits for the other instance's lock", func() bool {
+				var waiting int
+				if err := raw.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", holder).Scan(&waiting); err != nil {
+					t.Fatal(err)
+				}
+				return waiting > 0
+			})
+		} else {
+			// SQLite shows no one waiting for its write lock (Fail's BEGIN IMMEDIATE retries inside the
+			// driver): give it the time to get there.
+			time.Sleep(300 * time.Millisecond)
+		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
@@ -424,8 +435,14 @@ func TestClaimsAreDisjoint(t *testing.T) {
 		}
 		var cred models.UpstreamCredential
 		one.DB.R.Order("id").Take(&cred)
-		// Make every task look in flight and due.
+		// Make every task look in flight and due — behind the counters' back (the credential's in_flight,
+		// the account's waiting_tasks), so the tasks are put back in the queue before the rig's audit.
 		one.DB.W.Exec("UPDATE tasks SET credential_id = ?, upstream_task_id = 'u', next_check_at = ?", cred.ID, time.Now().UTC().Add(-time.Minute))
+		t.Cleanup(func() {
+			if err := one.DB.W.Exec("UPDATE tasks SET credential_id = NULL, upstream_task_id = NULL, lease_owner = NULL, lease_until = NULL").Error; err != nil {
+				t.Errorf("put the tasks back in the queue: %v", err)
+			}
+		})
 		ctx := context.Background()
 		for round := 0; round < 10; round++ {
 			one.DB.W.Exec("UPDATE tasks SET lease_owner = NULL, lease_until = NULL")
@@ -469,6 +486,7 @@ func TestClaimsAreDisjoint(t *testing.T) {
 // submission of other tasks on the same instance.
 func TestStalledDownloadDoesNotBlockOthers(t *testing.T) {
 	var n atomic.Int64
+	var stuck atomic.Bool
 	release := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -479,6 +497,7 @@ func TestStalledDownloadDoesNotBlockOthers(t *testing.T) {
 			w.WriteHeader(200)
 			_, _ = w.Write(make([]byte, 10))
 			w.(http.Flusher).Flush()
+			stuck.Store(true)
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -492,15 +511,11 @@ func TestStalledDownloadDoesNotBlockOthers(t *testing.T) {
 	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"UPSTREAM_BASE_URL": up.URL, "UPSTREAM_API_KEYS": "k1", "UPSTREAM_CONCURRENCY": "10"})
 	acct := s.NewAccount(t, "100")
 	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "stalls"})
-	time.Sleep(500 * time.Millisecond) // its download is now stuck
+	testkit.Eventually(t, 10*time.Second, "the first task's download stuck", func() bool { return stuck.Load() })
 	second := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "must not wait"})["id"].(string)
-	deadline := time.Now().Add(3 * time.Second)
-	for testkit.Task(t, s.DB, second).UpstreamTaskID == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("a stalled download held back another task's submission")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 3*time.Second, "the second task submitted while a download is stalled", func() bool {
+		return testkit.Task(t, s.DB, second).UpstreamTaskID != nil
+	})
 }
 
 // truncatingContent cuts the first download of each video off half-way, as a broken connection would.
@@ -571,18 +586,12 @@ func TestOldIdempotencyKeysAreDeleted(t *testing.T) {
 	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "old"}, "Idempotency-Key", "old-key")
 	s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "new"}, "Idempotency-Key", "new-key")
 	s.DB.W.Exec("UPDATE idempotency_keys SET created_at = ? WHERE key = 'old-key'", time.Now().UTC().Add(-25*time.Hour))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var keys []models.IdempotencyKey
+	var keys []models.IdempotencyKey
+	testkit.Eventually(t, 10*time.Second, "the sweep deletes the old key only", func() bool {
+		keys = nil
 		s.DB.R.Find(&keys)
-		if len(keys) == 1 && keys[0].Key == "new-key" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("keys after the sweep: %+v", keys)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(keys) == 1 && keys[0].Key == "new-key"
+	}, func() string { return fmt.Sprintf("keys: %+v", keys) })
 }
 
 // pollTimes records when the worker created each upstream task and when it polled it.

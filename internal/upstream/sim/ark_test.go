@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"videogen/internal/testkit"
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/ark"
 	"videogen/internal/upstream/sim"
@@ -91,23 +93,21 @@ func arkReq(prompt string) upstream.SubmitRequest {
 		Size: "864x496", AspectRatio: "16:9", GenerateAudio: true}, UpstreamModel: "seedance-2-0-fast", IdempotencyKey: prompt}
 }
 
-// waitState polls until the task reaches state or five seconds pass.
+// waitState polls until the task reaches state; it fails at once if the task ends in another.
 func waitState(t *testing.T, p upstream.Provider, cred upstream.Credential, id, state string) upstream.Status {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, err := p.Poll(context.Background(), cred, id)
-		if err != nil {
+	var st upstream.Status
+	testkit.Eventually(t, 10*time.Second, "task "+id+" "+state, func() bool {
+		var err error
+		if st, err = p.Poll(context.Background(), cred, id); err != nil {
 			t.Fatalf("poll %s: %v", id, err)
 		}
-		if st.State == state {
-			return st
-		}
-		if st.State == upstream.StateCompleted || st.State == upstream.StateFailed || time.Now().After(deadline) {
+		if st.State != state && (st.State == upstream.StateCompleted || st.State == upstream.StateFailed) {
 			t.Fatalf("task %s is %+v, want %s", id, st, state)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st.State == state
+	}, func() string { return fmt.Sprintf("last: %+v", st) })
+	return st
 }
 
 // TestArkProtocol: a task goes through the Ark adapter and the simulator's Ark protocol — every field

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"videogen/internal/testkit"
 	"videogen/internal/upstream"
 	"videogen/internal/upstream/httpapi"
 	"videogen/internal/upstream/sim"
@@ -59,22 +61,15 @@ func TestSimulatorOutlivesRestart(t *testing.T) {
 	if _, err := c2.Poll(ctx, credB, st.ID); !errors.Is(err, upstream.ErrUnknownTask) {
 		t.Fatalf("poll with another credential: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		p, err := c2.Poll(ctx, credA, st.ID)
-		if err != nil {
+	var p upstream.Status
+	testkit.Eventually(t, 10*time.Second, "the task completes", func() bool {
+		if p, err = c2.Poll(ctx, credA, st.ID); err != nil {
 			t.Fatal(err)
 		}
-		if p.State == "completed" {
-			if p.Progress != 100 {
-				t.Fatalf("completed with progress %d", p.Progress)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never completed: %+v", p)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return p.State == "completed"
+	}, func() string { return fmt.Sprintf("last: %+v", p) })
+	if p.Progress != 100 {
+		t.Fatalf("completed with progress %d", p.Progress)
 	}
 	body, size, err := c2.Download(ctx, credA, st.ID)
 	if err != nil {
