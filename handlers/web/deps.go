@@ -17,7 +17,6 @@ import (
 	"videogen/internal/auth"
 	"videogen/internal/calllog"
 	"videogen/internal/db"
-	"videogen/internal/inflight"
 	"videogen/internal/media"
 	"videogen/internal/metrics"
 	"videogen/internal/money"
@@ -46,7 +45,7 @@ type Deps struct {
 	// or fetching an import is then answered 503 shutting_down (nil: never).
 	Stopping context.Context
 	// Transfers bounds the uploads and imports running at once, per account and in all (nil: unbounded).
-	Transfers *inflight.Limiter
+	Transfers *Transfers
 
 	// The console's needs.
 	Auth           *auth.Service

@@ -31,14 +31,13 @@ import (
 	"videogen/billing"
 	"videogen/billing/payments"
 	"videogen/handlers"
+	"videogen/handlers/web"
 	"videogen/internal/apikeys"
 	"videogen/internal/auth"
 	"videogen/internal/blob"
 	"videogen/internal/calllog"
-	"videogen/internal/callretention"
 	"videogen/internal/config"
 	"videogen/internal/db"
-	"videogen/internal/inflight"
 	"videogen/internal/janitor"
 	"videogen/internal/ledgercheck"
 	"videogen/internal/lingerclose"
@@ -249,14 +248,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
 		TestTopupMin: testTopupMin, TestTopupMax: testTopupMax,
-		Stopping: stopping, Transfers: inflight.New(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
+		Stopping: stopping, Transfers: web.NewTransfers(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 		Metrics: s.Metrics,
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
 		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
 	// The call log's retention is swept on the janitor's schedule, by one instance per interval.
-	callSweep := callretention.New(callretention.Config{Owner: cfg.WorkerID, Retention: cfg.CallLogRetention, Every: cfg.MediaSweepEvery},
-		callretention.Deps{DB: d, Log: log.With("part", "janitor"), Now: clock})
+	callSweep := calllog.NewSweeper(calllog.RetentionConfig{Owner: cfg.WorkerID, Retention: cfg.CallLogRetention, Every: cfg.MediaSweepEvery},
+		calllog.RetentionDeps{DB: d, Log: log.With("part", "janitor"), Now: clock})
 	ledgerCheck := ledgercheck.New(ledgercheck.Config{Owner: cfg.WorkerID, Every: cfg.LedgerCheckEvery},
 		ledgercheck.Deps{DB: d, Log: log.With("part", "ledger-check"), Now: clock,
 			OnResult: func(r ledgercheck.Result) { s.Metrics.LedgerChecked(r.Drift()) }})

@@ -1,8 +1,4 @@
-// Package callretention keeps the call log to its retention (CALL_LOG_RETENTION): rows older than it are
-// deleted, by one instance at a time, in small batches so that neither engine holds a long lock on a
-// table every API request writes to. Only call_logs is touched: the ledger and the audit log are kept
-// for good.
-package callretention
+package calllog
 
 import (
 	"context"
@@ -14,20 +10,24 @@ import (
 	"videogen/internal/runner"
 )
 
-// Batch is how many rows one DELETE removes: each is its own short statement, so the call log's writer
+// RetentionBatch is how many rows one DELETE removes: each is its own short statement, so the call log's writer
 // and every other writer get their turn between batches (SQLite has one writer at a time).
-const Batch = 5000
+const RetentionBatch = 5000
 
-// Config tunes the sweep.
-type Config struct {
+// The call log is kept to its retention (CALL_LOG_RETENTION): rows older than it are deleted, by one
+// instance at a time, in small batches so that neither engine holds a long lock on a table every API
+// request writes to. Only call_logs is touched: the ledger and the audit log are kept for good.
+
+// RetentionConfig tunes the sweep.
+type RetentionConfig struct {
 	Owner     string        // this instance's name, noted on the sweeps it runs
 	Retention time.Duration // CALL_LOG_RETENTION
 	Every     time.Duration // how often instances ask whether a sweep is due (MEDIA_SWEEP_INTERVAL)
-	Batch     int           // rows per DELETE (0: Batch)
+	Batch     int           // rows per DELETE (0: RetentionBatch)
 }
 
-// Deps are what the sweep deletes from and tells.
-type Deps struct {
+// RetentionDeps are what the sweep deletes from and tells.
+type RetentionDeps struct {
 	DB  *db.DB
 	Log *slog.Logger
 	Now func() time.Time // the clock (nil: real time)
@@ -35,19 +35,19 @@ type Deps struct {
 
 // Sweeper deletes call-log rows past their retention.
 type Sweeper struct {
-	Deps
-	cfg Config
+	RetentionDeps
+	cfg RetentionConfig
 }
 
-// New returns a sweeper.
-func New(cfg Config, d Deps) *Sweeper {
+// NewSweeper returns a sweeper.
+func NewSweeper(cfg RetentionConfig, d RetentionDeps) *Sweeper {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = Batch
+		cfg.Batch = RetentionBatch
 	}
-	return &Sweeper{Deps: d, cfg: cfg}
+	return &Sweeper{RetentionDeps: d, cfg: cfg}
 }
 
 // Job sweeps at start, then once per interval on whichever instance claims the turn. It asks twice per

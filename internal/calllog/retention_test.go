@@ -1,4 +1,4 @@
-package callretention_test
+package calllog_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/callretention"
+	"videogen/internal/calllog"
 	"videogen/internal/db"
 	"videogen/internal/testkit"
 	"videogen/models"
@@ -29,8 +29,8 @@ func TestSweepBatches(t *testing.T) {
 		if err := d.W.CreateInBatches(rows, 100).Error; err != nil {
 			t.Fatal(err)
 		}
-		s := callretention.New(callretention.Config{Owner: "a", Retention: 24 * time.Hour, Every: time.Minute, Batch: 100},
-			callretention.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		s := calllog.NewSweeper(calllog.RetentionConfig{Owner: "a", Retention: 24 * time.Hour, Every: time.Minute, Batch: 100},
+			calllog.RetentionDeps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		n, err := s.Sweep(context.Background(), now)
 		if err != nil || n != 250 {
 			t.Fatalf("swept %d rows (%v), want 250", n, err)
@@ -56,8 +56,8 @@ func TestSweepOneInstance(t *testing.T) {
 		swept := map[string]int64{}
 		for i := range 4 {
 			owner := fmt.Sprintf("instance-%d", i)
-			s := callretention.New(callretention.Config{Owner: owner, Retention: 24 * time.Hour, Every: time.Hour},
-				callretention.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }})
+			s := calllog.NewSweeper(calllog.RetentionConfig{Owner: owner, Retention: 24 * time.Hour, Every: time.Hour},
+				calllog.RetentionDeps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }})
 			wg.Go(func() {
 				n, err := s.SweepIfDue(context.Background())
 				if err != nil {
