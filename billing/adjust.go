@@ -12,8 +12,8 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing/topups"
-	"videogen/internal/audit"
-	"videogen/internal/db"
+	"videogen/internal/domain/audit"
+	"videogen/internal/infra/db"
 	"videogen/internal/money"
 	"videogen/models"
 )

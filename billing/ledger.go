@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing/topups"
-	"videogen/internal/db"
+	"videogen/internal/infra/db"
 	"videogen/internal/money"
 	"videogen/models"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"videogen/billing"
-	"videogen/internal/accounts"
-	"videogen/internal/audit"
+	"videogen/internal/domain/accounts"
+	"videogen/internal/domain/audit"
 	"videogen/internal/money"
 	"videogen/internal/testkit"
 	"videogen/models"

@@ -13,9 +13,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"videogen/internal/audit"
-	"videogen/internal/catalog"
-	"videogen/internal/db"
+	"videogen/internal/domain/audit"
+	"videogen/internal/domain/catalog"
+	"videogen/internal/infra/db"
 	"videogen/internal/money"
 	"videogen/models"
 )

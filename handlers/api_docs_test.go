@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"videogen/internal/apispec"
+	"videogen/internal/domain/apispec"
 	"videogen/internal/testkit"
 )
 

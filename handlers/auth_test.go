@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/apikeys"
+	"videogen/internal/domain/apikeys"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

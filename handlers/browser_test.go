@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"videogen/internal/mail"
+	"videogen/internal/infra/mail"
 	"videogen/internal/testkit"
 )
 

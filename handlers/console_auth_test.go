@@ -373,7 +373,7 @@ func TestPasswordReset(t *testing.T) {
 			t.Fatal("the reset form answers differently for a registered address")
 		}
 		nextMail(t, s, "rae@example.com", 1) // after the verification e-mail
-		waitFor(t, s, "the queued reset requests are handled (internal/auth/reset.go)", func() bool {
+		waitFor(t, s, "the queued reset requests are handled (internal/domain/auth/reset.go)", func() bool {
 			var n int64
 			s.DB.R.Model(&models.ResetRequest{}).Count(&n)
 			return n == 0
@@ -707,7 +707,7 @@ func TestCSRFTokenOnlyFromTheBody(t *testing.T) {
 
 // BenchmarkForgotPassword times the reset form's answer, one request at a time as the probe sent them,
 // for a registered address and for one nobody registered: the two must take the same time (the form only
-// queues the request; internal/auth/reset.go). Run with -benchtime=2000x -count=5 and compare the two.
+// queues the request; internal/domain/auth/reset.go). Run with -benchtime=2000x -count=5 and compare the two.
 func BenchmarkForgotPassword(b *testing.B) {
 	for _, who := range []string{"registered", "unknown"} {
 		b.Run(who, func(b *testing.B) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/tasks"
+	"videogen/internal/domain/tasks"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

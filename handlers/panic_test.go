@@ -12,10 +12,10 @@ import (
 
 	"videogen/billing"
 	"videogen/handlers"
-	"videogen/internal/apikeys"
-	"videogen/internal/calllog"
-	"videogen/internal/db"
-	"videogen/internal/ratelimit"
+	"videogen/internal/domain/apikeys"
+	"videogen/internal/domain/calllog"
+	"videogen/internal/infra/db"
+	"videogen/internal/infra/ratelimit"
 	"videogen/internal/testkit"
 )
 

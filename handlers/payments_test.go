@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"videogen/billing"
-	"videogen/internal/audit"
-	"videogen/internal/db"
+	"videogen/internal/domain/audit"
+	"videogen/internal/infra/db"
 	"videogen/internal/money"
 	"videogen/internal/testkit"
 	"videogen/models"

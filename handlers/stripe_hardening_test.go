@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/ids"
+	"videogen/internal/infra/ids"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

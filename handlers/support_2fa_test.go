@@ -13,7 +13,7 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
-	"videogen/internal/audit"
+	"videogen/internal/domain/audit"
 	"videogen/internal/server"
 	"videogen/internal/testkit"
 	"videogen/models"

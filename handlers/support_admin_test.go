@@ -473,7 +473,7 @@ func TestAdminPriceChangeOnEveryInstance(t *testing.T) {
 
 // TestAdminRoles: an admin grants and removes staff roles, effective from the user's next page; the
 // last admin cannot be demoted (by themselves either), and two admins demoting each other at once leave
-// one (internal/admin's TestLastAdminUnderConcurrency repeats that race many times). Each change is
+// one (internal/staff/admin's TestLastAdminUnderConcurrency repeats that race many times). Each change is
 // audited.
 func TestAdminRoles(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/mediafetch"
+	"videogen/internal/infra/mediafetch"
 	"videogen/internal/server"
 	"videogen/internal/testkit"
 )

@@ -72,7 +72,7 @@ func TestCreateVideoMultipart(t *testing.T) {
 			"generate_audio": true, "seed": 7, "image_urls": []string{img, img}}
 		asJSON := s.CreateVideo(t, acct.Key, fields)
 		// Lists as repeated parts ("image_urls[]", the SDKs' spelling, is held to the JSON form in
-		// internal/videos: the OpenAPI document these exchanges are checked against names the parts plainly).
+		// internal/domain/videos: the OpenAPI document these exchanges are checked against names the parts plainly).
 		r := postForm(t, s, acct.Key, []formPart{text("generate_audio", "true"), text("image_urls", img), text("image_urls", img),
 			text("model", "videogen-2.0-720p"), text("prompt", "a paper boat"), text("seconds", "8"), text("seed", "7"), text("size", "720x1280")})
 		if r.Status != 200 {

@@ -239,7 +239,7 @@ type Task struct {
 	LeaseUntil     *time.Time
 	OutputKey      *string
 	OutputBytes    *int64
-	// The still images stored beside the output (internal/stills), forgotten with it.
+	// The still images stored beside the output (internal/domain/stills), forgotten with it.
 	ThumbnailKey   *string
 	SpritesheetKey *string
 	Seed           *int64
@@ -342,7 +342,7 @@ type CallLog struct {
 	Files                int
 }
 
-// ResetRequest is a password-reset form waiting to be handled (internal/auth/reset.go): the address as
+// ResetRequest is a password-reset form waiting to be handled (internal/domain/auth/reset.go): the address as
 // typed, normalised. It is deleted in the transaction that handles it.
 type ResetRequest struct {
 	ID          int64
@@ -467,7 +467,7 @@ type AuditEntry struct {
 	At          time.Time
 	ActorUserID *int64
 	Actor       string // the staff member's e-mail, or "cli"
-	Action      string // e.g. "account.view", "balance.credit" (internal/audit)
+	Action      string // e.g. "account.view", "balance.credit" (internal/domain/audit)
 	TargetType  string // "account", "task", "call", "user", "price"
 	TargetID    string
 	AccountID   *int64 // the tenant concerned, when there is one

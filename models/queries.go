@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"videogen/internal/storetext"
+	"videogen/internal/infra/storetext"
 )
 
 // LedgerPage returns an account's entries newest first, older than beforeID when it is set, and

@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"videogen/internal/domain/tasks"
 	"videogen/internal/money"
-	"videogen/internal/tasks"
 	"videogen/models"
 )
 
@@ -262,7 +262,7 @@ func describedBy(id, hint, errMsg string) string {
 	return ""
 }
 
-// ThumbnailShown reports whether the task has a stored thumbnail to show (internal/stills): finished,
+// ThumbnailShown reports whether the task has a stored thumbnail to show (internal/domain/stills): finished,
 // not deleted, and not past its retention (the janitor forgets the key then).
 func ThumbnailShown(t *models.Task) bool {
 	return t.Status == "completed" && t.ThumbnailKey != nil && t.DeletedAt == nil

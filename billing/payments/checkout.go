@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing/topups"
-	"videogen/internal/ids"
+	"videogen/internal/infra/ids"
 	"videogen/internal/money"
 	"videogen/models"
 )

@@ -15,7 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"videogen/internal/db"
+	"videogen/internal/infra/db"
 	"videogen/models"
 )
 

@@ -21,9 +21,9 @@ import (
 	"github.com/stripe/stripe-go/v76/client"
 	"gorm.io/gorm"
 
-	"videogen/internal/db"
+	"videogen/internal/domain/notify"
+	"videogen/internal/infra/db"
 	"videogen/internal/money"
-	"videogen/internal/notify"
 )
 
 // Config is how the payments part behaves.

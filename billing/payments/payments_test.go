@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"videogen/billing/payments"
-	"videogen/internal/db"
+	"videogen/internal/infra/db"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"videogen/billing/payments"
-	"videogen/internal/accounts"
-	"videogen/internal/db"
-	"videogen/internal/ids"
+	"videogen/internal/domain/accounts"
+	"videogen/internal/infra/db"
+	"videogen/internal/infra/ids"
 	"videogen/internal/money"
 	"videogen/internal/testkit"
 	"videogen/models"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"videogen/internal/runner"
+	"videogen/internal/infra/runner"
 )
 
 // Job is the payments background job, on every instance: events waiting to be retried, receipts,

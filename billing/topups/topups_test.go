@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing/topups"
-	"videogen/internal/accounts"
+	"videogen/internal/domain/accounts"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

@@ -34,9 +34,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"videogen/billing"
-	"videogen/internal/accounts"
-	"videogen/internal/apikeys"
-	"videogen/internal/db"
+	"videogen/internal/domain/accounts"
+	"videogen/internal/domain/apikeys"
+	"videogen/internal/infra/db"
 	"videogen/internal/money"
 	"videogen/models"
 )

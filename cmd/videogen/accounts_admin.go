@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"videogen/internal/admin"
-	"videogen/internal/audit"
-	"videogen/internal/auth"
-	"videogen/internal/db"
-	"videogen/internal/tasks"
+	"videogen/internal/domain/audit"
+	"videogen/internal/domain/auth"
+	"videogen/internal/domain/tasks"
+	"videogen/internal/infra/db"
+	"videogen/internal/staff/admin"
 	"videogen/models"
 )
 

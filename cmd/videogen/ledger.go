@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"videogen/internal/ledgercheck"
+	"videogen/internal/jobs/ledgercheck"
 )
 
 func ledgerCmd() *cobra.Command {

@@ -17,15 +17,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"videogen/billing"
-	"videogen/internal/accounts"
-	"videogen/internal/apikeys"
-	"videogen/internal/audit"
-	"videogen/internal/auth"
-	"videogen/internal/config"
-	"videogen/internal/db"
+	"videogen/internal/domain/accounts"
+	"videogen/internal/domain/apikeys"
+	"videogen/internal/domain/audit"
+	"videogen/internal/domain/auth"
+	"videogen/internal/domain/tasks"
+	"videogen/internal/infra/config"
+	"videogen/internal/infra/db"
 	"videogen/internal/money"
 	"videogen/internal/server"
-	"videogen/internal/tasks"
 	"videogen/models"
 )
 

@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/db"
+	"videogen/internal/domain/upstream/sim"
+	"videogen/internal/infra/db"
 	"videogen/internal/testkit"
-	"videogen/internal/upstream/sim"
 	"videogen/models"
 )
 

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"videogen/billing"
-	"videogen/internal/db"
+	"videogen/internal/domain/tasks"
+	"videogen/internal/infra/db"
 	"videogen/internal/server"
-	"videogen/internal/tasks"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"videogen/internal/margin"
 	"videogen/internal/money"
+	"videogen/internal/staff/margin"
 )
 
 // reportDays is how many UTC days `report margin` covers when not told, today included.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/db"
-	"videogen/internal/margin/margintest"
+	"videogen/internal/infra/db"
+	"videogen/internal/staff/margin/margintest"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -22,7 +22,7 @@ func reportMargin(t *testing.T, dir string, env map[string]string, args ...strin
 	return run(t, dir, env, append([]string{"report", "margin"}, args...)...)
 }
 
-// TestReportMargin prints margintest's story (internal/margin checks the figures) as the operator sees it:
+// TestReportMargin prints margintest's story (internal/staff/margin checks the figures) as the operator sees it:
 // the table, exact to the micro-dollar, with each model's subtotal, the total and the warning about the
 // task without a recorded cost; the same as CSV, byte for byte; the last 30 days by default. Bad dates
 // and ranges exit 2 with a message and print nothing; an unreachable database too.

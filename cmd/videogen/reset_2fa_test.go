@@ -10,7 +10,7 @@ import (
 
 	"github.com/pquerna/otp/totp"
 
-	"videogen/internal/db"
+	"videogen/internal/infra/db"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/db"
+	"videogen/internal/infra/db"
 	"videogen/internal/testkit"
 	"videogen/models"
 )

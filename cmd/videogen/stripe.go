@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"videogen/billing/payments"
-	"videogen/internal/config"
-	"videogen/internal/db"
+	"videogen/internal/infra/config"
+	"videogen/internal/infra/db"
 )
 
 // exitTrouble is `videogen stripe reconcile`'s exit status when it has no answer (bad usage, no Stripe

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"videogen/internal/config"
-	"videogen/internal/upstream/sim"
+	"videogen/internal/domain/upstream/sim"
+	"videogen/internal/infra/config"
 )
 
 // simCmd runs the upstream simulator on its own, so that a platform can be pointed at it as at an

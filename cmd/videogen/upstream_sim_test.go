@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"videogen/internal/domain/upstream"
+	"videogen/internal/domain/upstream/ark"
 	"videogen/internal/testkit"
-	"videogen/internal/upstream"
-	"videogen/internal/upstream/ark"
 	"videogen/models"
 )
 

@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"videogen/internal/config"
-	"videogen/internal/db"
+	"videogen/internal/domain/upstream/poolfile"
+	"videogen/internal/domain/upstream/providers"
+	"videogen/internal/infra/config"
+	"videogen/internal/infra/db"
 	"videogen/internal/server"
-	"videogen/internal/upstream/poolfile"
-	"videogen/internal/upstream/providers"
 	"videogen/models"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"videogen/internal/upstream/status"
+	"videogen/internal/domain/upstream/status"
 )
 
 func upstreamsStatusCmd() *cobra.Command {

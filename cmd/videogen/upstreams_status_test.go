@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/db"
+	"videogen/internal/domain/upstream/status"
+	"videogen/internal/infra/db"
 	"videogen/internal/testkit"
-	"videogen/internal/upstream/status"
 	"videogen/models"
 )
 
@@ -22,7 +22,7 @@ func upstreamsStatus(t *testing.T, dir string, env map[string]string, args ...st
 	return run(t, dir, env, append([]string{"upstreams", "status"}, args...)...)
 }
 
-// TestUpstreamsStatus prints internal/upstream/status's rows as the operator sees them: one line per
+// TestUpstreamsStatus prints internal/domain/upstream/status's rows as the operator sees them: one line per
 // credential with its state, worst breaker, load, calls and errors, latency and last error on one line
 // (a newline in the error does not break the table), the refused key's reason below; --json the rows
 // themselves. Bad usage exits 2.

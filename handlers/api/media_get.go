@@ -9,8 +9,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/blob"
-	"videogen/internal/media"
+	"videogen/internal/domain/media"
+	"videogen/internal/infra/blob"
 	"videogen/internal/refusal"
 )
 

@@ -3,7 +3,7 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/catalog"
+	"videogen/internal/domain/catalog"
 	"videogen/internal/money"
 )
 

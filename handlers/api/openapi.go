@@ -3,7 +3,7 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apispec"
+	"videogen/internal/domain/apispec"
 )
 
 // serveOpenAPI answers GET /v1/openapi.json: the API's OpenAPI 3.1 document, with this deployment's

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/catalog"
-	"videogen/internal/media"
+	"videogen/internal/domain/catalog"
+	"videogen/internal/domain/media"
 	"videogen/internal/refusal"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/media"
+	"videogen/internal/domain/media"
 	"videogen/internal/refusal"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"videogen/internal/domain/videos"
 	"videogen/internal/refusal"
-	"videogen/internal/videos"
 )
 
 // createVideo answers POST /v1/videos: validate, reserve, queue; never waits for the upstream. The body

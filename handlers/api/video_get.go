@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/videos"
+	"videogen/internal/domain/videos"
 )
 
 // getVideo answers GET /v1/videos/{id} with the task and how long to wait before the next poll.

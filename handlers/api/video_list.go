@@ -7,8 +7,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"videogen/internal/domain/videos"
 	"videogen/internal/refusal"
-	"videogen/internal/videos"
 )
 
 type videoList struct {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/accounts"
-	"videogen/internal/auth"
+	"videogen/internal/domain/accounts"
+	"videogen/internal/domain/auth"
 	"videogen/views/customer"
 )
 

@@ -3,7 +3,7 @@ package console
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apispec"
+	"videogen/internal/domain/apispec"
 	"videogen/views/customer"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/audit"
+	"videogen/internal/domain/audit"
 	"videogen/internal/money"
 	"videogen/models"
 	"videogen/views"

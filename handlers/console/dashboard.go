@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/billing"
-	"videogen/internal/videos"
+	"videogen/internal/domain/videos"
 	"videogen/models"
 	"videogen/views/customer"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/apikeys"
+	"videogen/internal/domain/apikeys"
 	"videogen/models"
 	"videogen/views/customer"
 )

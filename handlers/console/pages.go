@@ -5,7 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/catalog"
+	"videogen/internal/domain/catalog"
 	"videogen/views/customer"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/auth"
+	"videogen/internal/domain/auth"
 	"videogen/views/customer"
 )
 
@@ -18,7 +18,7 @@ func (h *Handler) showSignIn(c *fiber.Ctx) error {
 	return h.Render(c, customer.SignIn(h.Viewer(c, ""), customer.SignInForm{Next: c.Query("next")}))
 }
 
-// signIn checks the password (throttled per client and per address: internal/auth/trust.go) and starts a
+// signIn checks the password (throttled per client and per address: internal/domain/auth/trust.go) and starts a
 // session.
 func (h *Handler) signIn(c *fiber.Ctx) error {
 	form := customer.SignInForm{Email: web.Posted(c, "email"), Next: web.Posted(c, "next")}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/auth"
-	"videogen/internal/ids"
+	"videogen/internal/domain/auth"
+	"videogen/internal/infra/ids"
 	"videogen/views/customer"
 )
 

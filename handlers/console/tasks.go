@@ -9,11 +9,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/audit"
-	"videogen/internal/catalog"
+	"videogen/internal/domain/audit"
+	"videogen/internal/domain/catalog"
+	"videogen/internal/domain/tasks"
+	"videogen/internal/domain/videos"
 	"videogen/internal/refusal"
-	"videogen/internal/tasks"
-	"videogen/internal/videos"
 	"videogen/models"
 	"videogen/views"
 	"videogen/views/customer"

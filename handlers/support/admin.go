@@ -10,8 +10,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/billing"
-	"videogen/internal/admin"
 	"videogen/internal/money"
+	"videogen/internal/staff/admin"
 	"videogen/models"
 	"videogen/views/staff"
 )
@@ -19,7 +19,7 @@ import (
 // What admins change (docs/support.md). Every form is posted twice: the first answer states exactly what
 // will happen, with the values in hidden fields and confirm=yes; only the second changes anything, and
 // then redirects back (303). Input that cannot be applied is shown again with 422 and what is wrong.
-// Each change and its audit row are one transaction, in the domain (billing, internal/admin).
+// Each change and its audit row are one transaction, in the domain (billing, internal/staff/admin).
 
 // admin is the domain service for account and role changes, with this instance's key cache, so a
 // disable or re-enable holds here at once.

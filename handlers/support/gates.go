@@ -10,7 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/auth"
+	"videogen/internal/domain/auth"
 	"videogen/models"
 	"videogen/views"
 )

@@ -3,13 +3,13 @@ package support
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/ops"
-	"videogen/internal/upstream/status"
+	"videogen/internal/domain/upstream/status"
+	"videogen/internal/staff/ops"
 	"videogen/views/staff"
 )
 
 // showOverview answers GET /support: the platform at a glance for staff (docs/support.md). The figures
-// come from internal/ops, the same reads /metrics exports. Nothing of one tenant is shown, so there is
+// come from internal/staff/ops, the same reads /metrics exports. Nothing of one tenant is shown, so there is
 // no look to audit.
 func (h *handler) showOverview(c *fiber.Ctx) error {
 	o, err := ops.Read(c.UserContext(), h.DB, h.Now())

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/audit"
-	"videogen/internal/staffsearch"
+	"videogen/internal/domain/audit"
+	"videogen/internal/staff/staffsearch"
 	"videogen/models"
 	"videogen/views/staff"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/auth"
+	"videogen/internal/domain/auth"
 	"videogen/views/staff"
 )
 

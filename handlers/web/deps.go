@@ -13,15 +13,15 @@ import (
 
 	"videogen/billing"
 	"videogen/billing/payments"
-	"videogen/internal/apikeys"
-	"videogen/internal/auth"
-	"videogen/internal/calllog"
-	"videogen/internal/db"
-	"videogen/internal/media"
-	"videogen/internal/metrics"
+	"videogen/internal/domain/apikeys"
+	"videogen/internal/domain/auth"
+	"videogen/internal/domain/calllog"
+	"videogen/internal/domain/media"
+	"videogen/internal/domain/videos"
+	"videogen/internal/infra/db"
+	"videogen/internal/infra/ratelimit"
 	"videogen/internal/money"
-	"videogen/internal/ratelimit"
-	"videogen/internal/videos"
+	"videogen/internal/staff/metrics"
 )
 
 // Deps is what the handlers need from the rest of the service.

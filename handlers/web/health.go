@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/db"
+	"videogen/internal/infra/db"
 )
 
 // healthz answers while the process runs.

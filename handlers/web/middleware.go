@@ -13,9 +13,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
-	"videogen/internal/apikeys"
-	"videogen/internal/ids"
-	"videogen/internal/lingerclose"
+	"videogen/internal/domain/apikeys"
+	"videogen/internal/infra/ids"
+	"videogen/internal/infra/lingerclose"
 	"videogen/internal/refusal"
 	"videogen/models"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/auth"
-	"videogen/internal/ids"
+	"videogen/internal/domain/auth"
+	"videogen/internal/infra/ids"
 	"videogen/models"
 	"videogen/views"
 )
@@ -26,7 +26,7 @@ const (
 	TZCookie      = "vg_tz"
 	SignupCookie  = "vg_signup" // which address this browser signed up with (console_signup.go)
 	// DeviceCookie says this browser signed in as a user before: it exempts the browser from the sign-in
-	// ceiling shared by strangers (internal/auth/trust.go). It signs nobody in.
+	// ceiling shared by strangers (internal/domain/auth/trust.go). It signs nobody in.
 	DeviceCookie = "vg_device"
 )
 

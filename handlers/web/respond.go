@@ -8,10 +8,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/ids"
-	"videogen/internal/lingerclose"
+	"videogen/internal/infra/ids"
+	"videogen/internal/infra/lingerclose"
+	"videogen/internal/infra/storetext"
 	"videogen/internal/refusal"
-	"videogen/internal/storetext"
 	"videogen/models"
 )
 

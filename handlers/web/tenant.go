@@ -5,7 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/audit"
+	"videogen/internal/domain/audit"
 	"videogen/views"
 )
 

@@ -28,15 +28,15 @@ type owner struct {
 
 // owners: each lifecycle table has one owner, whose transitions are guarded by the state they leave; the
 // balances move only in the ledger, which writes an entry with each move; the audit log is appended by
-// internal/audit alone.
+// internal/domain/audit alone.
 var owners = []owner{
-	{pkg: "videogen/internal/tasks", tables: []string{"tasks", "task_events"}, models: []string{"videogen/models.Task", "videogen/models.TaskEvent"},
+	{pkg: "videogen/internal/domain/tasks", tables: []string{"tasks", "task_events"}, models: []string{"videogen/models.Task", "videogen/models.TaskEvent"},
 		columns: map[string]string{"waiting_tasks": "Account.WaitingTasks", "in_flight": "UpstreamCredential.InFlight"}},
 	{pkg: "videogen/billing/topups", tables: []string{"topups", "billing_profiles"},
 		models: []string{"videogen/models.Topup", "videogen/models.BillingProfile"}},
 	{pkg: "videogen/billing", tables: []string{"ledger_entries"}, models: []string{"videogen/models.LedgerEntry"},
 		columns: map[string]string{"available_micros": "Account.AvailableMicros", "reserved_micros": "Account.ReservedMicros"}},
-	{pkg: "videogen/internal/audit", tables: []string{"audit_log"}, models: []string{"videogen/models.AuditEntry"}},
+	{pkg: "videogen/internal/domain/audit", tables: []string{"audit_log"}, models: []string{"videogen/models.AuditEntry"}},
 }
 
 // exempt are packages that write such rows without being part of the product's running code: the
@@ -287,9 +287,9 @@ func load(t *testing.T, patterns ...string) []*packages.Package {
 	return pkgs
 }
 
-// TestOwnership: no package writes rows another owns — tasks and their log (internal/tasks), top-ups
+// TestOwnership: no package writes rows another owns — tasks and their log (internal/domain/tasks), top-ups
 // and billing profiles (billing/topups), ledger entries and the balances (billing's ledger), the audit
-// log (internal/audit) — neither in SQL text nor through GORM. Tests are exempt: they set up odd states
+// log (internal/domain/audit) — neither in SQL text nor through GORM. Tests are exempt: they set up odd states
 // on purpose.
 func TestOwnership(t *testing.T) {
 	found, files := writesOutsideOwners(load(t, "./..."))

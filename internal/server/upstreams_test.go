@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/config"
-	"videogen/internal/margin"
+	"videogen/internal/domain/upstream/sim"
+	"videogen/internal/infra/config"
 	"videogen/internal/server"
+	"videogen/internal/staff/margin"
 	"videogen/internal/testkit"
-	"videogen/internal/upstream/sim"
 	"videogen/models"
 )
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"videogen/internal/mediafetch"
+	"videogen/internal/infra/mediafetch"
 )
 
 // ServeHTTPSHost serves h as https://host/ until the test ends, and returns an import policy under which

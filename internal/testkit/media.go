@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"videogen/internal/media"
+	"videogen/internal/domain/media"
 )
 
 // PNG returns a real w×h PNG image.

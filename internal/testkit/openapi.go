@@ -18,10 +18,10 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	"videogen/internal/apispec"
+	"videogen/internal/domain/apispec"
 )
 
-// The OpenAPI check: every exchange Do makes with the API is held to internal/apispec/openapi.yaml, so
+// The OpenAPI check: every exchange Do makes with the API is held to internal/domain/apispec/openapi.yaml, so
 // the document cannot drift from the code. The answer is always checked: its status must be one the
 // operation documents, with the documented headers and body. The request is checked only when the
 // answer was 2xx: tests send invalid requests on purpose, and a refusal of one is right; an acceptance of

@@ -13,7 +13,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"videogen/internal/blob"
+	"videogen/internal/infra/blob"
 )
 
 // versitygwVersion is the S3-compatible server the tests run against (docs/design.md §7); the Makefile's

@@ -27,14 +27,14 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for creating test schemas
 
 	"videogen/billing"
-	"videogen/internal/accounts"
-	"videogen/internal/apikeys"
-	"videogen/internal/config"
-	"videogen/internal/db"
-	"videogen/internal/mail"
+	"videogen/internal/domain/accounts"
+	"videogen/internal/domain/apikeys"
+	"videogen/internal/domain/tasks"
+	"videogen/internal/infra/config"
+	"videogen/internal/infra/db"
+	"videogen/internal/infra/mail"
 	"videogen/internal/money"
 	"videogen/internal/server"
-	"videogen/internal/tasks"
 	"videogen/models"
 )
 

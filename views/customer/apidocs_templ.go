@@ -16,7 +16,7 @@ import (
 
 	"github.com/yuin/goldmark"
 
-	"videogen/internal/apispec"
+	"videogen/internal/domain/apispec"
 )
 
 // APIDocsPage is /docs/api: the OpenAPI document (GET /v1/openapi.json) rendered for people, server-side

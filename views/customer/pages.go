@@ -1,9 +1,9 @@
 package customer
 
 import (
-	"videogen/views"
 	"fmt"
 	"time"
+	"videogen/views"
 
 	"videogen/models"
 )

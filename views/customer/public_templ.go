@@ -9,7 +9,7 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
-	"videogen/internal/catalog"
+	"videogen/internal/domain/catalog"
 	"videogen/views"
 )
 

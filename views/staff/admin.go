@@ -1,10 +1,10 @@
 package staff
 
 import (
-	"videogen/views"
 	"time"
+	"videogen/views"
 
-	"videogen/internal/admin"
+	"videogen/internal/staff/admin"
 	"videogen/models"
 )
 

@@ -1,18 +1,18 @@
 package staff
 
 import (
-	"videogen/views"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"videogen/views"
 
-	"videogen/internal/ops"
-	"videogen/internal/upstream/status"
+	"videogen/internal/domain/upstream/status"
+	"videogen/internal/staff/ops"
 	"videogen/models"
 )
 
-// OverviewPage is the staff overview (/support): the platform's figures as internal/ops read them.
+// OverviewPage is the staff overview (/support): the platform's figures as internal/staff/ops read them.
 type OverviewPage struct {
 	*ops.Overview
 	// Upstreams is each credential's health as the running instances report it (docs/upstreams.md#health).

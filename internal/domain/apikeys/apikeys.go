@@ -1,0 +1,247 @@
+// Package apikeys creates, revokes and authenticates API keys. A key's secret is shown once at
+// creation; the database keeps its SHA-256 (keys are 238 random bits, so a fast hash is safe) and a short
+// display prefix.
+package apikeys
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
+	"gorm.io/gorm"
+
+	"videogen/internal/infra/db"
+	"videogen/internal/infra/ids"
+	"videogen/models"
+)
+
+// prefixLen is how much of a key is kept in clear for people to tell keys apart: "vg_" and 8 characters.
+const prefixLen = 11
+
+// ErrInvalid is returned for a key that is unknown or revoked.
+var ErrInvalid = errors.New("invalid api key")
+
+// ErrAccountDisabled is returned for a current key of an account that staff disabled.
+var ErrAccountDisabled = errors.New("the key's account is disabled")
+
+// ErrNoSuchKey is returned by Revoke for a prefix no key has.
+var ErrNoSuchKey = errors.New("no api key with this prefix")
+
+// Hash returns the stored form of a secret.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// The rules a new key must meet, for the console and the CLI alike.
+var (
+	// ErrUnverified: keys are equivalent to account credentials, and the interface document gives them
+	// only to registered, e-mail-verified accounts.
+	ErrUnverified = errors.New("the e-mail address is not verified yet; keys need a verified account")
+	// ErrBadName: a key's name is at most MaxNameLen characters of printable text.
+	ErrBadName = fmt.Errorf("a key name has at most %d characters, without control characters", MaxNameLen)
+)
+
+// MaxNameLen is the longest key name, in characters.
+const MaxNameLen = 60
+
+// CheckName returns the name as stored (trimmed) or ErrBadName.
+func CheckName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxNameLen || strings.ContainsFunc(name, unicode.IsControl) {
+		return "", ErrBadName
+	}
+	return name, nil
+}
+
+// Issue makes a key for a user's account once the rules allow it (a verified address, a valid name) and
+// returns its secret, which is never retrievable again.
+func Issue(ctx context.Context, d *db.DB, u *models.User, name string, now time.Time) (string, *models.APIKey, error) {
+	if !u.Verified() {
+		return "", nil, ErrUnverified
+	}
+	name, err := CheckName(name)
+	if err != nil {
+		return "", nil, err
+	}
+	return Create(ctx, d, u.AccountID, name, &u.ID, now)
+}
+
+// Create makes a key for an account and returns its secret, which is never retrievable again. It applies
+// no rule: Issue is for people; Create is for the test rig and Issue itself.
+func Create(ctx context.Context, d *db.DB, accountID int64, name string, createdBy *int64, now time.Time) (string, *models.APIKey, error) {
+	secret := ids.NewAPIKey()
+	k := &models.APIKey{
+		AccountID: accountID, CreatedBy: createdBy, Name: strings.TrimSpace(name),
+		Prefix: secret[:prefixLen], SecretHash: Hash(secret), CreatedAt: now.UTC().Truncate(time.Microsecond),
+	}
+	if err := d.W.WithContext(ctx).Create(k).Error; err != nil {
+		return "", nil, fmt.Errorf("create api key: %w", err)
+	}
+	return secret, k, nil
+}
+
+// Principal is who a request is from.
+type Principal struct {
+	AccountID int64
+	KeyID     int64
+	KeyPrefix string
+}
+
+type cached struct {
+	p        Principal
+	valid    bool
+	disabled bool // the account is disabled (kept with the key, so a disabled account costs no more lookups)
+}
+
+// Authenticator checks Bearer keys. Answers are cached for ttl, so the database sees at most one lookup
+// per key per ttl however fast the key is used; a revocation, or an account disabled or enabled, on this
+// instance drops the entries at once, and one made elsewhere is seen when the entry expires.
+type Authenticator struct {
+	db    *db.DB
+	cache *expirable.LRU[string, cached]
+	group singleflight.Group
+	// forgets counts ForgetAccount calls: a lookup that was already reading when one happened does not
+	// cache what it read, which may predate the change.
+	forgets atomic.Uint64
+	// lastUsed remembers when each key's last_used_at was last written, to write it once a minute at most.
+	lastUsed *expirable.LRU[int64, time.Time]
+	now      func() time.Time
+}
+
+// NewAuthenticator returns an authenticator with the given cache lifetime; now is the clock that stamps
+// keys' last use and revocation (nil: real time).
+func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authenticator {
+	if now == nil {
+		now = db.Now
+	}
+	return &Authenticator{
+		db:       d,
+		now:      now,
+		cache:    expirable.NewLRU[string, cached](100_000, nil, ttl),
+		lastUsed: expirable.NewLRU[int64, time.Time](100_000, nil, time.Minute),
+	}
+}
+
+// Authenticate returns the principal of a secret, or ErrInvalid. A current key of a disabled account
+// returns ErrAccountDisabled with its principal, so the refused call can still be told apart in the
+// account's call log.
+func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if !strings.HasPrefix(secret, "vg_") || len(secret) > 200 {
+		return Principal{}, ErrInvalid
+	}
+	h := Hash(secret)
+	c, ok := a.cache.Get(h)
+	if !ok {
+		v, err, _ := a.group.Do(h, func() (any, error) { return a.load(ctx, h) })
+		if err != nil {
+			return Principal{}, err
+		}
+		c = v.(cached)
+	}
+	switch {
+	case !c.valid:
+		return Principal{}, ErrInvalid
+	case c.disabled:
+		return c.p, ErrAccountDisabled
+	}
+	return c.p, nil
+}
+
+// keyRow is a key with its account's state, read in one query.
+type keyRow struct {
+	models.APIKey
+	DisabledAt *time.Time
+}
+
+func (a *Authenticator) load(ctx context.Context, h string) (cached, error) {
+	forgets := a.forgets.Load()
+	var rows []keyRow
+	err := a.db.R.WithContext(ctx).Raw(`SELECT k.id, k.account_id, k.prefix, k.revoked_at, a.disabled_at
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = ?`, h).Scan(&rows).Error
+	if err != nil {
+		return cached{}, fmt.Errorf("look up api key: %w", err)
+	}
+	var c cached
+	if len(rows) > 0 {
+		k := rows[0]
+		c = cached{p: Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, valid: k.RevokedAt == nil, disabled: k.DisabledAt != nil}
+	}
+	if a.forgets.Load() == forgets {
+		a.cache.Add(h, c)
+	}
+	if c.valid && !c.disabled {
+		a.touch(c.p.KeyID)
+	}
+	return c, nil
+}
+
+// ForgetAccount drops this instance's cached answers for an account's keys, after it was disabled or
+// enabled here, so the change holds on this instance at once; other instances see it when their entries
+// expire (API_KEY_CACHE_TTL), as with a revocation. The cache is scanned rather than the database asked
+// for the account's keys, so this cannot fail once the change is committed.
+func (a *Authenticator) ForgetAccount(accountID int64) {
+	a.forgets.Add(1)
+	for _, h := range a.cache.Keys() {
+		if c, ok := a.cache.Peek(h); ok && c.p.AccountID == accountID {
+			a.cache.Remove(h)
+		}
+	}
+}
+
+// touch records that a key was used, at most once a minute per key, off the request path.
+func (a *Authenticator) touch(keyID int64) {
+	if _, ok := a.lastUsed.Get(keyID); ok {
+		return
+	}
+	now := a.now().UTC().Truncate(time.Microsecond)
+	a.lastUsed.Add(keyID, now)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// A lost update only makes "last used" a minute older; it never blocks a request.
+		_ = a.db.W.WithContext(ctx).Exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, keyID).Error
+	}()
+}
+
+// Revoke disables the key with this display prefix. The cache entry on this instance goes at once.
+func (a *Authenticator) Revoke(ctx context.Context, prefix string) error {
+	k, err := Revoke(ctx, a.db, prefix, a.now())
+	if err != nil {
+		return err
+	}
+	a.cache.Remove(k.SecretHash)
+	return nil
+}
+
+// Revoke disables the key with this display prefix and returns it. Revoking twice is not an error.
+func Revoke(ctx context.Context, d *db.DB, prefix string, now time.Time) (*models.APIKey, error) {
+	var k models.APIKey
+	err := d.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("prefix = ?", prefix).Take(&k).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return fmt.Errorf("%s: %w", prefix, ErrNoSuchKey)
+			}
+			return fmt.Errorf("find key %s: %w", prefix, err)
+		}
+		if k.RevokedAt != nil {
+			return nil
+		}
+		now := now.UTC().Truncate(time.Microsecond)
+		k.RevokedAt = &now
+		return tx.Model(&k).Update("revoked_at", now).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}

@@ -1,0 +1,78 @@
+// Package tasks owns a video task's life. It holds the statuses and the transitions allowed between them,
+// and it is the only code that writes the tasks table, the task log (task_events), an account's backlog
+// counter (waiting_tasks) and a credential's in_flight counter: each transition is one method, guarded
+// by the state it leaves in its WHERE clause and writing its log line in the same transaction, so it
+// happens once however many instances attempt it. The worker decides when; this package decides what may
+// happen. Money moves through billing, inside the same transactions.
+package tasks
+
+import (
+	"errors"
+	"time"
+
+	"videogen/internal/infra/db"
+)
+
+// Statuses of a task (the interface document's four; docs/design.md §5).
+const (
+	Queued     = "queued"
+	InProgress = "in_progress"
+	Completed  = "completed"
+	Failed     = "failed"
+)
+
+// next lists the statuses each status may move to. Completed and failed are terminal; a queued task may
+// end at once (a failed submission, a deadline, or one poll that sees the video done).
+var next = map[string][]string{
+	Queued:     {InProgress, Completed, Failed},
+	InProgress: {Completed, Failed},
+}
+
+// CanMove reports whether a task may go from one status to another.
+func CanMove(from, to string) bool {
+	for _, s := range next[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// movingTo lists the statuses a task may leave for to: the guard of that transition's UPDATE, taken from
+// the table above so that the table is the only statement of what may happen.
+func movingTo(to string) []string {
+	var out []string
+	for _, from := range []string{Queued, InProgress, Completed, Failed} {
+		if CanMove(from, to) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
+
+// Terminal reports whether a status can never change again.
+func Terminal(status string) bool { return len(next[status]) == 0 }
+
+// Unfinished lists the statuses a task can still leave, for queries.
+var Unfinished = []string{Queued, InProgress}
+
+// ErrBacklogFull is returned by EnterBacklog when the account already has its maximum of tasks waiting
+// for an upstream slot.
+var ErrBacklogFull = errors.New("the account's backlog is full")
+
+// Store writes tasks. Its clock stamps every time it stores.
+type Store struct {
+	db  *db.DB
+	now func() time.Time
+}
+
+// NewStore returns the task store on d; now is the clock (nil: real time).
+func NewStore(d *db.DB, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: d, now: now}
+}
+
+// Now is the store's clock, as the database keeps times (UTC, microseconds).
+func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,479 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"videogen/billing"
+	"videogen/internal/infra/ids"
+	"videogen/internal/infra/storetext"
+	"videogen/internal/money"
+	"videogen/models"
+)
+
+// Enqueue records a new task as queued, with its first log line, inside the create transaction (which
+// also enters it into the backlog and reserves its price).
+func (s *Store) Enqueue(tx *gorm.DB, t *models.Task, detail string) error {
+	t.Status, t.BillingState = Queued, billing.Reserved
+	if err := tx.Create(t).Error; err != nil {
+		return fmt.Errorf("insert task: %w", err)
+	}
+	return logEvent(tx, t.ID, t.CreatedAt, "", Queued, detail)
+}
+
+// EnterBacklog counts a new task among its account's tasks waiting for an upstream slot, refusing with
+// ErrBacklogFull past max. It is checked and counted in one guarded UPDATE, so it is exact under
+// concurrency.
+func (s *Store) EnterBacklog(tx *gorm.DB, accountID int64, max int) error {
+	res := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = ? AND waiting_tasks < ?", accountID, max)
+	if res.Error != nil {
+		return fmt.Errorf("count task in backlog: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrBacklogFull
+	}
+	return nil
+}
+
+// leaveBacklog uncounts a task that stops waiting for an upstream slot (it got one, or it ended).
+func leaveBacklog(tx *gorm.DB, accountID int64) error {
+	if err := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks - 1 WHERE id = ? AND waiting_tasks > 0", accountID).Error; err != nil {
+		return fmt.Errorf("leave backlog: %w", err)
+	}
+	return nil
+}
+
+// AssignSlot takes the least-loaded credential among credIDs with room (in flight over capacity, then
+// id), counts the task against it and records the first submission attempt with a fresh upstream
+// idempotency key and the provider model the credential serves the task's alias as — one transaction,
+// before any upstream call. A credential whose key a provider refused (auth_error) is skipped whatever
+// instance saw it. ok is false when no credential has room or the task no longer waits (a deadline
+// failed it meanwhile).
+func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string, upstreamModel func(credID string) string, runTimeout time.Duration, owner string) (credID string, ok bool, err error) {
+	if len(credIDs) == 0 {
+		return "", false, nil
+	}
+	now := s.Now()
+	key := ids.NewUpstreamIdempotencyKey()
+	var cred models.UpstreamCredential
+	var model string
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		q := tx.Where("enabled = ? AND auth_error IS NULL AND in_flight < max_concurrency AND id IN ?", true, credIDs).
+			Order("CAST(in_flight AS BIGINT) * 1000000 / max_concurrency ASC, in_flight ASC, id ASC")
+		if s.db.Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		if err := q.Take(&cred).Error; err != nil {
+			return err
+		}
+		res := tx.Exec("UPDATE upstream_credentials SET in_flight = in_flight + 1, updated_at = ? WHERE id = ? AND in_flight < max_concurrency", now, cred.ID)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return errors.Join(res.Error, gorm.ErrRecordNotFound)
+		}
+		if model = upstreamModel(cred.ID); model == "" {
+			// A reload took the alias from this credential since it was chosen: the next round picks again.
+			return gorm.ErrRecordNotFound
+		}
+		res = tx.Exec(`UPDATE tasks SET credential_id = ?, upstream_key = ?, upstream_model = ?, submit_attempts = 1, submitted_at = ?,
+			run_deadline = ?, updated_at = ? WHERE id = ? AND status = 'queued' AND credential_id IS NULL`,
+			cred.ID, key, model, now, now.Add(runTimeout), now, t.ID)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return gorm.ErrRecordNotFound // failed by its deadline meanwhile: roll the slot back
+		}
+		if err := leaveBacklog(tx, t.AccountID); err != nil {
+			return err
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s (model %s), idempotency key %s (worker %s)", cred.ID, model, key, owner))
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("assign a slot to %s: %w", t.ID, err)
+	}
+	t.CredentialID, t.UpstreamKey, t.UpstreamModel, t.SubmitAttempts, t.SubmittedAt = &cred.ID, &key, &model, 1, &now
+	return cred.ID, true, nil
+}
+
+// ReturnToQueue gives a task's slot back and puts it back among the tasks waiting for a credential,
+// when its first and only submission certainly created nothing upstream (the key or the model was
+// refused, or the submission was not sent): another credential may take it, with a new idempotency
+// key. Its queue deadline stays as it was. It returns false when the task is no longer in that state.
+func (s *Store) ReturnToQueue(ctx context.Context, t *models.Task, owner string, next time.Time, reason string) (bool, error) {
+	now := s.Now()
+	done := false
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE tasks SET credential_id = NULL, upstream_key = NULL, upstream_model = NULL, submit_attempts = 0,
+			submitted_at = NULL, run_deadline = NULL, next_check_at = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			WHERE id = ? AND status = ? AND credential_id = ? AND upstream_task_id IS NULL AND submit_attempts = 1 AND lease_owner = ?`,
+			next, now, t.ID, Queued, *t.CredentialID, owner)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		done = true
+		if err := freeSlot(tx, t.CredentialID, now); err != nil {
+			return err
+		}
+		// It was admitted to the backlog at create; it only comes back to it.
+		if err := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = ?", t.AccountID).Error; err != nil {
+			return fmt.Errorf("return to backlog: %w", err)
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("returned to the queue: credential %s did not take it (%s); nothing was created upstream", *t.CredentialID, reason))
+	})
+	if err != nil {
+		return false, fmt.Errorf("return %s to the queue: %w", t.ID, err)
+	}
+	if done {
+		t.CredentialID, t.UpstreamKey, t.UpstreamModel, t.SubmitAttempts = nil, nil, nil, 0
+	}
+	return done, nil
+}
+
+// RecordAttempt notes a repeated submission (same credential, same key) before it is made.
+func (s *Store) RecordAttempt(ctx context.Context, t *models.Task, owner string) error {
+	now := s.Now()
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE tasks SET submit_attempts = submit_attempts + 1, updated_at = ? WHERE id = ? AND status IN ? AND upstream_task_id IS NULL",
+			now, t.ID, Unfinished)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errors.New("task is no longer waiting for submission")
+		}
+		t.SubmitAttempts++
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt %d on upstream credential %s, same idempotency key %s (worker %s)",
+			t.SubmitAttempts, *t.CredentialID, *t.UpstreamKey, owner))
+	})
+}
+
+// MarkSubmitted stores the upstream's id of an accepted task and when to poll it. With keepClaim the
+// worker keeps its lease because the answer already says more (in progress, done, failed) and it acts
+// on it now: let go earlier, and another worker could poll at the same time and log its steps twice.
+func (s *Store) MarkSubmitted(ctx context.Context, t *models.Task, upstreamID string, nextCheck time.Time, keepClaim bool) error {
+	now := s.Now()
+	release := !keepClaim
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE tasks SET upstream_task_id = ?, poll_count = 0, next_check_at = ?,
+			lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_until = CASE WHEN ? THEN NULL ELSE lease_until END,
+			updated_at = ? WHERE id = ? AND status IN ?`, upstreamID, nextCheck, release, release, now, t.ID, Unfinished)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, "accepted upstream as "+upstreamID)
+	})
+	if err != nil {
+		return fmt.Errorf("record upstream id of %s: %w", t.ID, err)
+	}
+	t.UpstreamTaskID = &upstreamID
+	return nil
+}
+
+// DeferSubmission releases the claim after a submission without a clear answer (timeout, 5xx, a busy
+// credential), to be retried at next with the same credential and key.
+func (s *Store) DeferSubmission(ctx context.Context, t *models.Task, owner string, next time.Time, reason string) error {
+	now := s.Now()
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec("UPDATE tasks SET next_check_at = ?, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?",
+			next, now, t.ID, owner).Error; err != nil {
+			return err
+		}
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt %d: no clear answer (%s); will retry with the same key", t.SubmitAttempts, reason))
+	})
+}
+
+// MarkInProgress moves a queued task to in_progress when the upstream reports it started.
+func (s *Store) MarkInProgress(ctx context.Context, t *models.Task, progress int) error {
+	now := s.Now()
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec("UPDATE tasks SET status = ?, progress = ?, updated_at = ? WHERE id = ? AND status IN ?", InProgress, progress, now, t.ID, movingTo(InProgress))
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return logEvent(tx, t.ID, now, Queued, InProgress, "generation started upstream")
+	})
+	if err != nil {
+		return fmt.Errorf("mark %s in progress: %w", t.ID, err)
+	}
+	t.Status = InProgress
+	return nil
+}
+
+// Reschedule releases the claim after a poll and sets the next one; progress is the upstream's.
+func (s *Store) Reschedule(ctx context.Context, t *models.Task, owner string, next time.Time, progress int) error {
+	err := s.db.W.WithContext(ctx).Exec(`UPDATE tasks SET next_check_at = ?, poll_count = poll_count + 1, progress = ?,
+		lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND lease_owner = ?`,
+		next, progress, s.Now(), t.ID, Unfinished, owner).Error
+	if err != nil {
+		return fmt.Errorf("reschedule %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// Output is a finished task's video as stored, and the stills stored beside it ("" when none).
+type Output struct {
+	Key                          string
+	Size                         int64
+	ThumbnailKey, SpritesheetKey string
+}
+
+// Keys lists the stored files of the output: the video and each still stored.
+func (o Output) Keys() []string {
+	keys := []string{o.Key}
+	for _, k := range []string{o.ThumbnailKey, o.SpritesheetKey} {
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// Complete marks the task completed with its stored output and, in the same transaction, charges its
+// reservation and frees its credential slot. won is false when the task had already ended (a deadline):
+// then nothing changes and the caller deletes its copy.
+func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expires time.Time, cost Cost) (won bool, err error) {
+	now := s.Now()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
+			output_bytes = ?, thumbnail_key = ?, spritesheet_key = ?, usage_completion_tokens = ?, usage_total_tokens = ?,
+			upstream_cost_micros = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			WHERE id = ? AND status IN ? AND billing_state = ?`,
+			Completed, billing.Settled, now, expires, out.Key, out.Size, nullable(out.ThumbnailKey), nullable(out.SpritesheetKey),
+			cost.CompletionTokens, cost.TotalTokens, cost.column(),
+			now, t.ID, movingTo(Completed), billing.Reserved)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		won = true
+		// Lock order everywhere: task, credential, account (AssignSlot takes the credential only with a
+		// waiting task, which no ending holds) — so two transactions never wait on each other.
+		if err := freeSlot(tx, t.CredentialID, now); err != nil {
+			return err
+		}
+		if err := billing.Settle(tx, t.AccountID, t.ID, money.Micros(t.AmountMicros), now); err != nil {
+			return err
+		}
+		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
+			out.Size, money.Micros(t.AmountMicros).USD(), cost.text()))
+	})
+	if err != nil {
+		return false, fmt.Errorf("complete %s: %w", t.ID, err)
+	}
+	if won {
+		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &out.Key
+		t.ThumbnailKey, t.SpritesheetKey = nullable(out.ThumbnailKey), nullable(out.SpritesheetKey)
+	}
+	return won, nil
+}
+
+// Cost is what a completed task cost upstream: the usage the provider reported (nil when it reports
+// none) and the cost at the operator's price for the credential and model (docs/upstreams.md#cost).
+type Cost struct {
+	CompletionTokens *int64
+	TotalTokens      *int64
+	Micros           *money.Micros // nil: no price configured, so unknown
+}
+
+// column is the upstream_cost_micros value: NULL when unknown.
+func (c Cost) column() any {
+	if c.Micros == nil {
+		return nil
+	}
+	return int64(*c.Micros)
+}
+
+func (c Cost) text() string {
+	s := "unknown (no price configured)"
+	if c.Micros != nil {
+		s = c.Micros.String()
+	}
+	if c.CompletionTokens != nil {
+		s += fmt.Sprintf(" (%d tokens)", *c.CompletionTokens)
+	}
+	return s
+}
+
+// Fail ends the task as failed, refunds its reservation in full, frees its slot or its place in the
+// backlog — at most once: only the first ending of a task counts.
+func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) error {
+	now := s.Now()
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// Read under a row lock: another instance may be assigning the task a credential right now, and the
+		// slot it takes must be freed with the row we fail (SQLite's single writer serialises this anyway).
+		q := tx
+		if s.db.Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		var cur models.Task
+		if err := q.Where("id = ?", t.ID).Take(&cur).Error; err != nil {
+			return err
+		}
+		if !CanMove(cur.Status, Failed) {
+			return nil // it already ended: only the first ending counts
+		}
+		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, error_code = ?, error_message = ?, lease_owner = NULL, lease_until = NULL,
+			updated_at = ? WHERE id = ? AND status = ? AND billing_state = ?`, Failed, billing.Released, code, message, now, t.ID, cur.Status, billing.Reserved)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
+			return err
+		}
+		if err := billing.Release(tx, cur.AccountID, cur.ID, money.Micros(cur.AmountMicros), now); err != nil {
+			return err
+		}
+		if cur.Status == Queued && cur.CredentialID == nil {
+			if err := leaveBacklog(tx, cur.AccountID); err != nil {
+				return err
+			}
+		}
+		return logEvent(tx, t.ID, now, cur.Status, Failed, code+": "+message)
+	})
+	if err != nil {
+		return fmt.Errorf("fail %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// NoteLateCompletion logs an upstream completion for a task that had already ended here (its deadline
+// passed): the result is ignored and the customer keeps the refund.
+func (s *Store) NoteLateCompletion(ctx context.Context, taskID string) error {
+	var cur models.Task
+	if err := s.db.R.WithContext(ctx).Select("status").Where("id = ?", taskID).Take(&cur).Error; err != nil {
+		return fmt.Errorf("read %s: %w", taskID, err)
+	}
+	return logEvent(s.db.W.WithContext(ctx), taskID, s.Now(), cur.Status, cur.Status, "upstream reported completion after the task had ended; ignored")
+}
+
+// Note adds a line to a task's log without changing it: what the upstream said, for staff (customers
+// see it in plain words, views.eventDetail).
+func (s *Store) Note(ctx context.Context, t *models.Task, detail string) error {
+	if err := logEvent(s.db.W.WithContext(ctx), t.ID, s.Now(), t.Status, t.Status, detail); err != nil {
+		return fmt.Errorf("note on %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// ForgetOutput records that a task's stored video and its stills were deleted (their retention ended),
+// if the task still names that copy.
+func (s *Store) ForgetOutput(ctx context.Context, taskID, key string) error {
+	if err := s.db.W.WithContext(ctx).Exec(`UPDATE tasks SET output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL
+		WHERE id = ? AND output_key = ?`, taskID, key).Error; err != nil {
+		return fmt.Errorf("forget the output of %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// Why MarkDeleted refuses.
+var (
+	// ErrNoTask: the account has no such task, or it was already deleted — the API answers both like an
+	// unknown id.
+	ErrNoTask = errors.New("no such task")
+	// ErrUnfinished: the task is still queued or in progress. Its generation may already be paid for
+	// upstream and this version cancels nothing there, so it cannot be deleted before it ends.
+	ErrUnfinished = errors.New("the task has not finished")
+)
+
+// MarkDeleted records that the account's customer deleted a finished task (by names who, for the log):
+// from this commit the API answers for it as for an unknown id. In the same transaction it forgets the
+// task's stored video and stills, so no row names the files any more: the caller deletes the returned keys
+// (none when nothing is stored), and if it never gets to — a crash, a storage error — the orphan sweep deletes the file
+// as it does every file no row names. Forgetting the key after deleting the file instead would leave,
+// after such a crash, a deleted task whose row still names a file nothing would ever remove. The ledger
+// is not touched: a deleted video was still made, and stays charged.
+func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string) (keys []string, err error) {
+	now := s.Now()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		q := tx
+		if s.db.Postgres {
+			// Two deletes of one task at once: the second waits here, then sees it deleted.
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		var cur models.Task
+		err := q.Select("id", "status", "output_key", "thumbnail_key", "spritesheet_key", "deleted_at").Where("id = ? AND account_id = ?", id, accountID).Take(&cur).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			return ErrNoTask
+		case err != nil:
+			return err
+		case cur.DeletedAt != nil:
+			return ErrNoTask
+		case !Terminal(cur.Status):
+			return ErrUnfinished
+		}
+		res := tx.Exec("UPDATE tasks SET deleted_at = ?, output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL, updated_at = ? WHERE id = ? AND deleted_at IS NULL AND status IN ?",
+			now, now, id, []string{Completed, Failed})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNoTask // deleted meanwhile (SQLite serialises writers, so only a racing delete gets here)
+		}
+		detail := "deleted through the API by " + by + "; no stored video to remove"
+		if cur.OutputKey != nil {
+			keys = StoredKeys(&cur)
+			detail = "deleted through the API by " + by + "; its stored video " + *cur.OutputKey + " is removed"
+		}
+		return logEvent(tx, id, now, cur.Status, cur.Status, detail)
+	})
+	if errors.Is(err, ErrNoTask) || errors.Is(err, ErrUnfinished) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete %s: %w", id, err)
+	}
+	return keys, nil
+}
+
+// StoredKeys lists the files a task's row names: its video and the stills beside it.
+func StoredKeys(t *models.Task) []string {
+	var keys []string
+	for _, k := range []*string{t.OutputKey, t.ThumbnailKey, t.SpritesheetKey} {
+		if k != nil {
+			keys = append(keys, *k)
+		}
+	}
+	return keys
+}
+
+// nullable stores "" as NULL.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {
+	if credID == nil {
+		return nil
+	}
+	if err := tx.Exec("UPDATE upstream_credentials SET in_flight = in_flight - 1, updated_at = ? WHERE id = ? AND in_flight > 0", now, *credID).Error; err != nil {
+		return fmt.Errorf("free the slot on %s: %w", *credID, err)
+	}
+	return nil
+}
+
+// logEvent writes one line of a task's log. Details come partly from upstreams, so they are made safe to
+// store.
+func logEvent(tx *gorm.DB, taskID string, at time.Time, from, to, detail string) error {
+	detail, _ = storetext.Clip(detail, 2000)
+	if err := tx.Create(&models.TaskEvent{TaskID: taskID, At: at, FromStatus: from, ToStatus: to, Detail: detail}).Error; err != nil {
+		return fmt.Errorf("task event: %w", err)
+	}
+	return nil
+}

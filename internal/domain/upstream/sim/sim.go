@@ -1,0 +1,469 @@
+// Package sim is the built-in upstream simulator: it behaves like a real video provider — per-credential
+// concurrency, progress over time, a real playable MP4 of the requested size — behind either of the
+// wire protocols videogen speaks: OpenAI-style /v1/videos (the default) or BytePlus/Volcengine Ark's
+// /api/v3/contents/generations/tasks, with the video on a presigned URL as Ark serves it. Its tasks are
+// kept on disk, so they outlive a restart of the platform and of the simulator as a real provider's
+// would. Prompt directives trigger faults deterministically (docs/upstreams.md#simulator).
+package sim
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"videogen/internal/infra/ids"
+)
+
+// Protocols the simulator speaks.
+const (
+	ProtocolOpenAI = "openai"
+	ProtocolArk    = "ark"
+)
+
+// Prompt directives, understood in both protocols.
+const (
+	DirectiveFail       = "[sim:fail]"        // the task fails half-way (a generation failure)
+	DirectiveFailPolicy = "[sim:fail-policy]" // the task fails half-way, its output refused by the content policy
+	DirectiveReject     = "[sim:reject]"      // the submission is refused with 400 as bad parameters
+	DirectivePolicy     = "[sim:policy]"      // the submission is refused with 400 as a content-policy violation
+	Directive401        = "[sim:401]"         // the submission is answered 401 and its credential revoked (once per credential and prompt)
+	Directive5xxOnce    = "[sim:5xx-once]"    // the first submission is accepted but answered with 503
+	DirectiveSlow       = "[sim:slow]"        // the task takes ten times as long
+)
+
+// Config sets up a simulator.
+type Config struct {
+	Dir         string        // where tasks, outputs and the URL-signing key are kept
+	Duration    time.Duration // queued → completed
+	Concurrency int           // unfinished tasks per credential
+	Secrets     []string      // accepted Bearer credentials
+	// Protocol is the wire protocol: ProtocolOpenAI (default) or ProtocolArk.
+	Protocol string
+	// Keep is how long a finished task and its video stay available, like a provider's retention
+	// (default 24 h, as Ark's video URLs); older ones are deleted, so a long-running simulator does not
+	// grow without bound.
+	Keep time.Duration
+	Now  func() time.Time
+	Log  *slog.Logger
+}
+
+// Media is one input of a task, named with Ark's roles in both protocols.
+type Media struct {
+	Role string `json:"role"` // first_frame, last_frame, reference_image, reference_video or reference_audio
+	URL  string `json:"url"`
+}
+
+// Task is one simulated generation, as stored on disk.
+type Task struct {
+	ID            string        `json:"id"`
+	Owner         string        `json:"owner"` // digest of the credential that created it
+	IdemKey       string        `json:"idempotency_key"`
+	Model         string        `json:"model"`
+	Prompt        string        `json:"prompt"`
+	Seconds       int           `json:"seconds"`
+	Size          string        `json:"size"`
+	Resolution    string        `json:"resolution,omitempty"` // as asked (Ark); "" for OpenAI-style, which asks a size
+	AspectRatio   string        `json:"aspect_ratio"`
+	GenerateAudio bool          `json:"generate_audio"`
+	Watermark     bool          `json:"watermark"`
+	Seed          *int64        `json:"seed,omitempty"` // as asked; nil when not
+	Media         []Media       `json:"media,omitempty"`
+	CreatedAt     time.Time     `json:"created_at"`
+	Duration      time.Duration `json:"duration"`
+	Fail          bool          `json:"fail"`
+	FailPolicy    bool          `json:"fail_policy,omitempty"`
+	InputBytes    int64         `json:"input_bytes"` // media fetched from the task's input URLs
+	// Submissions counts POSTs that carried this task's idempotency key (1 unless the client retried).
+	Submissions int  `json:"submissions"`
+	Answered5xx bool `json:"answered_5xx"`
+	// RequestDigest identifies the body of an Ark submission, which carries no idempotency key: a
+	// [sim:5xx-once] body is answered 503 once, and its retry creates a second task.
+	RequestDigest string `json:"request_digest,omitempty"`
+}
+
+// Sim is the simulator. It is an http.Handler.
+type Sim struct {
+	cfg     Config
+	owners  map[string]bool
+	urlKey  []byte // signs Ark video URLs; kept in Dir so URLs stay valid across restarts
+	handler http.Handler
+
+	mu      sync.Mutex
+	refused int // submissions answered 429 because the credential was full
+	pruned  time.Time
+	tasks   map[string]*Task
+	byKey   map[string]string // owner + key → task id
+	revoked map[string]bool   // owners refused by [sim:401] until Reinstate or a restart
+	tripped map[string]bool   // owner + prompt of each [sim:401] that revoked its credential
+	render  sync.Map          // task id → *sync.Mutex, so one output is rendered once
+}
+
+// New opens (or creates) a simulator whose state lives in cfg.Dir.
+func New(cfg Config) (*Sim, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Concurrency < 1 {
+		cfg.Concurrency = 1
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 24 * time.Hour
+	}
+	switch cfg.Protocol {
+	case "":
+		cfg.Protocol = ProtocolOpenAI
+	case ProtocolOpenAI, ProtocolArk:
+	default:
+		return nil, fmt.Errorf("simulator protocol %q: want %s or %s", cfg.Protocol, ProtocolOpenAI, ProtocolArk)
+	}
+	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}, revoked: map[string]bool{}, tripped: map[string]bool{}}
+	for _, sec := range cfg.Secrets {
+		s.owners[owner(sec)] = true
+	}
+	for _, d := range []string{s.taskDir(), s.outputDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("simulator folder: %w", err)
+		}
+	}
+	key, err := loadKey(filepath.Join(cfg.Dir, "url-signing.key"))
+	if err != nil {
+		return nil, err
+	}
+	s.urlKey = key
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if cfg.Protocol == ProtocolArk {
+		s.handler = s.arkMux()
+	} else {
+		s.handler = s.openaiMux()
+	}
+	return s, nil
+}
+
+// loadKey reads the simulator's URL-signing key, creating it on first start.
+func loadKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read simulator key: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("simulator key: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".key-*")
+	if err != nil {
+		return nil, fmt.Errorf("write simulator key: %w", err)
+	}
+	_, err = f.Write(key)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("write simulator key: %w", err)
+	}
+	return key, nil
+}
+
+func owner(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:8])
+}
+
+func (s *Sim) taskDir() string   { return filepath.Join(s.cfg.Dir, "tasks") }
+func (s *Sim) outputDir() string { return filepath.Join(s.cfg.Dir, "outputs") }
+
+func (s *Sim) load() error {
+	entries, err := os.ReadDir(s.taskDir())
+	if err != nil {
+		return fmt.Errorf("read simulator tasks: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.taskDir(), e.Name()))
+		if err != nil {
+			return fmt.Errorf("read simulator task %s: %w", e.Name(), err)
+		}
+		var t Task
+		if err := json.Unmarshal(b, &t); err != nil {
+			return fmt.Errorf("decode simulator task %s: %w", e.Name(), err)
+		}
+		s.tasks[t.ID] = &t
+		if t.IdemKey != "" {
+			s.byKey[t.Owner+"\x00"+t.IdemKey] = t.ID
+		}
+	}
+	return nil
+}
+
+// save writes a task atomically (temp file, fsync, rename): a crash never leaves half a task.
+func (s *Sim) save(t *Task) error {
+	b, _ := json.Marshal(t)
+	f, err := os.CreateTemp(s.taskDir(), ".task-*")
+	if err != nil {
+		return fmt.Errorf("save simulator task: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(s.taskDir(), t.ID+".json"))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("save simulator task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// Simulated states, named as OpenAI's protocol names them (the Ark handlers translate).
+const (
+	stQueued     = "queued"
+	stInProgress = "in_progress"
+	stCompleted  = "completed"
+	stFailed     = "failed"
+)
+
+// state is a task's status and progress at now: the simulator derives it from the clock, so it needs no
+// background goroutine and survives restarts unchanged.
+func (t *Task) state(now time.Time) (status string, progress int) {
+	elapsed := now.Sub(t.CreatedAt)
+	d := t.Duration
+	switch {
+	case (t.Fail || t.FailPolicy) && elapsed >= d/2:
+		return stFailed, 50
+	case elapsed >= d:
+		return stCompleted, 100
+	case elapsed < d/10:
+		return stQueued, 0
+	default:
+		return stInProgress, min(int(elapsed*100/d), 99)
+	}
+}
+
+// changedAt is when the task entered its state at now.
+func (t *Task) changedAt(now time.Time) time.Time {
+	switch st, _ := t.state(now); st {
+	case stFailed:
+		return t.CreatedAt.Add(t.Duration / 2)
+	case stCompleted:
+		return t.CreatedAt.Add(t.Duration)
+	case stInProgress:
+		return t.CreatedAt.Add(t.Duration / 10)
+	default:
+		return t.CreatedAt
+	}
+}
+
+// endsAt is when the task finishes, one way or the other; its video and URLs last Keep from then.
+func (t *Task) endsAt() time.Time {
+	if t.Fail || t.FailPolicy {
+		return t.CreatedAt.Add(t.Duration / 2)
+	}
+	return t.CreatedAt.Add(t.Duration)
+}
+
+// renderSeed is the seed the task's video is drawn with: the one asked for, so a repeated request
+// with the same seed gets the same video, else one derived from the task id.
+func (t *Task) renderSeed() int64 {
+	if t.Seed != nil && *t.Seed >= 0 {
+		return *t.Seed
+	}
+	var h int64
+	for _, c := range t.ID {
+		h = h*31 + int64(c)
+	}
+	if h < 0 {
+		h = -h
+	}
+	return h
+}
+
+// errCapacity is returned by create when the credential runs Concurrency tasks already.
+var errCapacity = errors.New("credential at capacity")
+
+// create registers a submission; it returns the task (existing for a repeated key) and whether it is new.
+func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.IdemKey != "" {
+		if id, ok := s.byKey[own+"\x00"+t.IdemKey]; ok {
+			prior := s.tasks[id]
+			prior.Submissions++
+			if err := s.save(prior); err != nil {
+				return nil, false, err
+			}
+			return prior, false, nil
+		}
+	}
+	now := s.cfg.Now()
+	s.pruneLocked(now)
+	running := 0
+	for _, x := range s.tasks {
+		if x.Owner == own {
+			if st, _ := x.state(now); st == stQueued || st == stInProgress {
+				running++
+			}
+		}
+	}
+	if running >= s.cfg.Concurrency {
+		s.refused++
+		return nil, false, errCapacity
+	}
+	t.ID = s.newID(now)
+	t.Owner = own
+	t.CreatedAt = now
+	t.Submissions = 1
+	if err := s.save(t); err != nil {
+		return nil, false, err
+	}
+	s.tasks[t.ID] = t
+	if t.IdemKey != "" {
+		s.byKey[own+"\x00"+t.IdemKey] = t.ID
+	}
+	return t, true, nil
+}
+
+// newID names a task as the protocol's provider would: Ark's ids read cgt-<time>-<5 characters>.
+func (s *Sim) newID(now time.Time) string {
+	if s.cfg.Protocol != ProtocolArk {
+		return ids.NewSimTaskID()
+	}
+	return "cgt-" + now.UTC().Format("20060102150405") + "-" + strings.ToLower(ids.NewSimTaskID()[len("simtask_"):][:5])
+}
+
+func (s *Sim) get(own, id string) (*Task, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok || t.Owner != own {
+		return nil, false
+	}
+	return t, true
+}
+
+// byID returns a task whoever owns it, for the unauthenticated video URLs (their signature is the proof).
+func (s *Sim) byID(id string) (*Task, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	return t, ok
+}
+
+// pruneLocked deletes tasks that ended more than Keep ago, with their videos, at most once a minute.
+func (s *Sim) pruneLocked(now time.Time) {
+	if now.Sub(s.pruned) < time.Minute {
+		return
+	}
+	s.pruned = now
+	for id, t := range s.tasks {
+		if now.Sub(t.endsAt()) < s.cfg.Keep {
+			continue
+		}
+		_ = os.Remove(filepath.Join(s.taskDir(), id+".json"))
+		_ = os.Remove(filepath.Join(s.outputDir(), id+".mp4"))
+		delete(s.tasks, id)
+		if t.IdemKey != "" {
+			delete(s.byKey, t.Owner+"\x00"+t.IdemKey)
+		}
+	}
+}
+
+// markAnswered5xx records that the first submission of t was answered with 503.
+func (s *Sim) markAnswered5xx(t *Task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.Answered5xx = true
+	return s.save(t)
+}
+
+// answered5xx reports whether a submission of this body by this credential was answered 503 already.
+func (s *Sim) answered5xx(own, digest string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if t.Owner == own && t.RequestDigest == digest && t.Answered5xx {
+			return true
+		}
+	}
+	return false
+}
+
+// revokeOnce handles a [sim:401] prompt: the first time a credential sends it, the credential is revoked
+// — every later call with it answers 401, as a provider does with a revoked key — and the submission is
+// refused. Once Reinstate (or a restart) has put the credential back, the same prompt on it is served
+// like any other, so the task that tripped it can complete after an operator's fix. It reports whether
+// this submission is refused.
+func (s *Sim) revokeOnce(own, prompt string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := own + "\x00" + prompt
+	if s.tripped[key] {
+		return false
+	}
+	s.tripped[key] = true
+	s.revoked[own] = true
+	return true
+}
+
+func (s *Sim) isRevoked(own string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.revoked[own]
+}
+
+// Reinstate accepts again every credential a [sim:401] revoked, as a restart of the simulator does.
+func (s *Sim) Reinstate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.revoked)
+}
+
+// Refused returns how many submissions were refused because their credential was at capacity: a
+// platform that counts its slots right never causes one.
+func (s *Sim) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// Tasks returns a copy of every task the simulator knows, for tests and the operator.
+func (s *Sim) Tasks() []Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Task, 0, len(s.tasks))
+	for _, t := range s.tasks {
+		out = append(out, *t)
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+// Package upstream is how videogen talks to the providers that generate videos: a small Provider
+// interface (one implementation per protocol, registered in internal/domain/upstream/providers), the pool of
+// credentials tasks are submitted with, their health, and the errors every provider maps to.
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"videogen/internal/money"
+	"videogen/models"
+)
+
+// Upstream task states, as every provider's adapter reports them (each maps its own onto these; see
+// docs/upstreams.md for the tables).
+const (
+	StateQueued     = "queued"
+	StateInProgress = "in_progress"
+	StateCompleted  = "completed"
+	StateFailed     = "failed"
+)
+
+// Credential is one upstream account key and what it serves. Its secret lives only in memory, read
+// from the environment or a file named by the operator's upstreams file; it is never stored or logged.
+type Credential struct {
+	ID             string // stable across restarts and reloads; stored on tasks
+	Name           string // the operator's label, shown to staff
+	Kind           string // the protocol: sim, openai or ark
+	BaseURL        string
+	Secret         string
+	MaxConcurrency int
+	// Models maps each public model alias this credential serves to the provider's model and its cost.
+	Models map[string]Route
+	// Draining credentials take no new task but keep polling and copying the tasks they hold.
+	Draining bool
+	// Provider speaks the credential's protocol at its base URL.
+	Provider Provider
+	// Check, when set, refuses requests the protocol cannot serve (an *UnsupportedError), before any
+	// task is created for them.
+	Check func(models.VideoRequest) error
+}
+
+// Route is how one credential serves one public model alias.
+type Route struct {
+	UpstreamModel string // the provider's name for the model
+	// What the provider charges us: per second of video, or per million usage tokens when set (and the
+	// provider reports usage); see docs/upstreams.md#cost.
+	CostPerSecond        money.Micros
+	CostPerMillionTokens money.Micros
+	// Unpriced: the operator gave no cost (the built-in simulator, UPSTREAM_BASE_URL credentials); the
+	// task's cost is left unrecorded rather than recorded as free, so the margin report counts it.
+	Unpriced bool
+}
+
+// Serves reports whether the credential serves the alias.
+func (c Credential) Serves(alias string) bool {
+	_, ok := c.Models[alias]
+	return ok
+}
+
+// String never shows the secret, so a credential printed by mistake leaks nothing.
+func (c Credential) String() string { return fmt.Sprintf("upstream credential %s (%s)", c.ID, c.Kind) }
+
+// SubmitRequest is a task as sent upstream: its video request (Model is the public alias), the
+// provider's model name on this credential, and the key that makes a repeated submission find the first
+// one instead of starting another (on protocols that have one).
+type SubmitRequest struct {
+	models.VideoRequest
+	UpstreamModel  string
+	IdempotencyKey string
+}
+
+// Usage is what the provider reports having used for a task (Ark reports tokens).
+type Usage struct {
+	CompletionTokens int64
+	TotalTokens      int64
+}
+
+// Status is an upstream task's state.
+type Status struct {
+	ID       string
+	State    string
+	Progress int
+	// For a failed task: the provider's code and message (kept for staff, never shown to customers as
+	// they are) and whether the provider said it broke its content policy.
+	ErrorCode     string
+	ErrorMessage  string
+	PolicyFailure bool
+	Usage         Usage
+}
+
+// Errors every provider maps its failures to; the worker decides by them.
+var (
+	// ErrRejected: the upstream refused the task for good (a 4xx about the request). The task fails.
+	ErrRejected = errors.New("upstream rejected the task")
+	// ErrTransient: timeout, connection failure or 5xx. The outcome is unknown; retry the same call.
+	ErrTransient = errors.New("upstream temporarily unavailable")
+	// ErrBusy: the credential is at its concurrency or rate limit upstream (429). Retry later, same credential.
+	ErrBusy = errors.New("upstream credential busy")
+	// ErrUnknownTask: the upstream does not know this task id for this credential.
+	ErrUnknownTask = errors.New("upstream does not know the task")
+	// ErrAuth: the upstream refused the credential itself (401/403). The credential is marked unhealthy;
+	// the call is retried later, like a transient error, once an operator has fixed the key.
+	ErrAuth = errors.New("upstream refused the credential")
+	// ErrRoute: a submission was refused because the provider does not know the model or endpoint for
+	// this key (an operator's route is wrong, not the customer's request). Nothing was created upstream.
+	ErrRoute = errors.New("upstream does not serve this model for this credential")
+	// ErrNotSent: the submission was not made (the credential's circuit breaker is open). It wraps
+	// ErrTransient.
+	ErrNotSent = fmt.Errorf("%w: submission not sent, circuit breaker open", ErrTransient)
+)
+
+// Provider is one upstream protocol at one base URL. Every call names the credential: a task's
+// submission, polls and download all use the credential it was submitted with.
+type Provider interface {
+	Submit(ctx context.Context, cred Credential, req SubmitRequest) (Status, error)
+	Poll(ctx context.Context, cred Credential, upstreamID string) (Status, error)
+	// Download streams the finished video; size is its length in bytes, or -1 when the upstream did not say.
+	Download(ctx context.Context, cred Credential, upstreamID string) (body io.ReadCloser, size int64, err error)
+}
+
+// StillSource is a provider that serves still images of a finished task besides its video: the
+// thumbnail and spritesheet variants of OpenAI's content endpoint (internal/domain/stills). The worker copies
+// them with the video; for providers without them it makes its own (docs/api.md#variants).
+type StillSource interface {
+	// DownloadStill streams the variant; contentType is the image type the provider gave, size its
+	// length in bytes or -1.
+	DownloadStill(ctx context.Context, cred Credential, upstreamID, variant string) (body io.ReadCloser, contentType string, size int64, err error)
+}
+
+// RejectedError is an upstream's final refusal of a task, with its reason.
+type RejectedError struct {
+	Status  int
+	Code    string
+	Message string
+	// Policy is true when the provider refused the content (its content policy), not the parameters.
+	Policy bool
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("upstream rejected the task: HTTP %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Unwrap lets errors.Is(err, ErrRejected) match.
+func (e *RejectedError) Unwrap() error { return ErrRejected }

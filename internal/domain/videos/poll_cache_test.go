@@ -1,0 +1,117 @@
+package videos_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"videogen/billing"
+	"videogen/internal/domain/tasks"
+	"videogen/internal/domain/videos"
+	"videogen/internal/refusal"
+	"videogen/internal/testkit"
+)
+
+// TestPollOfAnotherAccountsTaskReadsTheDatabase: once its owner has polled a task it is in the poll
+// cache, but another account asking for it must go the same way as a request for an unknown id — a
+// database read ending in not_found — or the quicker answer would tell that the id exists.
+func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		d := testkit.OpenDB(t, url)
+		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		owner, other := testkit.NewAccount(t, d, "10"), testkit.NewAccount(t, d, "10")
+		svc := &videos.Service{DB: d, Tasks: tasks.NewStore(d, nil), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(time.Minute)}
+		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "cached"}`), videos.MediaPolicy{})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		created, err := svc.Create(ctx, videos.Caller{AccountID: owner.ID}, req, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := created.Task.ID
+
+		// Count the reads of tasks (registered before anything else uses this database).
+		var reads atomic.Int64
+		if err := d.R.Callback().Query().After("gorm:query").Register("test:count_task_reads", func(tx *gorm.DB) {
+			if tx.Statement.Table == "tasks" {
+				reads.Add(1)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		poll := func(account int64, id string) (int64, error) {
+			before := reads.Load()
+			_, err := svc.Poll(ctx, account, id)
+			return reads.Load() - before, err
+		}
+		if n, err := poll(owner.ID, id); err != nil || n != 1 {
+			t.Fatalf("owner's first poll: %d reads, %v", n, err)
+		}
+		if n, err := poll(owner.ID, id); err != nil || n != 0 {
+			t.Fatalf("owner's second poll should come from the cache: %d reads, %v", n, err)
+		}
+		unknownReads, err := poll(other.ID, "video_AAAAAAAAAAAAAAAAAAAAAAAA")
+		if !errors.Is(err, refusal.NotFound) {
+			t.Fatalf("unknown id: %v", err)
+		}
+		othersReads, err := poll(other.ID, id)
+		if !errors.Is(err, refusal.NotFound) {
+			t.Fatalf("another account's task: %v", err)
+		}
+		if othersReads != unknownReads || othersReads != 1 {
+			t.Fatalf("another account's task took %d reads, an unknown id %d: the two must not differ", othersReads, unknownReads)
+		}
+	})
+}
+
+// TestDeleteReachesAnotherInstancesPollCache: a finished task can still change — its customer may delete
+// it — so another instance's cache serves it for at most its freshness bound, then answers not_found,
+// instead of showing the deleted task until the entry is evicted.
+func TestDeleteReachesAnotherInstancesPollCache(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		d := testkit.OpenDB(t, url)
+		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		acct := testkit.NewAccount(t, d, "10")
+		const fresh = 200 * time.Millisecond
+		instance := func() *videos.Service {
+			return &videos.Service{DB: d, Tasks: tasks.NewStore(d, nil), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(fresh)}
+		}
+		a, b := instance(), instance()
+		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "soon gone"}`), videos.MediaPolicy{})
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		created, err := a.Create(ctx, videos.Caller{AccountID: acct.ID}, req, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := created.Task.ID
+		if err := a.Tasks.Fail(ctx, created.Task, "generation_failed", "failed for the test"); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := b.Poll(ctx, acct.ID, id); err != nil || v.Status != tasks.Failed {
+			t.Fatalf("instance b's poll of the failed task: %v, %v", v, err)
+		}
+		if err := a.Delete(ctx, acct.ID, id, "API key test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Poll(ctx, acct.ID, id); !errors.Is(err, refusal.NotFound) {
+			t.Fatalf("the deleting instance still shows the task: %v", err)
+		}
+		time.Sleep(fresh)
+		if _, err := b.Poll(ctx, acct.ID, id); !errors.Is(err, refusal.NotFound) {
+			t.Fatalf("another instance shows the deleted task past its cache's freshness bound: %v", err)
+		}
+	})
+}

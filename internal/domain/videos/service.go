@@ -1,0 +1,435 @@
+package videos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+
+	"videogen/billing"
+	"videogen/internal/domain/media"
+	"videogen/internal/domain/stills"
+	"videogen/internal/domain/tasks"
+	"videogen/internal/domain/upstream"
+	"videogen/internal/infra/blob"
+	"videogen/internal/infra/db"
+	"videogen/internal/infra/ids"
+	"videogen/internal/money"
+	"videogen/internal/refusal"
+	"videogen/models"
+)
+
+// Service creates and reads tasks.
+type Service struct {
+	DB     *db.DB
+	Tasks  *tasks.Store // every write to a task
+	Prices *billing.Prices
+	Blobs  blob.Store
+	// Media checks and links the files a create request refers to.
+	Media *media.Service
+	// Polls answers polls of recently read tasks from memory (nil: always the database).
+	Polls *PollCache
+	// MaxQueued is how many tasks an account may have waiting for an upstream slot.
+	MaxQueued int
+	// QueueTimeout is how long a task may wait for an upstream slot.
+	QueueTimeout time.Duration
+	// Admit, when set, refuses a new task no upstream credential could start (upstream.Pool.Admit).
+	Admit func(models.VideoRequest) error
+	// Notify, when set, is called after a task is created, to wake the worker.
+	Notify func()
+	// Now is the clock; tests move it.
+	Now func() time.Time
+	// Log records what a request cannot report to its client (nil: slog.Default()).
+	Log *slog.Logger
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC().Truncate(time.Microsecond)
+	}
+	return db.Now()
+}
+
+// Caller is who creates a task.
+type Caller struct {
+	AccountID int64
+	KeyID     int64
+}
+
+// Created is the outcome of Create.
+type Created struct {
+	Task *models.Task
+	// Replayed is true when an Idempotency-Key matched an earlier create: nothing new was reserved.
+	Replayed bool
+}
+
+// IdempotencyWindow is how long an Idempotency-Key stays bound to its task.
+const IdempotencyWindow = 24 * time.Hour
+
+// PruneIdempotencyKeys deletes keys older than the window: they bind nothing any more, only take space.
+func PruneIdempotencyKeys(ctx context.Context, d *db.DB, now time.Time) error {
+	if err := d.W.WithContext(ctx).Exec("DELETE FROM idempotency_keys WHERE created_at < ?", now.Add(-IdempotencyWindow)).Error; err != nil {
+		return fmt.Errorf("delete old idempotency keys: %w", err)
+	}
+	return nil
+}
+
+// MaxIdempotencyKeyLen bounds the header's length.
+const MaxIdempotencyKeyLen = 255
+
+// Create reserves the task's price and records it as queued, in one transaction; it never waits for the
+// upstream. With an idempotency key, the same key and body within 24 h return the first task.
+func (s *Service) Create(ctx context.Context, who Caller, req *CreateRequest, idemKey string) (*Created, error) {
+	if len(idemKey) > MaxIdempotencyKeyLen {
+		return nil, refusal.Field("invalid_request", "Idempotency-Key", "Idempotency-Key is longer than %d characters.", MaxIdempotencyKeyLen)
+	}
+	for i := 0; i < len(idemKey); i++ {
+		if idemKey[i] < 0x20 || idemKey[i] > 0x7e {
+			return nil, refusal.Field("invalid_request", "Idempotency-Key", "Idempotency-Key must be printable ASCII, such as a UUID.")
+		}
+	}
+	price, err := s.Prices.PerSecond(ctx, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	hash := ""
+	if idemKey != "" {
+		hash = req.Hash()
+	}
+	// A concurrent create with the same key may win the insert; the retry then finds its row.
+	for attempt := 0; ; attempt++ {
+		out, err := s.create(ctx, who, req, price, idemKey, hash)
+		if err != nil && idemKey != "" && attempt == 0 && db.IsUniqueViolation(err) {
+			continue
+		}
+		return out, err
+	}
+}
+
+func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, price money.Micros, idemKey, hash string) (*Created, error) {
+	now := s.now()
+	inputs, _ := json.Marshal(req.TaskInputs)
+	amount := price * money.Micros(req.Seconds)
+	keyID := who.KeyID
+	task := &models.Task{
+		ID: ids.NewVideoID(), AccountID: who.AccountID, APIKeyID: &keyID,
+		Model: req.Model, Prompt: req.Prompt, Seconds: req.Seconds, Size: req.Size, AspectRatio: req.AspectRatio,
+		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Seed: req.Seed, Inputs: string(inputs),
+		PriceMicros: int64(price), AmountMicros: int64(amount),
+		NextCheckAt: now, QueueDeadline: now.Add(s.QueueTimeout),
+		CreatedAt: now, UpdatedAt: now,
+	}
+	var out *Created
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if idemKey != "" {
+			var prior models.IdempotencyKey
+			err := tx.Where("account_id = ? AND key = ?", who.AccountID, idemKey).Take(&prior).Error
+			switch {
+			case err == nil && prior.CreatedAt.After(now.Add(-IdempotencyWindow)):
+				if prior.RequestHash != hash {
+					return refusal.Field("idempotency_conflict", "Idempotency-Key", "This Idempotency-Key was used in the last 24 hours with a different request body. Use a new key for a new video.")
+				}
+				var first models.Task
+				if err := tx.Where("id = ?", prior.TaskID).Take(&first).Error; err != nil {
+					return fmt.Errorf("load task %s of idempotency key: %w", prior.TaskID, err)
+				}
+				out = &Created{Task: &first, Replayed: true}
+				return nil
+			case err == nil: // older than the window: the key is free again
+				if err := tx.Delete(&prior).Error; err != nil {
+					return fmt.Errorf("expire idempotency key: %w", err)
+				}
+			case !errors.Is(err, gorm.ErrRecordNotFound):
+				return fmt.Errorf("look up idempotency key: %w", err)
+			}
+		}
+		// After the replay check: a retried create finds its task whatever the upstreams' state now.
+		if err := s.admit(req.VideoRequest); err != nil {
+			return err
+		}
+		if err := s.Tasks.Enqueue(tx, task, fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())); err != nil {
+			return err
+		}
+		if len(req.Media) > 0 {
+			if s.Media == nil {
+				return errors.New("create with media inputs, but no media service is configured")
+			}
+			if err := s.Media.Attach(tx, who.AccountID, task.ID, req.Media); err != nil {
+				return err
+			}
+		}
+		if idemKey != "" {
+			row := &models.IdempotencyKey{AccountID: who.AccountID, Key: idemKey, RequestHash: hash, TaskID: task.ID, CreatedAt: now}
+			if err := tx.Create(row).Error; err != nil {
+				return err // a unique violation makes Create retry and find the winner's task
+			}
+		}
+		// The account row is touched last, so it stays locked only for the backlog count, the reservation,
+		// its entry and the commit: creates of one account queue on that lock. A refusal rolls back
+		// everything above, so a 429 or 402 writes nothing.
+		if err := s.Tasks.EnterBacklog(tx, who.AccountID, s.MaxQueued); errors.Is(err, tasks.ErrBacklogFull) {
+			return refusal.NoCapacity(10, s.MaxQueued)
+		} else if err != nil {
+			return err
+		}
+		if err := billing.Reserve(tx, who.AccountID, task.ID, amount, now); err != nil {
+			if errors.Is(err, billing.ErrInsufficientBalance) {
+				var a models.Account
+				if err := tx.Select("available_micros", "disabled_at").Take(&a, who.AccountID).Error; err != nil {
+					return fmt.Errorf("read balance: %w", err)
+				}
+				if a.Disabled() {
+					return refusal.AccountDisabled
+				}
+				return refusal.NoBalance(amount.USD(), money.Micros(a.AvailableMicros).USD())
+			}
+			return err
+		}
+		out = &Created{Task: task}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !out.Replayed && s.Notify != nil {
+		s.Notify()
+	}
+	return out, nil
+}
+
+// admit asks the upstream pool whether a task for req could start, and words its refusal for the client.
+func (s *Service) admit(req models.VideoRequest) error {
+	if s.Admit == nil {
+		return nil
+	}
+	err := s.Admit(req)
+	var unsupported *upstream.UnsupportedError
+	var busy *upstream.NoCapacityError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unsupported):
+		return refusal.Field("unsupported_input_combination", unsupported.Param, "%s", unsupported.Message)
+	case errors.As(err, &busy):
+		return refusal.NoUpstream(int((busy.RetryAfter + time.Second - 1) / time.Second))
+	case errors.Is(err, upstream.ErrNotServed):
+		return refusal.Field("model_unavailable", "model", "The model %s is not available at the moment. GET /v1/models lists the models you can use now.", req.Model)
+	}
+	return err
+}
+
+// Poll returns a task of the account for GET /v1/videos/{id}, from the poll cache when it may.
+func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	if s.Polls == nil {
+		return s.Get(ctx, accountID, id)
+	}
+	now := time.Now()
+	// Keyed by account and id: another account's task is never in this account's part of the cache, so
+	// refusing it costs the same database read as an unknown id, and timing tells nothing.
+	if t, ok := s.Polls.get(accountID, id, now); ok {
+		return t, nil
+	}
+	t, err := s.Get(ctx, accountID, id)
+	if err == nil {
+		s.Polls.put(t, now)
+	}
+	return t, err
+}
+
+// Get reads a task of the account from the database, as the API shows it. Another account's task, and
+// a task the customer deleted, are reported exactly like a missing one.
+func (s *Service) Get(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	return s.get(ctx, accountID, id, false)
+}
+
+// GetWithDeleted is Get for the account's records (the console, staff): a deleted task is still there,
+// shown as deleted, with its task log and ledger entries.
+func (s *Service) GetWithDeleted(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	return s.get(ctx, accountID, id, true)
+}
+
+func (s *Service) get(ctx context.Context, accountID int64, id string, withDeleted bool) (*models.Task, error) {
+	if !ids.IsVideoID(id) {
+		return nil, refusal.NotFound
+	}
+	q := s.DB.R.WithContext(ctx).Where("id = ? AND account_id = ?", id, accountID)
+	if !withDeleted {
+		q = q.Where("deleted_at IS NULL")
+	}
+	var t models.Task
+	err := q.Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, refusal.NotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", id, err)
+	}
+	return &t, nil
+}
+
+// ListParams are the query of GET /v1/videos.
+type ListParams struct {
+	Limit  int
+	After  string // id of the last task of the previous page
+	Asc    bool
+	Status string // only tasks in this status ("" = any)
+	Model  string // only tasks of this model ("" = any)
+	// WithDeleted lists the tasks the customer deleted too (the console's records; the API hides them).
+	WithDeleted bool
+}
+
+// Page is one page of tasks.
+type Page struct {
+	Tasks   []models.Task
+	HasMore bool
+}
+
+// List returns the account's tasks, newest first unless Asc, after the cursor task.
+func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Page, error) {
+	q := s.DB.R.WithContext(ctx).Where("account_id = ?", accountID)
+	if !p.WithDeleted {
+		q = q.Where("deleted_at IS NULL")
+	}
+	if p.Status != "" {
+		q = q.Where("status = ?", p.Status)
+	}
+	if p.Model != "" {
+		q = q.Where("model = ?", p.Model)
+	}
+	if p.After != "" && !ids.IsVideoID(p.After) {
+		return nil, refusal.Field("invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
+	}
+	if p.After != "" {
+		// The cursor may name a task deleted since its page was read: it still marks the place, so paging
+		// goes on where it was.
+		var cur models.Task
+		err := s.DB.R.WithContext(ctx).Select("id", "created_at").Where("id = ? AND account_id = ?", p.After, accountID).Take(&cur).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, refusal.Field("invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read cursor task: %w", err)
+		}
+		if p.Asc {
+			q = q.Where("(created_at > ?) OR (created_at = ? AND id > ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
+		} else {
+			q = q.Where("(created_at < ?) OR (created_at = ? AND id < ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
+		}
+	}
+	order := "created_at DESC, id DESC"
+	if p.Asc {
+		order = "created_at ASC, id ASC"
+	}
+	var tasks []models.Task
+	if err := q.Order(order).Limit(p.Limit + 1).Find(&tasks).Error; err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	page := &Page{Tasks: tasks}
+	if len(tasks) > p.Limit {
+		page.Tasks, page.HasMore = tasks[:p.Limit], true
+	}
+	return page, nil
+}
+
+// Content is an open, completed video.
+type Content struct {
+	Body        io.ReadCloser
+	Size        int64
+	ContentType string
+	// Ext is the file name extension for Content-Disposition: .mp4, or the still's.
+	Ext string
+}
+
+// VariantVideo is the default variant of GET /v1/videos/{id}/content, the MP4; internal/domain/stills names the others.
+const VariantVideo = "video"
+
+// OpenContent opens a completed task's stored video, or one of the stills stored beside it (variant
+// thumbnail or spritesheet; "" means video), for streaming.
+func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant string) (*Content, error) {
+	if variant == "" {
+		variant = VariantVideo
+	}
+	if variant != VariantVideo && !slices.Contains(stills.Variants, variant) {
+		return nil, refusal.InvalidVariant
+	}
+	t, err := s.Get(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	switch t.Status {
+	case tasks.Completed:
+	case tasks.Failed:
+		return nil, refusal.VideoFailed
+	default:
+		return nil, refusal.VideoNotReady
+	}
+	if t.OutputKey == nil || (t.ExpiresAt != nil && !s.now().Before(*t.ExpiresAt)) {
+		return nil, refusal.VideoExpired
+	}
+	key, contentType, ext := *t.OutputKey, "video/mp4", ".mp4"
+	if variant != VariantVideo {
+		still := t.ThumbnailKey
+		if variant == stills.Spritesheet {
+			still = t.SpritesheetKey
+		}
+		if still == nil {
+			return nil, refusal.VariantUnavailable(variant)
+		}
+		key, contentType, ext = *still, stills.ContentTypeOf(*still), "."+variant+path.Ext(*still)
+	}
+	body, size, err := s.Blobs.Open(ctx, key)
+	switch {
+	case errors.Is(err, blob.ErrNotFound) && variant == VariantVideo:
+		return nil, refusal.VideoExpired // the retention janitor got there first
+	case errors.Is(err, blob.ErrNotFound):
+		return nil, refusal.VariantUnavailable(variant) // the video is within its retention: only the still is gone
+	case err != nil:
+		return nil, fmt.Errorf("open %s of %s: %w", variant, id, err)
+	}
+	return &Content{Body: body, Size: size, ContentType: contentType, Ext: ext}, nil
+}
+
+// Delete deletes a finished task of the account for DELETE /v1/videos/{id} (by names who, for the task
+// log): from now on the API answers for it as for an unknown id, and its stored video is deleted. The
+// task log and the ledger keep it, and the console shows it as deleted. A queued or in-progress task is
+// refused: its generation may already be paid for upstream, and this version cancels nothing there.
+func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) error {
+	if !ids.IsVideoID(id) {
+		return refusal.NotFound
+	}
+	keys, err := s.Tasks.MarkDeleted(ctx, accountID, id, by)
+	switch {
+	case errors.Is(err, tasks.ErrNoTask):
+		return refusal.NotFound
+	case errors.Is(err, tasks.ErrUnfinished):
+		return refusal.VideoNotFinished
+	case err != nil:
+		return err
+	}
+	// The poll cache may hold the task: this instance stops showing it at once, the others within their
+	// freshness bound (PollCache).
+	s.Polls.Forget(accountID, id)
+	// The task is deleted whatever happens to the files now: no row names them since the commit above, so
+	// a file left by a failed delete is the orphan sweep's. Not the request's context: a client that goes
+	// away must not leave the files to the sweep.
+	for _, key := range keys {
+		if err := s.Blobs.Delete(context.WithoutCancel(ctx), key); err != nil {
+			s.log().Warn("delete a stored file of a deleted video; the storage sweep will remove it", "task", id, "key", key, "err", err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}

@@ -1,0 +1,146 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"videogen/internal/domain/upstream"
+	"videogen/internal/infra/storetext"
+	"videogen/models"
+)
+
+// assignAndSubmit gives a waiting task the least-loaded healthy credential with room that serves its
+// alias and accepts its inputs, and submits it; without one the task waits for the next round.
+func (w *Worker) assignAndSubmit(ctx context.Context, t *models.Task) {
+	req, err := t.Request()
+	if err != nil {
+		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read. Your reservation was released.")
+		return
+	}
+	upstreamModel := func(id string) string {
+		c, _ := w.Pool.Credential(id)
+		return c.Models[t.Model].UpstreamModel
+	}
+	credID, ok, err := w.Tasks.AssignSlot(ctx, t, w.Pool.Candidates(req), upstreamModel, w.cfg.RunTimeout, w.cfg.ID)
+	if err != nil {
+		w.Log.Error("assign credential", "task", t.ID, "err", err)
+	}
+	if !ok {
+		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
+		return
+	}
+	cred, ok := w.Pool.Credential(credID)
+	if !ok { // cannot happen: the slot was taken among the pool's credentials
+		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
+		return
+	}
+	w.submit(ctx, t, cred)
+}
+
+// resubmit repeats a submission that had no clear answer, with the same credential and key, after
+// recording the attempt.
+func (w *Worker) resubmit(ctx context.Context, t *models.Task, cred upstream.Credential) {
+	if err := w.Tasks.RecordAttempt(ctx, t, w.cfg.ID); err != nil {
+		w.Log.Error("record submission attempt", "task", t.ID, "err", err)
+		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
+		return
+	}
+	w.submit(ctx, t, cred)
+}
+
+func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Credential) {
+	log := w.Log.With("task", t.ID, "credential", cred.ID)
+	req, err := w.submitRequest(ctx, t)
+	if errors.Is(err, errInputsUnreadable) {
+		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read. Your reservation was released.")
+		return
+	}
+	if err != nil {
+		// The database hiccupped; the claim comes round again at the task's next check.
+		log.Error("prepare submission", "err", err)
+		return
+	}
+	st, err := w.Pool.Submit(ctx, cred, req)
+	switch {
+	case err == nil:
+		// The claim is kept only when the answer already says more (in progress, done, failed): apply acts
+		// on it now, under this claim.
+		keep := st.State != upstream.StateQueued
+		if err := w.Tasks.MarkSubmitted(ctx, t, st.ID, w.Tasks.Now().Add(w.cfg.PollMin), keep); err != nil {
+			log.Error("record upstream id", "err", err)
+			return
+		}
+		if keep {
+			w.apply(ctx, t, cred, st)
+		}
+	case errors.Is(err, upstream.ErrRejected):
+		log.Info("upstream rejected task", "err", err)
+		w.note(ctx, t, "refused upstream: "+err.Error())
+		var re *upstream.RejectedError
+		if errors.As(err, &re) && re.Policy {
+			w.fail(ctx, t, "content_policy_violation", msgPolicy)
+			return
+		}
+		w.fail(ctx, t, "upstream_rejected", msgRejected)
+	case t.SubmitAttempts == 1 && (errors.Is(err, upstream.ErrAuth) || errors.Is(err, upstream.ErrRoute) || errors.Is(err, upstream.ErrNotSent)):
+		// The only submission certainly created nothing upstream: the task is free to go to a healthy
+		// credential rather than wait for this one to be fixed.
+		log.Warn("submission refused before anything was created; back to the queue", "err", err)
+		if _, err := w.Tasks.ReturnToQueue(ctx, t, w.cfg.ID, w.Tasks.Now().Add(w.cfg.PollMin), clip(err.Error(), 300)); err != nil {
+			log.Error("return to the queue", "err", err)
+		}
+	default:
+		// Timeout, 5xx or a busy credential: the outcome is unknown or deferred. Retry later on the same
+		// credential with the same key, so the upstream finds the first submission if it took it.
+		log.Warn("submit upstream", "attempt", t.SubmitAttempts, "err", err)
+		next := w.Tasks.Now().Add(backoff(w.cfg.PollMin, w.cfg.PollMax, t.SubmitAttempts, 2))
+		if err := w.Tasks.DeferSubmission(ctx, t, w.cfg.ID, next, clip(err.Error(), 200)); err != nil {
+			log.Error("defer submission", "err", err)
+		}
+	}
+}
+
+var errInputsUnreadable = errors.New("stored inputs unreadable")
+
+// submitRequest is the task as sent upstream, its media signed now when the media service can.
+func (w *Worker) submitRequest(ctx context.Context, t *models.Task) (upstream.SubmitRequest, error) {
+	req, err := t.Request()
+	if err != nil {
+		return upstream.SubmitRequest{}, fmt.Errorf("%w: %w", errInputsUnreadable, err)
+	}
+	if w.Inputs != nil && req.Count() > 0 {
+		signed, err := w.Inputs(ctx, t.ID)
+		if err != nil {
+			return upstream.SubmitRequest{}, fmt.Errorf("sign the task's media: %w", err)
+		}
+		// A task created before media were linked to tasks keeps the URLs it was created with.
+		if signed.Count() > 0 {
+			req.TaskInputs = signed
+		}
+	}
+	sr := upstream.SubmitRequest{VideoRequest: req, IdempotencyKey: *t.UpstreamKey}
+	if t.UpstreamModel != nil {
+		sr.UpstreamModel = *t.UpstreamModel
+	}
+	return sr, nil
+}
+
+// What a customer is told when the provider refuses or fails a task: our words, never the provider's
+// (they may name the provider, its models or its internals); staff read the provider's own in the task
+// log.
+const (
+	msgPolicy       = "The request was refused because its prompt or media may break the content policy. Your reservation was released. Change the prompt or media and create the task again."
+	msgRejected     = "The generation service could not accept this request's parameters or media. Your reservation was released. Check the inputs (for example that every media URL is still valid) and create the task again."
+	msgFailed       = "The generation failed. Your reservation was released. You can create the task again."
+	msgFailedPolicy = "The generated video was withheld because it may break the content policy. Your reservation was released. Change the prompt or media and create the task again."
+)
+
+// clip shortens s to at most n bytes on a character boundary, valid UTF-8 (it may end up in PostgreSQL).
+func clip(s string, n int) string {
+	s, cut := storetext.Clip(s, n)
+	if cut {
+		s += "…"
+	}
+	return s
+}

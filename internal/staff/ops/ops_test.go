@@ -1,0 +1,156 @@
+package ops_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"videogen/internal/infra/db"
+	"videogen/internal/staff/ops"
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+func openDB(t *testing.T, url string) *db.DB {
+	t.Helper()
+	d, err := db.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if _, err := d.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestDaily: tasks and charges fall on their UTC day — a moment before midnight UTC on the day before,
+// midnight on the next, a time written in another zone on its UTC day — and the charges are the exact
+// micro-dollar sums of the settle entries, nothing else of the ledger counted.
+func TestDaily(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		d := openDB(t, url)
+		acct := testkit.NewAccount(t, d, "100")
+		now := time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC)
+		midnight := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+		paris, _ := time.LoadLocation("Europe/Paris")
+		n := 0
+		task := func(created time.Time, status string) {
+			n++
+			id := fmt.Sprintf("video_daily%04d", n)
+			billing := map[string]string{"completed": "settled", "failed": "released", "queued": "reserved"}[status]
+			if err := d.W.Create(&models.Task{ID: id, AccountID: acct.ID, Model: "m", Prompt: "p", Seconds: 4, Size: "1x1", AspectRatio: "1:1",
+				Inputs: "{}", Status: status, PriceMicros: 1, AmountMicros: 4, BillingState: billing, NextCheckAt: created, QueueDeadline: created,
+				CreatedAt: created, UpdatedAt: created}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		entry := func(kind string, micros int64, at time.Time) {
+			n++
+			id := fmt.Sprintf("video_entry%04d", n)
+			if err := d.W.Create(&models.LedgerEntry{AccountID: acct.ID, Kind: kind, DeltaReserved: -micros, TaskID: &id, CreatedAt: at}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		task(midnight.Add(-time.Microsecond), "completed") // yesterday, UTC
+		task(midnight, "failed")                           // today
+		task(midnight.Add(time.Hour).In(paris), "completed")
+		task(midnight.Add(2*time.Hour), "queued")
+		task(midnight.AddDate(0, 0, -29), "completed") // the chart's first day
+		task(midnight.AddDate(0, 0, -30), "completed") // before it
+		entry("settle", 1_234_567, midnight.Add(-time.Microsecond))
+		entry("settle", 1, midnight)
+		entry("settle", 2_000_003, midnight.Add(30*time.Minute).In(paris))
+		entry("release", 999_999, midnight.Add(time.Hour)) // a refund of a failed task is no charge
+		entry("settle", 7, midnight.AddDate(0, 0, -30))
+
+		days, err := ops.Daily(context.Background(), d, now, ops.DailyDays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(days) != 30 || !days[0].Day.Equal(midnight.AddDate(0, 0, -29)) || !days[29].Day.Equal(midnight) {
+			t.Fatalf("days %d from %v to %v", len(days), days[0].Day, days[len(days)-1].Day)
+		}
+		today, yesterday, first := days[29], days[28], days[0]
+		if today.Tasks != 3 || today.Completed != 1 || today.Failed != 1 || today.ChargedMicros != 2_000_004 {
+			t.Errorf("today: %+v, want 3 tasks (1 completed, 1 failed) and $2.000004 charged", today)
+		}
+		if yesterday.Tasks != 1 || yesterday.Completed != 1 || yesterday.ChargedMicros != 1_234_567 {
+			t.Errorf("yesterday: %+v, want the task and the charge a microsecond before midnight UTC", yesterday)
+		}
+		if first.Tasks != 1 || first.ChargedMicros != 0 {
+			t.Errorf("the first day: %+v", first)
+		}
+		var tasks, charged int64
+		for _, day := range days {
+			tasks += day.Tasks
+			charged += day.ChargedMicros
+		}
+		if tasks != 5 || charged != 3_234_571 {
+			t.Errorf("30 days: %d tasks, %d µ$ charged; want 5 and 3234571 (nothing from before the first day)", tasks, charged)
+		}
+	})
+}
+
+// TestEndpointErrors: the last hour's calls are counted per endpoint — ids folded into {id} — with their
+// 4xx and 5xx, the endpoints with server errors first; older calls are left out.
+func TestEndpointErrors(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		d := openDB(t, url)
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		call := func(method, path string, status int, at time.Time) {
+			if err := d.W.Create(&models.CallLog{At: at, RequestID: fmt.Sprintf("req_%d", at.UnixNano()), Method: method, Path: path, Status: status}).Error; err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(-time.Microsecond) // distinct request ids
+		}
+		recent := now.Add(-10 * time.Minute)
+		call("GET", "/v1/videos/video_AAAAAAAAAAAA", 200, recent)
+		call("GET", "/v1/videos/video_BBBBBBBBBBBB", 404, recent)
+		call("GET", "/v1/videos/video_CCCCCCCCCCCC/content", 502, recent)
+		call("GET", "/v1/Videos/video_DDDDDDDDDDDD/", 200, recent)
+		call("POST", "/v1/videos", 200, recent)
+		call("POST", "/v1/videos", 402, recent)
+		call("POST", "/v1/videos", 500, now.Add(-2*time.Hour)) // before the hour
+		got, err := ops.EndpointErrors(context.Background(), d, now.Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []ops.Endpoint{
+			{Method: "GET", Path: "/v1/videos/{id}/content", Calls: 1, ServerErrors: 1},
+			{Method: "GET", Path: "/v1/videos/{id}", Calls: 3, ClientErrors: 1},
+			{Method: "POST", Path: "/v1/videos", Calls: 2, ClientErrors: 1},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("endpoints:\n got %+v\nwant %+v", got, want)
+		}
+		if r := got[1].ErrorRate(); r < 0.333 || r > 0.334 {
+			t.Errorf("error rate of %+v: %v", got[1], r)
+		}
+	})
+}
+
+func TestNormalizePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/v1/videos":                           "/v1/videos",
+		"/v1/videos/video_4f9XkLmN2pQr8sTu":    "/v1/videos/{id}",
+		"/v1/videos/video_4f9XkLmN2pQr8sTu/":   "/v1/videos/{id}",
+		"/V1/Videos/video_4f9XkLmN2pQr8sTu":    "/v1/videos/{id}",
+		"/v1/videos/video_4f9XkLmN/content":    "/v1/videos/{id}/content",
+		"/media/file_0123456789abcdef":         "/media/{id}",
+		"/support/calls/req_Zx81aa0099bb":      "/support/calls/{id}",
+		"/support/accounts/42/tasks":           "/support/accounts/{id}/tasks",
+		"/uploads/v1/files":                    "/uploads/v1/files",
+		"/":                                    "/",
+		"":                                     "/",
+		"/v1/image_to_video":                   "/v1/image_to_video",
+		"/v1/image_variations":                 "/v1/image_variations",
+		"/v1/videos/video_4f9XkLmN?x=1":        "/v1/videos/video_4f9xklmn?x=1",
+		"/v1/videos/topup_ABCDEFGH/content/42": "/v1/videos/{id}/content/{id}",
+	} {
+		if got := ops.NormalizePath(in); got != want {
+			t.Errorf("NormalizePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
