@@ -43,8 +43,9 @@ func TestPanicIsInternalError(t *testing.T) {
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cl := calllog.NewWriter(d, log)
+	go func() { _ = cl.Run(context.Background()) }()
 	defer cl.Close(context.Background())
-	app := handlers.New(handlers.Deps{DB: d, Log: log, Keys: apikeys.NewAuthenticator(d, 0, nil), Limiter: ratelimit.NewLocal(ratelimit.PerSecond(100, 100)),
+	app := handlers.New(handlers.Deps{DB: d, Log: log, Now: time.Now, Keys: apikeys.NewAuthenticator(d, 0, time.Now), Limiter: ratelimit.NewLocal(ratelimit.PerSecond(100, 100)),
 		CallLog: cl, Prices: billing.NewPrices(d) /* Videos deliberately missing */})
 
 	req := httptest.NewRequest("POST", "/v1/videos", strings.NewReader(`{"model":"videogen-2.0-720p","prompt":"boom"}`))
@@ -90,7 +91,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	app := handlers.New(handlers.Deps{DB: fresh, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	app := handlers.New(handlers.Deps{DB: fresh, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	resp, err := app.Test(httptest.NewRequest("GET", "/readyz", nil), -1)
 	if err != nil {
 		t.Fatal(err)

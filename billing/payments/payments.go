@@ -73,9 +73,6 @@ func New(cfg Config, d Deps) *Service {
 	if cfg.RechargeCap <= 0 {
 		cfg.RechargeCap = 3
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	s := &Service{cfg: cfg, db: d.DB, stripe: d.Stripe, notify: d.Notify, log: d.Log, now: d.Now, wake: make(chan struct{}, 1)}
 	if d.Stripe != nil {
 		s.live = d.Stripe.Customers.Key != "" && (strings.HasPrefix(d.Stripe.Customers.Key, "sk_live_") || strings.HasPrefix(d.Stripe.Customers.Key, "rk_live_"))

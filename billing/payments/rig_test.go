@@ -35,7 +35,7 @@ func newRig(t *testing.T, dbURL string) *rig {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := payments.New(payments.Config{PublicBaseURL: "http://videogen.test", WebhookSecret: testkit.StripeWebhookSecret,
 		MinTopup: 5 * money.PerUSD, MaxTopup: 1000 * money.PerUSD, Owner: "payments-test"},
-		payments.Deps{DB: d, Stripe: payments.NewStripeClient(testkit.StripeKey, front.URL, log), Log: log})
+		payments.Deps{DB: d, Stripe: payments.NewStripeClient(testkit.StripeKey, front.URL, log), Log: log, Now: time.Now})
 	// Whatever a test did, the wallets and their ledger agree at its end.
 	t.Cleanup(func() { testkit.CheckLedger(t, d) })
 	return &rig{d: d, s: s, front: front}

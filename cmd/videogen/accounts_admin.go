@@ -21,7 +21,7 @@ func adminService(ctx context.Context, email string) (*admin.Service, *models.Us
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	s := &admin.Service{DB: d, Tasks: tasks.NewStore(d, nil), Auth: &auth.Service{DB: d}, Now: db.Now}
+	s := &admin.Service{DB: d, Tasks: tasks.NewStore(d, db.Now), Auth: &auth.Service{DB: d, Now: db.Now}, Now: db.Now}
 	return s, u, func() { _ = d.Close() }, nil
 }
 

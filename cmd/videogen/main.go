@@ -177,7 +177,7 @@ func accountsCmd() *cobra.Command {
 			}
 			// Without a password nobody could sign in to the console: hand the operator a link for the
 			// person to choose one. The link is a secret, so it goes to stdout only, never to a log.
-			a := &auth.Service{DB: d, BaseURL: cfg.PublicBaseURL}
+			a := &auth.Service{DB: d, BaseURL: cfg.PublicBaseURL, Now: db.Now}
 			link, err := a.SetPasswordLink(cmd.Context(), u.ID)
 			if err != nil {
 				return fmt.Errorf("%s was created, but without a link to choose a password (use \"Forgot your password?\" on the sign-in page): %w", u.Email, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -326,7 +327,7 @@ func TestCrashRecovery(t *testing.T) {
 		testkit.CheckLedger(t, d)
 		perKey := map[string]int{}
 		var simDir = filepath.Join(dir, "data", "sim")
-		up, err := sim.New(sim.Config{Dir: simDir, Duration: time.Second})
+		up, err := sim.New(sim.Config{Dir: simDir, Duration: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

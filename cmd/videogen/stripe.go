@@ -138,7 +138,7 @@ func stripeReconcile(ctx context.Context, out io.Writer, period time.Duration, a
 	svc := payments.New(payments.Config{PublicBaseURL: cfg.PublicBaseURL, WebhookSecret: cfg.StripeWebhookSecret,
 		MinTopup: lo, MaxTopup: hi, RechargeCap: cfg.RechargeCap, Owner: cfg.WorkerID},
 		payments.Deps{DB: d, Stripe: payments.NewStripeClient(cfg.StripeSecretKey, cfg.StripeAPIBase, log.With("part", "stripe")),
-			Log: log.With("part", "payments")})
+			Log: log.With("part", "payments"), Now: time.Now})
 	// Whole seconds: Stripe's created[gte] is in seconds, and the period of our own top-ups is then the
 	// same instant.
 	from := time.Now().Add(-period).UTC().Truncate(time.Second)

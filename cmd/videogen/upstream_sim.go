@@ -44,7 +44,7 @@ func simCmd() *cobra.Command {
 			}
 			log := newLogger(cfg)
 			s, err := sim.New(sim.Config{Dir: dir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency, Secrets: secrets,
-				Protocol: protocol, Log: log})
+				Protocol: protocol, Log: log, Now: time.Now})
 			if err != nil {
 				return err
 			}

@@ -71,9 +71,6 @@ type Base struct {
 
 // NewBase returns the shared part of the handlers, with defaults filled in.
 func NewBase(d Deps) *Base {
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	if d.Stopping == nil {
 		d.Stopping = context.Background()
 	}

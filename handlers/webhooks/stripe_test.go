@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -47,7 +48,7 @@ func TestStripeWebhookAnswers(t *testing.T) {
 		}, 200, "", "credited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &handler{Base: web.NewBase(web.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})}
+			h := &handler{Base: web.NewBase(web.Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})}
 			app := fiber.New()
 			app.Post("/webhooks/stripe", func(c *fiber.Ctx) error { return h.receiveStripeEvent(c, tc.receive) })
 			for i := 0; i < 2; i++ { // the second delivery shows the server still answering

@@ -159,7 +159,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	pool := upstream.NewPool(d, upstream.NewHealth(upstream.HealthConfig{Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown,
-		Instance: cfg.WorkerID, Log: log.With("part", "upstreams")}), creds)
+		Instance: cfg.WorkerID, Log: log.With("part", "upstreams"), Now: clock}), creds)
 	if err := pool.Check(ctx, creds); err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s.App = handlers.New(handlers.Deps{
 		DB: d, Log: log, Keys: s.Keys, Limiter: s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst)),
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices, ModelServed: pool.Serves,
-		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer},
+		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer, Now: clock},
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL, Now: clock,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
@@ -275,8 +275,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 			return nil, err
 		}
 	}
-	// The background parts, in the order they start; they stop in reverse (Start, Close): the worker
-	// first, so that nothing it may need (the simulator, the outbox) has gone before it.
+	// The background parts, in the order they start; they stop in reverse (Start, Close): the call log
+	// and the worker first, so that nothing the worker may need (the simulator, the outbox) has gone
+	// before it.
 	seen, err := s.reloadSeq(ctx)
 	if err != nil {
 		return nil, err
@@ -294,6 +295,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if cfg.Workers {
 		s.parts.Add("worker", runner.Func(func(ctx context.Context) error { s.Worker.Run(ctx); return nil }))
 	}
+	// The last to start, the first to stop: by then no request runs (Shutdown ended them), and the rows
+	// must not wait behind the worker's tasks in hand.
+	s.parts.Add("call log", s.CallLog)
 	ok = true
 	return s, nil
 }
@@ -450,12 +454,6 @@ func (s *Server) Close(ctx context.Context) error {
 		if s.stopRequests != nil {
 			s.stopRequests()
 		}
-		// The call log first: no request runs any more, and its rows must not wait behind the worker.
-		if s.CallLog != nil {
-			if err := s.CallLog.Close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("flush call log: %w", err))
-			}
-		}
 		s.lifeMu.Lock()
 		s.closed = true // a Start still to come starts nothing
 		s.lifeMu.Unlock()
@@ -489,6 +487,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		_ = ln.Close()
 		return err
 	}
+	s.Start()
 	log.Info("videogen serving", "addr", ln.Addr().String(), "public_base_url", cfg.PublicBaseURL, "database", dbKind(cfg))
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()

@@ -76,7 +76,8 @@ func (s *Server) builtinSimulator() ([]upstream.Credential, error) {
 		return nil, err
 	}
 	sm, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency,
-		Secrets: secrets, Log: s.Log.With("part", "simulator")})
+		// The simulator stands for a provider, which keeps its own time, not the instance's clock.
+		Secrets: secrets, Log: s.Log.With("part", "simulator"), Now: time.Now})
 	if err != nil {
 		return nil, err
 	}

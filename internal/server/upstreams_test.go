@@ -34,7 +34,7 @@ type upstreamSim struct {
 
 func startSim(t *testing.T, protocol string, duration time.Duration, concurrency int, keys ...string) *upstreamSim {
 	t.Helper()
-	s, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: duration, Concurrency: concurrency, Secrets: keys, Protocol: protocol})
+	s, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: duration, Concurrency: concurrency, Secrets: keys, Protocol: protocol, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,6 +161,7 @@ func StartConfig(t testing.TB, cfg *config.Config, opts ...server.Options) *Serv
 		_ = ln.Close()
 		t.Fatalf("start server: %v", err)
 	}
+	s.Start()
 	go func() { _ = s.Serve(ln) }()
 	srv := &Server{Server: s, URL: "http://" + ln.Addr().String(), Mails: mails}
 	t.Cleanup(func() {

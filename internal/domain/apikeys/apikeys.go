@@ -121,9 +121,6 @@ type Authenticator struct {
 // NewAuthenticator returns an authenticator with the given cache lifetime; now is the clock that stamps
 // keys' last use and revocation (nil: real time).
 func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authenticator {
-	if now == nil {
-		now = db.Now
-	}
 	return &Authenticator{
 		db:       d,
 		now:      now,

@@ -26,7 +26,7 @@ func TestDisabledAccount(t *testing.T) {
 		if _, err := apikeys.Revoke(ctx, d, k.Prefix, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		a := apikeys.NewAuthenticator(d, time.Hour, nil)
+		a := apikeys.NewAuthenticator(d, time.Hour, time.Now)
 		setDisabled := func(on bool) {
 			t.Helper()
 			var at any

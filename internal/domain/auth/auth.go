@@ -121,12 +121,7 @@ type Service struct {
 	Secrets []string
 }
 
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC().Truncate(time.Microsecond)
-	}
-	return db.Now()
-}
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
 // allow takes one token from l for key, turning a refusal into a *ThrottledError.
 func allow(ctx context.Context, l ratelimit.Limiter, key string) error {

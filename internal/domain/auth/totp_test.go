@@ -475,7 +475,7 @@ func TestSecondFactorStrangersDoNotLockOut(t *testing.T) {
 		if _, err := r.svc.CheckSecondFactor(ctx, u.ID, r.session(t, u.ID), codes[2], from("198.51.100.13"), altered(mine)); !errors.As(err, &throttled) {
 			t.Fatalf("an altered device cookie opened the ceiling: %v", err)
 		}
-		elsewhere := &auth.Service{DB: r.db, Secrets: []string{"another-installation"}}
+		elsewhere := &auth.Service{DB: r.db, Secrets: []string{"another-installation"}, Now: r.clock.now}
 		stray, _, err := elsewhere.DeviceCookie(ctx, "", u.ID, true)
 		if err != nil {
 			t.Fatal(err)

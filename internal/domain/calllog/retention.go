@@ -41,9 +41,6 @@ type Sweeper struct {
 
 // NewSweeper returns a sweeper.
 func NewSweeper(cfg RetentionConfig, d RetentionDeps) *Sweeper {
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = RetentionBatch
 	}

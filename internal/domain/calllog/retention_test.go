@@ -30,7 +30,7 @@ func TestSweepBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := calllog.NewSweeper(calllog.RetentionConfig{Owner: "a", Retention: 24 * time.Hour, Every: time.Minute, Batch: 100},
-			calllog.RetentionDeps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			calllog.RetentionDeps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 		n, err := s.Sweep(context.Background(), now)
 		if err != nil || n != 250 {
 			t.Fatalf("swept %d rows (%v), want 250", n, err)

@@ -29,11 +29,19 @@ type Writer struct {
 	done   chan struct{}
 }
 
-// NewWriter starts a writer. Rows wait at most `every` before they are written.
+// NewWriter returns a writer; Run writes what Record queues. Rows wait at most `every` before they are
+// written.
 func NewWriter(d *db.DB, log *slog.Logger) *Writer {
-	w := &Writer{db: d, log: log, queue: make(chan models.CallLog, 65536), batch: 1000, every: 200 * time.Millisecond, done: make(chan struct{})}
-	go w.loop()
-	return w
+	return &Writer{db: d, log: log, queue: make(chan models.CallLog, 65536), batch: 1000, every: 200 * time.Millisecond, done: make(chan struct{})}
+}
+
+// Run writes queued rows until ctx ends or Close is called, then writes whatever is still queued and
+// returns. It runs as one of the server's background parts, the last to stop: no request runs by then.
+func (w *Writer) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { w.stopAccepting() })
+	defer stop()
+	w.loop()
+	return nil
 }
 
 // Record queues a row. When the queue is full it waits: a call log with gaps would be worse for a
@@ -135,14 +143,21 @@ func (w *Writer) insertChunks(ctx context.Context, rows []models.CallLog) error 
 	return tx.Commit()
 }
 
-// Close writes every queued row and stops. No Record may follow.
-func (w *Writer) Close(ctx context.Context) error {
+// stopAccepting closes the queue: Run writes what is in it and returns; a later Record is logged, not
+// queued.
+func (w *Writer) stopAccepting() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if !w.closed {
 		w.closed = true
 		close(w.queue)
 	}
-	w.mu.Unlock()
+}
+
+// Close stops accepting rows and waits, until ctx ends, for Run to write every queued row. No Record may
+// follow.
+func (w *Writer) Close(ctx context.Context) error {
+	w.stopAccepting()
 	select {
 	case <-w.done:
 		return nil

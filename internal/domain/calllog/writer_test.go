@@ -29,6 +29,7 @@ func TestCloseWritesEverything(t *testing.T) {
 		var logs strings.Builder
 		var mu sync.Mutex
 		w := calllog.NewWriter(d, slog.New(slog.NewTextHandler(lockedWriter{&logs, &mu}, nil)))
+		go func() { _ = w.Run(context.Background()) }()
 		var wg sync.WaitGroup
 		for g := 0; g < 8; g++ {
 			wg.Add(1)

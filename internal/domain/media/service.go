@@ -36,12 +36,7 @@ type Service struct {
 	Now func() time.Time
 }
 
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC().Truncate(time.Microsecond)
-	}
-	return db.Now()
-}
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
 // Sources of a file.
 const (

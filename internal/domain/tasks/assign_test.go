@@ -36,7 +36,7 @@ func TestAssignSlotLeastLoaded(t *testing.T) {
 			}
 		}
 		acct := testkit.NewAccount(t, d, "10")
-		store := tasks.NewStore(d, nil)
+		store := tasks.NewStore(d, time.Now)
 		waiting := func(i int) *models.Task {
 			task := &models.Task{ID: ids.NewVideoID(), AccountID: acct.ID, Model: "videogen-2.0-720p", Prompt: fmt.Sprint(i), Seconds: 4,
 				Size: "1280x720", AspectRatio: "16:9", Inputs: "{}", Status: tasks.Queued, BillingState: "reserved",

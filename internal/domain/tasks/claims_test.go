@@ -23,7 +23,7 @@ func TestNextDue(t *testing.T) {
 			t.Fatal(err)
 		}
 		acct := testkit.NewAccount(t, d, "10")
-		store := tasks.NewStore(d, nil)
+		store := tasks.NewStore(d, time.Now)
 		add := func(status string, credential *string, check time.Time, lease *time.Time) {
 			t.Helper()
 			task := &models.Task{ID: ids.NewVideoID(), AccountID: acct.ID, Model: "videogen-2.0-720p", Prompt: "p", Seconds: 4,

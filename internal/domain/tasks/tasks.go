@@ -66,11 +66,8 @@ type Store struct {
 	now func() time.Time
 }
 
-// NewStore returns the task store on d; now is the clock (nil: real time).
+// NewStore returns the task store on d; now is the clock.
 func NewStore(d *db.DB, now func() time.Time) *Store {
-	if now == nil {
-		now = time.Now
-	}
 	return &Store{db: d, now: now}
 }
 

@@ -68,12 +68,6 @@ func NewHealth(cfg HealthConfig) *Health {
 	if cfg.Window < 1 {
 		cfg.Window = 200
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	return &Health{cfg: cfg, creds: map[string]*credHealth{}}
 }
 

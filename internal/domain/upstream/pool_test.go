@@ -3,6 +3,8 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,7 +32,7 @@ func TestSecretsNeverKept(t *testing.T) {
 		_, _ = w.Write([]byte(`{"id":"v1","status":"failed","error":{"code":"internal","message":"failed for ` + echo + `"}}`))
 	}))
 	defer srv.Close()
-	h := upstream.NewHealth(upstream.HealthConfig{Failures: 5, Cooldown: time.Second})
+	h := upstream.NewHealth(upstream.HealthConfig{Failures: 5, Cooldown: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	cred := upstream.Credential{ID: "c", Kind: "openai", Secret: secret, MaxConcurrency: 1,
 		Models: map[string]upstream.Route{"videogen-2.0-720p": {UpstreamModel: "m"}}, Provider: httpapi.New("openai", srv.URL, 5*time.Second)}
 	pool := upstream.NewPool(nil, h, []upstream.Credential{cred})

@@ -3,6 +3,8 @@ package videos_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +29,7 @@ func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 		owner, other := testkit.NewAccount(t, d, "10"), testkit.NewAccount(t, d, "10")
-		svc := &videos.Service{DB: d, Tasks: tasks.NewStore(d, nil), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(time.Minute)}
+		svc := &videos.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(time.Minute), Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "cached"}`), videos.MediaPolicy{})
 		if aerr != nil {
 			t.Fatal(aerr)
@@ -85,7 +87,7 @@ func TestDeleteReachesAnotherInstancesPollCache(t *testing.T) {
 		acct := testkit.NewAccount(t, d, "10")
 		const fresh = 200 * time.Millisecond
 		instance := func() *videos.Service {
-			return &videos.Service{DB: d, Tasks: tasks.NewStore(d, nil), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(fresh)}
+			return &videos.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(fresh), Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		}
 		a, b := instance(), instance()
 		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "soon gone"}`), videos.MediaPolicy{})

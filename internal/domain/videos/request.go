@@ -447,12 +447,7 @@ func (p MediaPolicy) check(field string, position int, param, raw string) (media
 	return media.FieldRef{Field: field, Position: position, Param: param, Kind: media.FieldKind(field), ID: ref.ID}, nil
 }
 
-func (p MediaPolicy) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
-}
+func (p MediaPolicy) now() time.Time { return p.Now() }
 
 func mustSize(m catalog.Model, ratio string) string {
 	s, _ := m.Size(ratio)

@@ -16,7 +16,7 @@ import (
 // same code and param — except where a form has a shape JSON has not (repeated fields, "name[]").
 func TestFormIsTheJSONRequest(t *testing.T) {
 	signer := media.NewSigner("https://api.example.com", []string{"a test secret of enough length"})
-	policy := videos.MediaPolicy{Signer: signer}
+	policy := videos.MediaPolicy{Signer: signer, Now: time.Now}
 	img1 := signer.URL("file_"+strings.Repeat("a", 24), time.Now().Add(time.Hour))
 	img2 := signer.URL("file_"+strings.Repeat("b", 24), time.Now().Add(time.Hour))
 	vid := signer.URL("file_"+strings.Repeat("c", 24), time.Now().Add(time.Hour))

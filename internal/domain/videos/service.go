@@ -46,16 +46,11 @@ type Service struct {
 	Notify func()
 	// Now is the clock; tests move it.
 	Now func() time.Time
-	// Log records what a request cannot report to its client (nil: slog.Default()).
+	// Log records what a request cannot report to its client.
 	Log *slog.Logger
 }
 
-func (s *Service) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC().Truncate(time.Microsecond)
-	}
-	return db.Now()
-}
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
 // Caller is who creates a task.
 type Caller struct {
@@ -421,15 +416,10 @@ func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) er
 	// away must not leave the files to the sweep.
 	for _, key := range keys {
 		if err := s.Blobs.Delete(context.WithoutCancel(ctx), key); err != nil {
-			s.log().Warn("delete a stored file of a deleted video; the storage sweep will remove it", "task", id, "key", key, "err", err)
+			s.Log.Warn("delete a stored file of a deleted video; the storage sweep will remove it", "task", id, "key", key, "err", err)
 		}
 	}
 	return nil
 }
 
-func (s *Service) log() *slog.Logger {
-	if s.Log != nil {
-		return s.Log
-	}
-	return slog.Default()
-}
+

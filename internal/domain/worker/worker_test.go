@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -230,7 +232,7 @@ func TestCapacityAndBacklog(t *testing.T) {
 func TestInstancesShareOneDatabase(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		secrets := []string{"upstream-key-one", "upstream-key-two"}
-		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 200 * time.Millisecond, Concurrency: 3, Secrets: secrets})
+		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 200 * time.Millisecond, Concurrency: 3, Secrets: secrets, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +318,7 @@ func (s *slowContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // instance — each output is copied once, and no completion is discarded as late.
 func TestLeaseRenewedDuringSlowWork(t *testing.T) {
 	secrets := []string{"slow-key"}
-	up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 4, Secrets: secrets})
+	up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 4, Secrets: secrets, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +553,7 @@ func (tc *truncatingContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // with the whole file, settled once.
 func TestSettlesOnlyAfterWholeCopy(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 4, Secrets: []string{"k"}})
+		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 4, Secrets: []string{"k"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -620,7 +622,7 @@ func (p *pollTimes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestIdleWorkerWakesWhenATaskIsDue(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		secrets := []string{"idle-key"}
-		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 2, Secrets: secrets})
+		up, err := sim.New(sim.Config{Dir: t.TempDir(), Duration: 100 * time.Millisecond, Concurrency: 2, Secrets: secrets, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,11 +12,8 @@ type Log struct {
 	log *slog.Logger
 }
 
-// NewLog returns a sender printing to log; nil means slog.Default().
+// NewLog returns a sender printing to log.
 func NewLog(log *slog.Logger) *Log {
-	if log == nil {
-		log = slog.Default()
-	}
 	return &Log{log: log}
 }
 

@@ -35,9 +35,3 @@ func TestLogPrintsOneRecordWithTheLink(t *testing.T) {
 		}
 	}
 }
-
-func TestLogDefaultsToSlogDefault(t *testing.T) {
-	if NewLog(nil).log == nil {
-		t.Fatal("NewLog(nil) has no logger")
-	}
-}

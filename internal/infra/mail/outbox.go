@@ -64,9 +64,6 @@ func NewOutbox(d *db.DB, send Sender, log *slog.Logger, cfg OutboxConfig) (*Outb
 	if cfg.GiveUp <= 0 {
 		cfg.GiveUp = 24 * time.Hour
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	return &Outbox{cfg: cfg, db: d, send: send, log: log, seal: s, wake: make(chan struct{}, 1)}, nil
 }
 

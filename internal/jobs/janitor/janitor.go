@@ -54,9 +54,6 @@ type Janitor struct {
 
 // New returns a janitor.
 func New(cfg Config, d Deps) *Janitor {
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	return &Janitor{Deps: d, cfg: cfg}
 }
 

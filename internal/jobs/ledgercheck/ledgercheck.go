@@ -123,9 +123,6 @@ type Checker struct {
 
 // New returns a background checker.
 func New(cfg Config, d Deps) *Checker {
-	if d.Now == nil {
-		d.Now = time.Now
-	}
 	return &Checker{Deps: d, cfg: cfg}
 }
 

@@ -56,12 +56,7 @@ type Service struct {
 	Now  func() time.Time
 }
 
-func (s *Service) now() time.Time {
-	if s.Now == nil {
-		return db.Now()
-	}
-	return s.Now().UTC().Truncate(time.Microsecond)
-}
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
 
 // DisablePlan is what disabling an account does, counted now, for the confirmation page.
 type DisablePlan struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"videogen/internal/domain/accounts"
 	"videogen/internal/domain/audit"
@@ -30,7 +31,7 @@ func TestLastAdminUnderConcurrency(t *testing.T) {
 			}
 			ids[i] = u.ID
 		}
-		s := &admin.Service{DB: d, Tasks: tasks.NewStore(d, nil), Auth: &auth.Service{DB: d}}
+		s := &admin.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Auth: &auth.Service{DB: d, Now: time.Now}, Now: time.Now}
 		for round := 0; round < 20; round++ {
 			var wg sync.WaitGroup
 			errs := make([]error, 2)

@@ -36,11 +36,8 @@ type Metrics struct {
 	driftFound prometheus.Counter
 }
 
-// New returns the metrics of an instance whose database is d; now is its clock (nil: real time).
+// New returns the metrics of an instance whose database is d; now is its clock.
 func New(d *db.DB, log *slog.Logger, now func() time.Time) *Metrics {
-	if now == nil {
-		now = time.Now
-	}
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{

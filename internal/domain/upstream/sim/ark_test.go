@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -116,7 +117,7 @@ func waitState(t *testing.T, p upstream.Provider, cred upstream.Credential, id, 
 func TestArkProtocol(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	a := startArk(t, sim.Config{Dir: dir})
+	a := startArk(t, sim.Config{Dir: dir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	m := media(t)
 	seed := int64(7)
 	refs := upstream.SubmitRequest{VideoRequest: models.VideoRequest{Model: "videogen-2.0-720p", Prompt: "a harbour", Seconds: 5,
@@ -170,7 +171,7 @@ func TestArkProtocol(t *testing.T) {
 	}
 
 	// A restart: the task, and the URL issued before it, are still good.
-	b := startArk(t, sim.Config{Dir: dir})
+	b := startArk(t, sim.Config{Dir: dir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	body, size, err := b.client.Download(ctx, credA, st.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +211,7 @@ func get(t *testing.T, u string) int {
 
 func TestArkDirectives(t *testing.T) {
 	ctx := context.Background()
-	a := startArk(t, sim.Config{Dir: t.TempDir()})
+	a := startArk(t, sim.Config{Dir: t.TempDir(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	var rej *upstream.RejectedError
 	if _, err := a.client.Submit(ctx, credA, arkReq("[sim:policy] x")); !errors.As(err, &rej) || !rej.Policy || rej.Code != "InputTextSensitiveContentDetected" || rej.Status != 400 {
 		t.Fatalf("policy: %v", err)
@@ -251,7 +252,7 @@ func TestArkDirectives(t *testing.T) {
 		t.Fatalf("download of a failed task: %v", err)
 	}
 
-	full := startArk(t, sim.Config{Dir: t.TempDir(), Concurrency: 1})
+	full := startArk(t, sim.Config{Dir: t.TempDir(), Concurrency: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	if _, err := full.client.Submit(ctx, credA, arkReq("[sim:slow] first")); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestArkVideoURLExpires(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	a := startArk(t, sim.Config{Dir: t.TempDir(), Duration: time.Minute, Keep: time.Hour, Now: clock})
+	a := startArk(t, sim.Config{Dir: t.TempDir(), Duration: time.Minute, Keep: time.Hour, Now: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	st, err := a.client.Submit(ctx, credA, arkReq("x"))
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func TestRevokedCredential(t *testing.T) {
 			var p upstream.Provider
 			restart := func() {
 				if protocol == sim.ProtocolArk {
-					a := startArk(t, sim.Config{Dir: dir, Duration: 50 * time.Millisecond})
+					a := startArk(t, sim.Config{Dir: dir, Duration: 50 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 					s, p = a.Sim, a.client
 					return
 				}

@@ -111,12 +111,7 @@ type Sim struct {
 
 // New opens (or creates) a simulator whose state lives in cfg.Dir.
 func New(cfg Config) (*Sim, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+
 	if cfg.Concurrency < 1 {
 		cfg.Concurrency = 1
 	}

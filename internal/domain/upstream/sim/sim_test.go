@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 
 func start(t *testing.T, dir string, concurrency int) (*sim.Sim, *httpapi.Client) {
 	t.Helper()
-	s, err := sim.New(sim.Config{Dir: dir, Duration: 300 * time.Millisecond, Concurrency: concurrency, Secrets: []string{"key-a", "key-b"}})
+	s, err := sim.New(sim.Config{Dir: dir, Duration: 300 * time.Millisecond, Concurrency: concurrency, Secrets: []string{"key-a", "key-b"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestSimulatorPrunesOldTasks(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	dir := t.TempDir()
-	s, err := sim.New(sim.Config{Dir: dir, Duration: time.Second, Concurrency: 4, Secrets: []string{"key-a"}, Keep: time.Hour, Now: clock})
+	s, err := sim.New(sim.Config{Dir: dir, Duration: time.Second, Concurrency: 4, Secrets: []string{"key-a"}, Keep: time.Hour, Now: clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
