@@ -222,7 +222,7 @@ func TestUploadStreamsToStorage(t *testing.T) {
 	t.Logf("300 MiB upload: heap objects %.1f MiB before, peak %.1f MiB", float64(base)/(1<<20), float64(peak.Load())/(1<<20))
 	// The server's heap is what the process holds beyond what it held before the server started (other
 	// tests of this package leave their own live data behind). Both bounds: the server's whole heap at
-	// its peak (the 64 MiB, its fixed buffers included) and what the upload itself added, which
+	// its peak (the 64 MiB bound, its fixed buffers included) and what the upload itself added, which
 	// is what streaming keeps small.
 	// Other tests' live data may be freed while this one runs, so the peak can fall below a baseline:
 	// the differences saturate at zero rather than wrapping around to an absurd figure.

@@ -100,7 +100,7 @@ func TestCardTopUp(t *testing.T) {
 		if top.State != models.TopupPending || top.AmountMicros != 25_500_000 || top.StripeSessionID == nil || top.AccountID != u.AccountID {
 			t.Fatalf("pending top-up: %+v", top)
 		}
-		// The session as the issue asks for it, created once per top-up.
+		// The session as docs/stripe.md describes it, created once per top-up.
 		sessions := front.Calls("/v1/checkout/sessions")
 		if len(sessions) != 1 {
 			t.Fatalf("%d session creates: %+v", len(sessions), sessions)

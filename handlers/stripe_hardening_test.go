@@ -14,7 +14,7 @@ import (
 	"videogen/models"
 )
 
-// The webhook's defences behind the signing secret (issue 19, point 4): should the secret leak, or Stripe
+// The webhook's defences behind the signing secret: should the secret leak, or Stripe
 // send something it never does, a signed event still cannot credit what Stripe did not collect.
 
 func stripeEvent(t *testing.T, s *testkit.Server, id string) models.StripeEvent {

@@ -8,7 +8,7 @@ import (
 
 // downloadVideo answers GET /v1/videos/{id}/content: the whole MP4, or with ?variant=thumbnail or
 // spritesheet the still image stored beside it (docs/api.md#variants), streamed from storage. Range is
-// not supported (interface document): every answer is 200 with the full file.
+// not supported (docs/api.md): every answer is 200 with the full file.
 func (h *handler) downloadVideo(c *fiber.Ctx) error {
 	id := c.Params("id")
 	c.Locals(web.LocalTaskID, id)

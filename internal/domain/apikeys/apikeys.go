@@ -44,7 +44,7 @@ func Hash(secret string) string {
 
 // The rules a new key must meet, for the console and the CLI alike.
 var (
-	// ErrUnverified: keys are equivalent to account credentials, and the interface document gives them
+	// ErrUnverified: keys are equivalent to account credentials, and docs/api.md gives them
 	// only to registered, e-mail-verified accounts.
 	ErrUnverified = errors.New("the e-mail address is not verified yet; keys need a verified account")
 	// ErrBadName: a key's name is at most MaxNameLen characters of printable text.

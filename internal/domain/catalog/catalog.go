@@ -15,7 +15,7 @@ var Ratios = []string{"21:9", "16:9", "4:3", "1:1", "3:4", "9:16"}
 // DefaultRatio is used when a request names neither aspect_ratio nor size.
 const DefaultRatio = "16:9"
 
-// Models lists the eight public models in the order the interface document gives them.
+// Models lists the eight public models in the order docs/api.md gives them.
 var Models = []Model{
 	{"videogen-2.0-480p", "Standard", "480p"},
 	{"videogen-2.0-720p", "Standard", "720p"},

@@ -22,7 +22,7 @@ const (
 // MiB is the unit of the interface's size limits: "20 MB" is read as 20 MiB, the more generous reading.
 const MiB = 1 << 20
 
-// Limits of one upload or import request (the interface document's Limits table).
+// Limits of one upload or import request (docs/api.md, Limits).
 const (
 	MaxImages       = 9 // input_reference counts among them
 	MaxVideos       = 3

@@ -13,7 +13,7 @@ import (
 	"videogen/internal/infra/db"
 )
 
-// Statuses of a task (the interface document's four; docs/design.md §5).
+// Statuses of a task (the four of docs/api.md; docs/design.md §5).
 const (
 	Queued     = "queued"
 	InProgress = "in_progress"

@@ -21,7 +21,7 @@ import (
 	"videogen/models"
 )
 
-// Limits of a create request (the interface document's Limits table).
+// Limits of a create request (docs/api.md, Limits).
 const (
 	MinSeconds     = 4
 	MaxSeconds     = 15

@@ -12,7 +12,7 @@ import (
 
 var kinds = poolfile.Options{Kinds: []string{"ark", "openai", "sim"}}
 
-// The issue's example, verbatim in shape.
+// A pool file as docs/upstreams.md shows one, verbatim in shape.
 const example = `upstreams:
   - id: ark-main                 # stable; stored on tasks; never reused for another account
     name: BytePlus ModelArk (main)
