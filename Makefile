@@ -67,7 +67,7 @@ bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; wr
 fuzz: ## run each fuzz target for 30 s
 	$(GO) test -run XXX -fuzz FuzzParseCreate -fuzztime 30s ./internal/domain/videos/
 	$(GO) test -run XXX -fuzz FuzzParseUSD -fuzztime 30s ./internal/money/
-	$(GO) test -run XXX -fuzz FuzzParseByteRange -fuzztime 30s ./handlers/
+	$(GO) test -run XXX -fuzz FuzzParseByteRange -fuzztime 30s ./handlers/web/
 	$(GO) test -run XXX -fuzz FuzzSignerParse -fuzztime 30s ./internal/domain/media/
 	$(GO) test -run XXX -fuzz FuzzParseImport -fuzztime 30s ./internal/domain/media/
 	$(GO) test -run XXX -fuzz FuzzCheckURL -fuzztime 30s ./internal/infra/mediafetch/

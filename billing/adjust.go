@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -22,9 +20,6 @@ import (
 // zero), and a real one can be made in parts, each with its reason.
 const MaxAdjustment = 100_000 * money.PerUSD
 
-// MaxReasonLen is the longest reason of a staff action, in characters.
-const MaxReasonLen = 500
-
 // ErrWouldGoNegative is returned for a debit that would leave available below zero when the admin did not
 // say that it may.
 var ErrWouldGoNegative = errors.New("the debit would take the available balance below zero")
@@ -36,21 +31,6 @@ func (e *InvalidError) Error() string { return e.Msg }
 
 func invalid(format string, args ...any) error {
 	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
-}
-
-// CheckReason returns the reason of a staff action as stored (trimmed), or an InvalidError: every change
-// staff make says why, in a line of plain text.
-func CheckReason(reason string) (string, error) {
-	reason = strings.TrimSpace(reason)
-	switch {
-	case reason == "":
-		return "", invalid("Give a reason: it is kept in the ledger and the audit log.")
-	case !utf8.ValidString(reason) || strings.ContainsFunc(reason, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }):
-		return "", invalid("The reason must be plain text on one line.")
-	case utf8.RuneCountInString(reason) > MaxReasonLen:
-		return "", invalid("The reason is longer than %d characters.", MaxReasonLen)
-	}
-	return reason, nil
 }
 
 // ParseAdjustment reads an amount typed in dollars ("25", "25.50", "0.000001") as a credit or a debit.
@@ -96,7 +76,7 @@ type Adjustment struct {
 }
 
 func (a Adjustment) check() (Adjustment, error) {
-	reason, err := CheckReason(a.Reason)
+	reason, err := audit.CheckReason(a.Reason)
 	if err != nil {
 		return a, err
 	}

@@ -203,7 +203,7 @@ var ErrPriceChanged = errors.New("a price changed since the form was shown")
 // who set it and an audit row per model (old → new). New tasks pay the new price from the commit on, on
 // every instance; tasks already created keep the price they froze.
 func SetPrices(ctx context.Context, d *db.DB, by audit.Actor, reason string, changes []PriceChange, now time.Time) error {
-	reason, err := CheckReason(reason)
+	reason, err := audit.CheckReason(reason)
 	if err != nil {
 		return err
 	}

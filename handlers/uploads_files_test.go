@@ -79,7 +79,7 @@ func TestUploadFiles(t *testing.T) {
 	})
 }
 
-// TestUploadRefusals: every limit of the interface and every bad part is a 4xx with its code, and a
+// TestUploadRefusals: every limit of docs/api.md and every bad part is a 4xx with its code, and a
 // refused upload leaves no file and no row behind — even when files before the bad one were stored.
 func TestUploadRefusals(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {

@@ -233,7 +233,7 @@ func (h *Handler) addTestFunds(c *fiber.Ctx) error {
 	if err != nil || amount < h.TestTopupMin || amount > h.TestTopupMax {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return h.walletPage(c, customer.WalletPage{Amount: text,
-			Error: "Enter an amount between " + h.TestTopupMin.USD() + " and " + h.TestTopupMax.USD() + ", such as 25 or 25.50."})
+			Error: "Enter an amount between " + h.TestTopupMin.Label() + " and " + h.TestTopupMax.Label() + ", such as 25 or 25.50."})
 	}
 	_, err = billing.Credit{AccountID: u.AccountID, Kind: models.KindTestTopup, Amount: amount, At: h.Now(),
 		Reason: "test funds added in the console", Actor: "user:" + strconv.FormatInt(u.ID, 10)}.Apply(c.UserContext(), h.DB)

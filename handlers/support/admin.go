@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/billing"
+	"videogen/internal/domain/audit"
 	"videogen/internal/money"
 	"videogen/internal/staff/admin"
 	"videogen/models"
@@ -35,6 +36,10 @@ func invalidInput(err error) (string, bool) {
 	var ie *billing.InvalidError
 	if errors.As(err, &ie) {
 		return ie.Msg, true
+	}
+	var re *audit.ReasonError
+	if errors.As(err, &re) {
+		return re.Msg, true
 	}
 	return "", false
 }
@@ -102,7 +107,7 @@ func (h *handler) disableAccount(c *fiber.Ctx) error {
 		p.Error = msg
 		return show(status)
 	}
-	if _, err := billing.CheckReason(p.Reason); err != nil {
+	if _, err := audit.CheckReason(p.Reason); err != nil {
 		msg, _ := invalidInput(err)
 		return refuse(fiber.StatusUnprocessableEntity, msg)
 	}
@@ -248,7 +253,7 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 		p.Error = "Some prices cannot be used: see the rows marked below."
 		return show(fiber.StatusUnprocessableEntity)
 	}
-	if _, err := billing.CheckReason(p.Reason); err != nil {
+	if _, err := audit.CheckReason(p.Reason); err != nil {
 		p.Error, _ = invalidInput(err)
 		return show(fiber.StatusUnprocessableEntity)
 	}

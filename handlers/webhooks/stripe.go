@@ -47,7 +47,7 @@ func (h *handler) receiveStripeEvent(c *fiber.Ctx, events stripeReceiver) error 
 		return webhookError(c, fiber.StatusBadRequest, "bad_signature", "The Stripe-Signature header is missing, wrong, too old or dated ahead, or the event's API version is not 2023-10-16.")
 	case errors.Is(err, payments.ErrInvalidEvent):
 		h.Log.Warn("Stripe webhook refused", "request_id", web.RequestID(c), "err", err)
-		return webhookError(c, fiber.StatusBadRequest, "invalid_event", "The event has no id; Stripe's events always have one.")
+		return webhookError(c, fiber.StatusBadRequest, "invalid_event", "The event has no id.")
 	case errors.Is(err, payments.ErrPanicked):
 		return webhookError(c, fiber.StatusInternalServerError, "internal_error", "The event could not be processed. Send it again.")
 	case err != nil:

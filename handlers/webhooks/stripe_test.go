@@ -25,7 +25,7 @@ func (f receiverFunc) Receive(context.Context, []byte, string) (*payments.Receiv
 }
 
 // TestStripeWebhookAnswers: each way payments.Receive can end becomes the answer Stripe needs — a panic
-// it recovered (internal/payments' TestReceiveRecoversPanics) is 500 and Stripe sends the event again, a
+// it recovered (billing/payments' TestReceiveRecoversPanics) is 500 and Stripe sends the event again, a
 // delivery not recorded 503, a recorded one 200 with its outcome — and the server goes on answering.
 func TestStripeWebhookAnswers(t *testing.T) {
 	recorded := &payments.Received{EventID: "evt_1", Type: "charge.refunded", Outcome: "pending"}

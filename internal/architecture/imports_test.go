@@ -47,10 +47,31 @@ var exceptions = map[[2]string]string{
 	{"videogen/internal/domain/notify", "videogen/views/email"}: "e-mails are composed from their templ views",
 }
 
+// leaves import nothing of the project: every layer may use them, so they may use nothing.
+var leaves = map[string]bool{"videogen/internal/money": true, "videogen/internal/refusal": true}
+
+// ledgerCallers are the only packages that import billing, the ledger: what moves money (tasks settle,
+// videos reserve, payments credit), the pages and the command line that show or adjust a balance, and
+// the assembly. Everything else that deals in amounts uses internal/money.
+var ledgerCallers = []string{"videogen/billing/", "videogen/internal/domain/tasks", "videogen/internal/domain/videos",
+	"videogen/handlers/", "videogen/internal/server", "videogen/cmd/", "videogen/internal/testkit"}
+
 // importAllowed reports whether pkg may import dep, and why not.
 func importAllowed(pkg, dep string) (bool, string) {
 	if !strings.HasPrefix(dep, "videogen/") {
 		return true, ""
+	}
+	if leaves[pkg] {
+		return false, "a leaf package imports nothing of the project"
+	}
+	if dep == "videogen/billing" {
+		caller := false
+		for _, c := range ledgerCallers {
+			caller = caller || pkg == strings.TrimSuffix(c, "/") || strings.HasPrefix(pkg, c)
+		}
+		if !caller {
+			return false, "only the ledger's callers import billing; amounts are internal/money"
+		}
 	}
 	if _, ok := exceptions[[2]string{pkg, dep}]; ok {
 		return true, ""
@@ -135,6 +156,11 @@ func TestLayersRefuse(t *testing.T) {
 		{"videogen/views", "videogen/views/customer"},
 		{"videogen/handlers/web", "videogen/internal/server"},
 		{"videogen/internal/domain/notify", "videogen/views/customer"},
+		{"videogen/internal/money", "videogen/internal/infra/storetext"},
+		{"videogen/views", "videogen/billing"},
+		{"videogen/internal/domain/upstream", "videogen/billing"},
+		{"videogen/internal/infra/config", "videogen/billing"},
+		{"videogen/internal/staff/admin", "videogen/billing"},
 	} {
 		if ok, _ := importAllowed(tc.pkg, tc.dep); ok {
 			t.Errorf("%s may import %s", tc.pkg, tc.dep)
@@ -147,6 +173,9 @@ func TestLayersRefuse(t *testing.T) {
 		{"videogen/internal/server", "videogen/handlers"},
 		{"videogen/internal/staff/metrics", "videogen/internal/staff/ops"},
 		{"videogen/billing/payments", "videogen/internal/infra/runner"},
+		{"videogen/billing/payments", "videogen/billing"},
+		{"videogen/internal/domain/tasks", "videogen/billing"},
+		{"videogen/views", "videogen/internal/money"},
 	} {
 		if ok, why := importAllowed(tc.pkg, tc.dep); !ok {
 			t.Errorf("%s may not import %s: %s", tc.pkg, tc.dep, why)

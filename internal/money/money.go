@@ -35,6 +35,27 @@ func (m Micros) USD() string {
 	return "$" + s
 }
 
+// Label formats the amount for a sentence: whole dollars without cents and with thousands separators
+// ("$1,000", "-$5"), any other amount as USD does ("$12.50").
+func (m Micros) Label() string {
+	if m%PerUSD != 0 {
+		return m.USD()
+	}
+	sign, n := "", int64(m/PerUSD)
+	if n < 0 {
+		sign, n = "-", -n
+	}
+	digits := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return sign + "$" + b.String()
+}
+
 // MarshalJSON writes the amount as a JSON string, never a number, so no client parses it as a float.
 func (m Micros) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + m.String() + `"`), nil

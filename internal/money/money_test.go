@@ -75,3 +75,17 @@ func FuzzParseUSD(f *testing.F) {
 		}
 	})
 }
+
+func TestLabel(t *testing.T) {
+	for _, tc := range []struct {
+		in   Micros
+		want string
+	}{
+		{1 * PerUSD, "$1"}, {1000 * PerUSD, "$1,000"}, {1234567 * PerUSD, "$1,234,567"}, {0, "$0"},
+		{-5 * PerUSD, "-$5"}, {12_500_000, "$12.50"}, {1, "$0.000001"}, {100 * PerUSD, "$100"},
+	} {
+		if got := tc.in.Label(); got != tc.want {
+			t.Errorf("%d.Label() = %q, want %q", int64(tc.in), got, tc.want)
+		}
+	}
+}

@@ -105,12 +105,13 @@ type Options struct {
 	Now func() time.Time
 }
 
-// New builds the service from cfg and starts its background parts; Serve then answers HTTP. It opens and
-// migrates the database, then builds each part in dependency order, each given everything it needs when
-// it is made: storage and the upstream pool, the task store, media, the poll cache, the worker (which
-// tells the poll cache of its changes), the videos service (which wakes the worker), mail, accounts,
-// the HTTP app. Then the background parts start: e-mail delivery and the janitor on every instance,
-// the worker where WORKERS is on. One clock (time.Now, or Options.Now) stamps what every part stores.
+// New builds the service from cfg and starts nothing: Start runs its background parts, Serve answers
+// HTTP. It opens and migrates the database, then builds each part in dependency order, each given
+// everything it needs when it is made: storage and the upstream pool, the task store, media, the poll
+// cache, the worker (which tells the poll cache of its changes), the videos service (which wakes the
+// worker), mail, accounts, the HTTP app, and the list of background parts (e-mail delivery, the jobs
+// and janitors on every instance, the worker where WORKERS is on). One clock (time.Now, or Options.Now)
+// and one logger are given to every part.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	if s.limits, err = ratelimit.Connect(cfg.RedisURL, clock); err != nil {
+	if s.limits, err = ratelimit.Connect(cfg.RedisURL, clock, log.With("part", "ratelimit")); err != nil {
 		return nil, err
 	}
 	mailer := opt.Mail

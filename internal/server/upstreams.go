@@ -32,7 +32,7 @@ const ReloadSignal = "upstreams_reload"
 
 // upstreamCredentials returns the credentials to start with: those of UPSTREAMS_FILE; or, deprecated,
 // one OpenAI-style credential per UPSTREAM_API_KEYS key at UPSTREAM_BASE_URL; or, with neither, the
-// built-in simulator, started on a loopback port and spoken to over HTTP like any real provider.
+// built-in simulator, on a loopback port (served once Start runs) and spoken to over HTTP like any real provider.
 func (s *Server) upstreamCredentials() ([]upstream.Credential, error) {
 	cfg := s.Cfg
 	switch {
@@ -95,7 +95,7 @@ func (s *Server) builtinSimulator() ([]upstream.Credential, error) {
 		creds[i] = upstream.Credential{ID: upstream.CredentialID("sim", secret), Name: fmt.Sprintf("simulated credential %d", i+1),
 			Kind: "sim", Secret: secret, MaxConcurrency: cfg.SimConcurrency, Models: everyModel(), Provider: provider}
 	}
-	s.Log.Info("built-in upstream simulator started", "credentials", len(creds), "concurrency", cfg.SimConcurrency, "duration", cfg.SimDuration)
+	s.Log.Info("built-in upstream simulator ready", "credentials", len(creds), "concurrency", cfg.SimConcurrency, "duration", cfg.SimDuration)
 	return creds, nil
 }
 

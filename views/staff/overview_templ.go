@@ -273,7 +273,7 @@ func SupportOverviewPage(v views.Viewer, o OverviewPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<div class=\"table-wrap\"><table id=\"credentials\"><thead><tr><th scope=\"col\">Credential</th><th scope=\"col\">Kind</th><th scope=\"col\">In flight / capacity</th><th scope=\"col\">State</th><th scope=\"col\">Breaker</th><th scope=\"col\">Errors (latest calls)</th><th scope=\"col\">views.Latency p50 / p95 / p99</th><th scope=\"col\">Last error</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<div class=\"table-wrap\"><table id=\"credentials\"><thead><tr><th scope=\"col\">Credential</th><th scope=\"col\">Kind</th><th scope=\"col\">In flight / capacity</th><th scope=\"col\">State</th><th scope=\"col\">Breaker</th><th scope=\"col\">Errors (latest calls)</th><th scope=\"col\">Latency p50 / p95 / p99</th><th scope=\"col\">Last error</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

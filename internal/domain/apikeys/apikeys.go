@@ -119,7 +119,7 @@ type Authenticator struct {
 }
 
 // NewAuthenticator returns an authenticator with the given cache lifetime; now is the clock that stamps
-// keys' last use and revocation (nil: real time).
+// keys' last use and revocation.
 func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authenticator {
 	return &Authenticator{
 		db:       d,

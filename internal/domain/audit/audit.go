@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -47,6 +49,29 @@ const (
 	TargetUser    = "user"
 	TargetPrice   = "price"
 )
+
+// MaxReasonLen is the longest reason of a staff action, in characters.
+const MaxReasonLen = 500
+
+// ReasonError says why a staff action's reason cannot be kept, so the staff member can correct it.
+type ReasonError struct{ Msg string }
+
+func (e *ReasonError) Error() string { return e.Msg }
+
+// CheckReason returns the reason of a staff action as stored (trimmed), or a *ReasonError: every change
+// staff make says why, in a line of plain text, kept in the audit log (and, for money, in the ledger).
+func CheckReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return "", &ReasonError{Msg: "Give a reason: it is kept in the ledger and the audit log."}
+	case !utf8.ValidString(reason) || strings.ContainsFunc(reason, func(r rune) bool { return unicode.IsControl(r) && r != '\t' }):
+		return "", &ReasonError{Msg: "The reason must be plain text on one line."}
+	case utf8.RuneCountInString(reason) > MaxReasonLen:
+		return "", &ReasonError{Msg: fmt.Sprintf("The reason is longer than %d characters.", MaxReasonLen)}
+	}
+	return reason, nil
+}
 
 // Actor is who acts: a signed-in staff member, or the command line.
 type Actor struct {

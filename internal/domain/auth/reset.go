@@ -45,7 +45,7 @@ func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 // ResetJob handles queued reset requests about every poll (between half and one and a half times it, at
 // random), logging failures to log.
 func (s *Service) ResetJob(poll time.Duration, log *slog.Logger) runner.Every {
-	return runner.Every{Interval: poll, Jitter: true, Job: func(ctx context.Context) {
+	return runner.Every{Interval: poll, AtStart: true, Jitter: true, Job: func(ctx context.Context) {
 		if _, err := s.HandleResetRequests(ctx); err != nil && ctx.Err() == nil {
 			log.Error("handle password reset requests", "err", err)
 		}

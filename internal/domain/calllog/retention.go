@@ -30,7 +30,7 @@ type RetentionConfig struct {
 type RetentionDeps struct {
 	DB  *db.DB
 	Log *slog.Logger
-	Now func() time.Time // the clock (nil: real time)
+	Now func() time.Time // the clock
 }
 
 // Sweeper deletes call-log rows past their retention.

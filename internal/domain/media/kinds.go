@@ -1,5 +1,5 @@
 // Package media keeps the files customers upload or import: it decides a file's type from its bytes,
-// streams it to storage within the interface's limits, hands it out as signed, expiring URLs, resolves
+// streams it to storage within the limits of docs/api.md, hands it out as signed, expiring URLs, resolves
 // those URLs in create requests, and deletes files when their retention ends.
 package media
 
@@ -19,7 +19,7 @@ const (
 	Audio Kind = "audio"
 )
 
-// MiB is the unit of the interface's size limits: "20 MB" is read as 20 MiB, the more generous reading.
+// MiB is the unit of the size limits of docs/api.md: "20 MB" is read as 20 MiB, the more generous reading.
 const MiB = 1 << 20
 
 // Limits of one upload or import request (docs/api.md, Limits).

@@ -95,7 +95,7 @@ func FuzzParseImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, aerr := ParseImport(body)
 		if aerr != nil {
-			if aerr.Code == "" || aerr.Code == refusal.Internal.Code || aerr.Message == "" {
+			if aerr.Code == "" || aerr.Code == refusal.Internal.Code || aerr.Code == refusal.ShuttingDown.Code || aerr.Message == "" {
 				t.Fatalf("bad refusal %+v", aerr)
 			}
 			return

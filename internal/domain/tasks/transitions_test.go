@@ -8,7 +8,7 @@ import (
 
 // Who may write tasks and their log is held by internal/architecture's TestOwnership.
 
-// TestTransitions: the table allows exactly the moves of the interface and docs/design.md §5 — forward,
+// TestTransitions: the table allows exactly the moves of docs/api.md and docs/design.md §5 — forward,
 // and from queued straight to an end — and nothing out of an ending.
 func TestTransitions(t *testing.T) {
 	all := []string{tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed}

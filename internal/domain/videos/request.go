@@ -99,7 +99,7 @@ var createRules = []rule{
 	readMediaURLs, countMedia, acceptOnlyOurMedia,
 }
 
-// ParseCreate decodes and validates a create body: every rule of the interface and of docs/design.md
+// ParseCreate decodes and validates a create body: every rule of docs/api.md and of docs/design.md
 // (sizes, tasks, errors, media), so the handler only passes bytes in and an error or a request out.
 func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *refusal.Error) {
 	fields, aerr := decodeObject(body)

@@ -421,5 +421,3 @@ func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) er
 	}
 	return nil
 }
-
-

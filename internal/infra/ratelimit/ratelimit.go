@@ -92,16 +92,14 @@ type Store struct {
 	client  *redis.Client
 	limiter *redis_rate.Limiter
 	now     func() time.Time // the in-process buckets' clock (Redis keeps its own)
+	log     *slog.Logger     // where a Redis outage is reported
 }
 
 // Connect returns the store of redisURL, or an in-process store when redisURL is empty. now is the clock
-// of in-process buckets (nil: real time).
-func Connect(redisURL string, now func() time.Time) (*Store, error) {
-	if now == nil {
-		now = time.Now
-	}
+// of in-process buckets; log hears of Redis outages.
+func Connect(redisURL string, now func() time.Time, log *slog.Logger) (*Store, error) {
 	if redisURL == "" {
-		return &Store{now: now}, nil
+		return &Store{now: now, log: log}, nil
 	}
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
@@ -117,7 +115,7 @@ func Connect(redisURL string, now func() time.Time) (*Store, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("connect to redis: %w", err)
 	}
-	return &Store{client: client, limiter: redis_rate.NewLimiter(client), now: now}, nil
+	return &Store{client: client, limiter: redis_rate.NewLimiter(client), now: now, log: log}, nil
 }
 
 // Limiter returns a limiter of rate r whose keys start with prefix. In Redis it falls back to an
@@ -127,7 +125,7 @@ func (s *Store) Limiter(prefix string, r Rate) Limiter {
 		return NewLocalClock(r, s.now)
 	}
 	shared := &Redis{limiter: s.limiter, limit: redis_rate.Limit{Rate: r.Events, Burst: r.Burst, Period: r.Per}, prefix: prefix}
-	return WithFallback(shared, NewLocalClock(r, s.now), slog.Default(), prefix)
+	return WithFallback(shared, NewLocalClock(r, s.now), s.log, prefix)
 }
 
 // Close releases the Redis connections.

@@ -97,7 +97,7 @@ func TestRedisLimiterFallsBackWhenRedisStops(t *testing.T) {
 	var store *Store
 	var err error
 	for i := 0; i < 50; i++ {
-		if store, err = Connect("redis://127.0.0.1:"+port+"/0", nil); err == nil {
+		if store, err = Connect("redis://127.0.0.1:"+port+"/0", time.Now, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

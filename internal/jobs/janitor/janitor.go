@@ -43,7 +43,7 @@ type Deps struct {
 	Media   *media.Service // input media: its retention sweep and its store
 	Outputs blob.Store     // generated videos
 	Log     *slog.Logger
-	Now     func() time.Time // the clock (nil: real time)
+	Now     func() time.Time // the clock
 }
 
 // Janitor sweeps the two stores.

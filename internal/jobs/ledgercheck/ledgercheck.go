@@ -110,7 +110,7 @@ type Config struct {
 type Deps struct {
 	DB  *db.DB
 	Log *slog.Logger
-	Now func() time.Time // the clock (nil: real time)
+	Now func() time.Time // the clock
 	// OnResult hears of each check this instance ran (the metrics count drift); nil: nobody.
 	OnResult func(Result)
 }

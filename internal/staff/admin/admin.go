@@ -15,7 +15,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"videogen/billing"
 	"videogen/internal/domain/apikeys"
 	"videogen/internal/domain/audit"
 	"videogen/internal/domain/auth"
@@ -130,7 +129,7 @@ type DisableResult struct {
 // their end and settle as usual. This instance's key cache forgets the account at once; other instances
 // see the change within API_KEY_CACHE_TTL, and a create they accept meanwhile runs like any other task.
 func (s *Service) Disable(ctx context.Context, by audit.Actor, accountID int64, reason string) (*DisableResult, error) {
-	reason, err := billing.CheckReason(reason)
+	reason, err := audit.CheckReason(reason)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +188,7 @@ func (s *Service) Disable(ctx context.Context, by audit.Actor, accountID int64, 
 
 // Enable lets the account's keys and users in again (its sessions stay ended; its users sign in anew).
 func (s *Service) Enable(ctx context.Context, by audit.Actor, accountID int64, reason string) error {
-	reason, err := billing.CheckReason(reason)
+	reason, err := audit.CheckReason(reason)
 	if err != nil {
 		return err
 	}
@@ -250,7 +249,7 @@ func (s *Service) SetRole(ctx context.Context, by audit.Actor, userID int64, rol
 	reason = strings.TrimSpace(reason)
 	if reason != "" {
 		var err error
-		if reason, err = billing.CheckReason(reason); err != nil {
+		if reason, err = audit.CheckReason(reason); err != nil {
 			return nil, err
 		}
 	}
@@ -304,7 +303,7 @@ func (s *Service) SetRole(ctx context.Context, by audit.Actor, userID int64, rol
 // ResetSecondFactor clears a staff member's authenticator and recovery codes (they lost both) and ends
 // their sessions; their next staff page asks them to enrol again. Audited with its reason.
 func (s *Service) ResetSecondFactor(ctx context.Context, by audit.Actor, userID int64, reason string) error {
-	reason, err := billing.CheckReason(reason)
+	reason, err := audit.CheckReason(reason)
 	if err != nil {
 		return err
 	}

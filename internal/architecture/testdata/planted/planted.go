@@ -34,3 +34,15 @@ func writes(db *gorm.DB) {
 	db.Model(&models.Account{}).Where("id = ?", 1).Update("disabled_reason", "x")
 	db.Exec("UPDATE sessions SET revoked_at = NULL")
 }
+
+func moreWrites(db *gorm.DB, acct *models.Account) {
+	acct.AvailableMicros = 5                                                                           // want
+	acct.ReservedMicros += 1                                                                           // want
+	db.Exec(`UPDATE "topups" SET state = 'credited'`)                                                  // want
+	db.Exec("UPDATE public.tasks SET status = 'failed'")                                               // want
+	db.Exec("UPDATE accounts AS a SET a.available_micros = 0 WHERE a.id = ?", 1)                       // want
+	db.Exec("INSERT INTO accounts (id, available_micros) VALUES (?, ?)", 1, 5)                         // want
+	db.Exec("INSERT INTO accounts (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET reserved_micros = 0") // want
+	db.Exec("DELETE FROM " + "audit_log" + " WHERE id = 1")                                            // want
+	acct.DisabledReason = "reads and other columns are not flagged"
+}
