@@ -225,6 +225,8 @@ func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models
 	if s.Polls == nil {
 		return s.Get(ctx, accountID, id)
 	}
+	// Real time, not the service's clock: freshness is how long this process has held an answer, and a
+	// test holding its clock still must not make a cached poll last for ever.
 	now := time.Now()
 	// Keyed by account and id: another account's task is never in this account's part of the cache, so
 	// refusing it costs the same database read as an unknown id, and timing tells nothing.
