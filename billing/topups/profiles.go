@@ -90,7 +90,7 @@ func TakeRechargeDue(tx *gorm.DB, accountID int64, now time.Time) (bool, error) 
 // RearmRecharge arms auto-recharge again without charging (the balance was back above its threshold by
 // the time the job looked).
 func RearmRecharge(tx *gorm.DB, accountID int64) error {
-	if err := tx.Exec("UPDATE billing_profiles SET recharge_armed = ? WHERE account_id = ?", true, accountID).Error; err != nil {
+	if err := tx.Exec("UPDATE billing_profiles SET recharge_armed = ? WHERE account_id = ? AND NOT recharge_armed", true, accountID).Error; err != nil {
 		return fmt.Errorf("re-arm the auto-recharge of account %d: %w", accountID, err)
 	}
 	return nil
