@@ -162,9 +162,11 @@ func (p *Pool) Aliases(ids []string) []string {
 	return out
 }
 
-// UnsupportedError refuses a request every credential for its alias would refuse (e.g. inputs an Ark
-// model cannot combine). Param names the field to change.
+// UnsupportedError refuses a request every credential for its alias would refuse: a value no route
+// renders (Code CodeUnsupportedValue) or inputs an Ark model cannot combine (Code empty). Param names
+// the field to change.
 type UnsupportedError struct {
+	Code    string
 	Param   string
 	Message string
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"videogen/internal/money"
 	"videogen/models"
@@ -27,7 +28,7 @@ const (
 type Credential struct {
 	ID             string // stable across restarts and reloads; stored on tasks
 	Name           string // the operator's label, shown to staff
-	Kind           string // the protocol: sim, openai or ark
+	Kind           string // the protocol: sim, openai, ark or gemini
 	BaseURL        string
 	Secret         string
 	MaxConcurrency int
@@ -52,6 +53,9 @@ type Route struct {
 	// Unpriced: the operator gave no cost (the built-in simulator, UPSTREAM_BASE_URL credentials); the
 	// task's cost is left unrecorded rather than recorded as free, so the margin report counts it.
 	Unpriced bool
+	// Caps is what the upstream model renders: the route's own declaration in the upstreams file, or
+	// its kind's defaults from the provider's documentation (docs/upstreams.md#capabilities).
+	Caps Capabilities
 }
 
 // Serves reports whether the credential serves the alias.
@@ -70,6 +74,12 @@ type SubmitRequest struct {
 	models.VideoRequest
 	UpstreamModel  string
 	IdempotencyKey string
+	// UpstreamSize is the size to ask the provider for: the request's own, or the one the route maps it
+	// to (Capabilities.SizeMap). Adapters send this, never VideoRequest.Size.
+	UpstreamSize string
+	// Expires is how long the provider may run the task before we give up on it (RUN_TIMEOUT); adapters
+	// whose provider takes a bound (Ark's execution_expires_after) send it, clamped to what it accepts.
+	Expires time.Duration
 }
 
 // Usage is what the provider reports having used for a task (Ark reports tokens).
@@ -89,6 +99,18 @@ type Status struct {
 	ErrorMessage  string
 	PolicyFailure bool
 	Usage         Usage
+	// Rendered is what the provider reports it rendered, where it does (zero fields: not reported).
+	Rendered Rendered
+}
+
+// Rendered is what a provider says it actually rendered for a task.
+type Rendered struct {
+	Seed       *int64
+	Size       string  // "WxH"
+	Resolution string  // e.g. "720p"
+	Ratio      string  // e.g. "16:9"
+	Seconds    float64 // the video's duration
+	FPS        int
 }
 
 // Errors every provider maps its failures to; the worker decides by them.
@@ -107,6 +129,13 @@ var (
 	// ErrRoute: a submission was refused because the provider does not know the model or endpoint for
 	// this key (an operator's route is wrong, not the customer's request). Nothing was created upstream.
 	ErrRoute = errors.New("upstream does not serve this model for this credential")
+	// ErrOutOfCredit: the provider says the credential's account has no credit left (OpenAI 429
+	// insufficient_quota, Ark AccountOverdueError). Like ErrAuth the credential takes no new task until an
+	// operator reloads it, and the call is retried later; staff see "out of credit", not "key refused".
+	ErrOutOfCredit = errors.New("upstream account out of credit")
+	// ErrNotCancellable: the provider cannot stop the task in its state (Ark cancels only queued tasks) or
+	// has no way to cancel at all.
+	ErrNotCancellable = errors.New("upstream cannot cancel the task")
 	// ErrNotSent: the submission was not made (the credential's circuit breaker is open). It wraps
 	// ErrTransient.
 	ErrNotSent = fmt.Errorf("%w: submission not sent, circuit breaker open", ErrTransient)
@@ -119,6 +148,42 @@ type Provider interface {
 	Poll(ctx context.Context, cred Credential, upstreamID string) (Status, error)
 	// Download streams the finished video; size is its length in bytes, or -1 when the upstream did not say.
 	Download(ctx context.Context, cred Credential, upstreamID string) (body io.ReadCloser, size int64, err error)
+}
+
+// BusyError is a 429 that is not about credit: the credential is at a rate or concurrency limit. It
+// counts towards the circuit breaker and the call waits at least RetryAfter (zero: the provider did not
+// say) before it is made again.
+type BusyError struct {
+	RetryAfter time.Duration
+	Detail     string
+}
+
+func (e *BusyError) Error() string { return "upstream credential busy: " + e.Detail }
+
+// Unwrap lets errors.Is(err, ErrBusy) match.
+func (e *BusyError) Unwrap() error { return ErrBusy }
+
+// RetryAfter is how long err asks the caller to wait before calling again (zero: no such request).
+func RetryAfter(err error) time.Duration {
+	var b *BusyError
+	if errors.As(err, &b) {
+		return b.RetryAfter
+	}
+	return 0
+}
+
+// Canceller is a provider that can stop a task we gave up on (run timeout, account disabled, the
+// customer's cancel), so that nobody pays for work nobody collects.
+type Canceller interface {
+	// Cancel asks the provider to stop the task. ErrNotCancellable means it cannot in the task's state;
+	// ErrUnknownTask that it no longer knows it.
+	Cancel(ctx context.Context, cred Credential, upstreamID string) error
+}
+
+// LastFrameSource is a provider that returns the video's last frame as an image (Ark's
+// return_last_frame), served as the last_frame variant of the content.
+type LastFrameSource interface {
+	DownloadLastFrame(ctx context.Context, cred Credential, upstreamID string) (body io.ReadCloser, contentType string, size int64, err error)
 }
 
 // StillSource is a provider that serves still images of a finished task besides its video: the

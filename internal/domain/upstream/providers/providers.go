@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"videogen/internal/domain/catalog"
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/ark"
 	"videogen/internal/domain/upstream/httpapi"
@@ -20,14 +21,60 @@ type Kind struct {
 	New func(baseURL string, timeout time.Duration) upstream.Provider
 	// Check, when set, refuses requests the protocol cannot serve, at create time.
 	Check func(models.VideoRequest) error
+	// Defaults is what a route of this kind renders when the upstreams file declares nothing for it,
+	// from the provider's documentation (docs/upstreams.md#capabilities). alias is the public model
+	// the route serves: sizes are the part of the alias's sizes the provider renders.
+	Defaults func(alias string) upstream.Capabilities
 }
 
 // Kinds lists the protocols by the name the upstreams file gives them.
 var Kinds = map[string]Kind{
 	// The simulator (`videogen upstream-sim`) in its OpenAI-style protocol; refused in production.
-	"sim":    {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("sim", base, t) }},
-	"openai": {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("openai", base, t) }},
-	"ark":    {New: func(base string, t time.Duration) upstream.Provider { return ark.New(base, t) }, Check: ark.Check},
+	"sim":    {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("sim", base, t) }, Defaults: everything},
+	"openai": {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("openai", base, t) }, Defaults: openAIDefaults},
+	"ark":    {New: func(base string, t time.Duration) upstream.Provider { return ark.New(base, t) }, Check: ark.Check, Defaults: arkDefaults},
+}
+
+// everything is what the simulator renders: every duration, size and input the API sells, with sound.
+func everything(alias string) upstream.Capabilities {
+	return upstream.Capabilities{Seconds: secondsRange(4, 15), Sizes: catalogSizes(alias), Inputs: upstream.Inputs, Audio: true}
+}
+
+// openAIDefaults: OpenAI's Videos API (openapi.yaml, CreateVideoJsonBody, read 2026-11-26) renders 4, 8
+// or 12 seconds at 720x1280, 1280x720, 1024x1792 or 1792x1024, takes a first frame (input_reference)
+// and no other media, and always renders sound.
+func openAIDefaults(alias string) upstream.Capabilities {
+	return upstream.Capabilities{Seconds: []int{4, 8, 12}, Sizes: []string{"720x1280", "1280x720", "1024x1792", "1792x1024"},
+		Inputs: []string{upstream.InputFirstFrame}, Audio: true}
+}
+
+// arkDefaults: Seedance 2.0-class models on Ark render 4 to 15 seconds at the catalog's sizes of their
+// resolution, take every input role, and render sound on request (docs/upstreams.md#ark).
+func arkDefaults(alias string) upstream.Capabilities {
+	return upstream.Capabilities{Seconds: secondsRange(4, 15), Sizes: catalogSizes(alias), Inputs: upstream.Inputs, Audio: true}
+}
+
+func secondsRange(lo, hi int) []int {
+	out := make([]int, 0, hi-lo+1)
+	for s := lo; s <= hi; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+// catalogSizes lists the alias's sizes, widest ratio first.
+func catalogSizes(alias string) []string {
+	m, ok := catalog.Lookup(alias)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, r := range catalog.Ratios {
+		if s, ok := m.Size(r); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Names lists the known kinds, sorted.
