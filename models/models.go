@@ -166,8 +166,10 @@ type UpstreamCredential struct {
 	AuthError    *string
 	AuthErrorAt  *time.Time
 	AuthErrorKey *string // digest of the refused key (KeyDigest), never the key
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// AuthErrorKind is what the mark is: "key" (the key refused) or "credit" (the account out of credit).
+	AuthErrorKind *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // UpstreamHealth is one instance's view of one credential's health (docs/upstreams.md#health).
@@ -182,6 +184,8 @@ type UpstreamHealth struct {
 	P99Ms        int64 `gorm:"column:p99_ms"`
 	LastError    string
 	LastErrorAt  *time.Time
+	// ClosedRoutes: the aliases whose route the provider refused for this key, one "alias: why" a line.
+	ClosedRoutes string
 	UpdatedAt    time.Time
 }
 
@@ -242,7 +246,21 @@ type Task struct {
 	// The still images stored beside the output (internal/domain/stills), forgotten with it.
 	ThumbnailKey   *string
 	SpritesheetKey *string
-	Seed           *int64
+	// The last frame as the provider returned it (content?variant=last_frame) and its image type.
+	LastFrameKey  *string
+	LastFrameType *string
+	Seed          *int64
+
+	// What the provider reports it rendered (docs/upstreams.md#rendered); nil where it did not say.
+	RenderedSeed       *int64
+	RenderedSize       *string
+	RenderedResolution *string
+	RenderedRatio      *string
+	RenderedSeconds    *float64
+	RenderedFPS        *int `gorm:"column:rendered_fps"`
+	// UpstreamCancel is how asking the provider to stop a task we gave up on went: cancelled,
+	// not_cancellable or failed (docs/upstreams.md#cancel); nil when nothing was asked.
+	UpstreamCancel *string
 
 	// What the task cost upstream (docs/upstreams.md#cost), recorded when its output is copied.
 	UpstreamModel         *string

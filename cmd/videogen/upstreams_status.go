@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,12 +128,25 @@ func writeUpstreamsStatus(out io.Writer, rows []status.Row, now time.Time, fresh
 	}
 	var notes []string
 	for _, r := range rows {
-		if r.State == status.StateRefused {
+		if r.State == status.StateRefused || r.State == status.StateNoCredit {
 			when := ""
 			if r.AuthErrorAt != nil {
 				when = " " + ago(now.Sub(*r.AuthErrorAt)) + " ago"
 			}
-			notes = append(notes, fmt.Sprintf("%s: the provider refused the key%s: %s", oneLine(r.ID), when, oneLine(r.AuthError)))
+			what, fix := "the provider refused the key", "fix the key"
+			if r.State == status.StateNoCredit {
+				what, fix = "the provider account is out of credit", "top up the provider account"
+			}
+			notes = append(notes, fmt.Sprintf("%s: %s%s: %s (%s, then run videogen upstreams reload)", oneLine(r.ID), what, when, oneLine(r.AuthError), fix))
+		}
+		aliases := make([]string, 0, len(r.ClosedRoutes))
+		for alias := range r.ClosedRoutes {
+			aliases = append(aliases, alias)
+		}
+		sort.Strings(aliases)
+		for _, alias := range aliases {
+			notes = append(notes, fmt.Sprintf("%s: the provider refused the route for %s (only that model takes no new task): %s (activate the model or fix upstream_model, then run videogen upstreams reload)",
+				oneLine(r.ID), oneLine(alias), oneLine(r.ClosedRoutes[alias])))
 		}
 	}
 	if unknown {

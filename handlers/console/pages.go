@@ -17,7 +17,8 @@ func (h *Handler) showLanding(c *fiber.Ctx) error {
 	return h.Render(c, customer.Landing(h.Viewer(c, "")))
 }
 
-// showPricing answers GET /pricing from the same price table the API bills from.
+// showPricing answers GET /pricing from the same price table the API bills from, with what each
+// model's providers render now.
 func (h *Handler) showPricing(c *fiber.Ctx) error {
 	prices, err := h.Prices.All(c.UserContext())
 	if err != nil {
@@ -25,7 +26,11 @@ func (h *Handler) showPricing(c *fiber.Ctx) error {
 	}
 	rows := make([]customer.PriceRow, 0, len(catalog.Models))
 	for _, m := range catalog.Models {
-		rows = append(rows, customer.PriceRow{Model: m, MicrosPerSecond: int64(prices[m.ID])})
+		row := customer.PriceRow{Model: m, MicrosPerSecond: int64(prices[m.ID])}
+		if offer, ok := h.ModelOffer(m.ID, m.Sizes()); ok {
+			row.Available, row.Sizes, row.Seconds, row.Inputs, row.Audio = true, offer.Sizes, offer.Seconds, offer.Inputs, offer.Audio
+		}
+		rows = append(rows, row)
 	}
 	return h.Render(c, customer.Pricing(h.Viewer(c, "pricing"), rows, catalog.Ratios))
 }

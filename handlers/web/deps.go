@@ -17,6 +17,7 @@ import (
 	"videogen/internal/domain/auth"
 	"videogen/internal/domain/calllog"
 	"videogen/internal/domain/media"
+	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/videos"
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/ratelimit"
@@ -33,9 +34,10 @@ type Deps struct {
 	CallLog *calllog.Writer
 	Videos  *videos.Service
 	Prices  *billing.Prices
-	// ModelServed reports whether some upstream credential serves a model alias now (nil: all are);
-	// GET /v1/models lists only those.
-	ModelServed func(alias string) bool
+	// ModelOffer is what a model alias can be sold with now (upstream.Pool.Offer): the durations, the
+	// part of sizes (ratio → size) its routes render, the inputs and sound; ok is false when no
+	// credential serves it, and GET /v1/models and /pricing then leave it out or say so.
+	ModelOffer  func(alias string, sizes map[string]string) (offer upstream.Offer, ok bool)
 	MediaPolicy videos.MediaPolicy
 	Media       *media.Service
 	Importer    media.Opener  // fetches import links through the address guard

@@ -27,6 +27,7 @@ var refusalStatus = map[string]int{
 	"size_mismatch":                 400,
 	"invalid_seed":                  400,
 	"unsupported_input_combination": 400,
+	"unsupported_value":             400,
 	"too_many_images":               400,
 	"too_many_videos":               400,
 	"too_many_audios":               400,

@@ -58,7 +58,7 @@ var (
 		Message: "This video is still queued or in progress, so it cannot be deleted yet: generation is not cancelled in this version. Poll GET /v1/videos/{id} until it is completed or failed, then delete it."}
 	VideoExpired = &Error{Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
 	// InvalidVariant refuses a content download of a variant OpenAI's API does not define.
-	InvalidVariant = &Error{Code: "invalid_request", Param: "variant", Message: "The variant must be video (the default), thumbnail or spritesheet."}
+	InvalidVariant = &Error{Code: "invalid_request", Param: "variant", Message: "The variant must be video (the default), thumbnail, spritesheet or last_frame."}
 	RequestTooBig  = &Error{Code: "request_too_large", Message: "The request body is larger than 1 MiB. Media go into a request as URLs, never as inline data."}
 	NotJSON        = &Error{Code: "unsupported_content_type", Message: "Send the request body as JSON with 'Content-Type: application/json'."}
 	// ShuttingDown answers a request the server could not finish before it stopped (a body still

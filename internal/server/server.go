@@ -243,7 +243,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	s.App = handlers.New(handlers.Deps{
 		DB: d, Log: log, Keys: s.Keys, Limiter: s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst)),
-		CallLog: s.CallLog, Videos: s.Videos, Prices: prices, ModelServed: pool.Serves,
+		CallLog: s.CallLog, Videos: s.Videos, Prices: prices, ModelOffer: pool.Offer,
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer, Now: clock},
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL, Now: clock,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),

@@ -60,11 +60,12 @@ func (s *Server) upstreamCredentials() ([]upstream.Credential, error) {
 	return s.builtinSimulator()
 }
 
-// everyModel serves each public alias under its own name, with no price (costs are not recorded).
+// everyModel serves each public alias under its own name, rendering everything the API sells, with no
+// price (costs are not recorded).
 func everyModel() map[string]upstream.Route {
 	m := make(map[string]upstream.Route, len(catalog.Models))
 	for _, x := range catalog.Models {
-		m[x.ID] = upstream.Route{UpstreamModel: x.ID, Unpriced: true}
+		m[x.ID] = upstream.Route{UpstreamModel: x.ID, Unpriced: true, Caps: providers.Everything(x.ID)}
 	}
 	return m
 }

@@ -69,6 +69,17 @@ func (m Model) Size(ratio string) (string, bool) {
 	return s, ok
 }
 
+// SizeList lists the model's sizes, widest ratio first.
+func (m Model) SizeList() []string {
+	out := make([]string, 0, len(Ratios))
+	for _, r := range Ratios {
+		if s, ok := sizes[m.Resolution][r]; ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Sizes returns ratio → size for the model.
 func (m Model) Sizes() map[string]string {
 	out := make(map[string]string, len(Ratios))

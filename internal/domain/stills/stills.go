@@ -18,6 +18,9 @@ import (
 const (
 	Thumbnail   = "thumbnail"
 	Spritesheet = "spritesheet"
+	// LastFrame is the video's last frame as the provider returned it (where it returns one: Ark's
+	// return_last_frame); never made here.
+	LastFrame = "last_frame"
 )
 
 // Variants lists the still variants in the order they are made.

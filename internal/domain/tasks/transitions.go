@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -223,12 +225,27 @@ type Output struct {
 	Key                          string
 	Size                         int64
 	ThumbnailKey, SpritesheetKey string
+	// The last frame as the provider returned it, and its image type (empty: none).
+	LastFrameKey, LastFrameType string
+	// What the provider reports it rendered.
+	Rendered Rendered
+}
+
+// Rendered is what the provider reports it rendered for a task (docs/upstreams.md#rendered); zero
+// fields were not reported.
+type Rendered struct {
+	Seed       *int64
+	Size       string
+	Resolution string
+	Ratio      string
+	Seconds    float64
+	FPS        int
 }
 
 // Keys lists the stored files of the output: the video and each still stored.
 func (o Output) Keys() []string {
 	keys := []string{o.Key}
-	for _, k := range []string{o.ThumbnailKey, o.SpritesheetKey} {
+	for _, k := range []string{o.ThumbnailKey, o.SpritesheetKey, o.LastFrameKey} {
 		if k != "" {
 			keys = append(keys, k)
 		}
@@ -242,12 +259,17 @@ func (o Output) Keys() []string {
 func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expires time.Time, cost Cost) (won bool, err error) {
 	now := s.Now()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		r := out.Rendered
 		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
-			output_bytes = ?, thumbnail_key = ?, spritesheet_key = ?, usage_completion_tokens = ?, usage_total_tokens = ?,
-			upstream_cost_micros = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			output_bytes = ?, thumbnail_key = ?, spritesheet_key = ?, last_frame_key = ?, last_frame_type = ?,
+			usage_completion_tokens = ?, usage_total_tokens = ?, upstream_cost_micros = ?,
+			rendered_seed = ?, rendered_size = ?, rendered_resolution = ?, rendered_ratio = ?, rendered_seconds = ?, rendered_fps = ?,
+			lease_owner = NULL, lease_until = NULL, updated_at = ?
 			WHERE id = ? AND status IN ? AND billing_state = ?`,
 			Completed, billing.Settled, now, expires, out.Key, out.Size, nullable(out.ThumbnailKey), nullable(out.SpritesheetKey),
+			nullable(out.LastFrameKey), nullable(out.LastFrameType),
 			cost.CompletionTokens, cost.TotalTokens, cost.column(),
+			r.Seed, nullable(r.Size), nullable(r.Resolution), nullable(r.Ratio), nonZero(r.Seconds), nonZero(r.FPS),
 			now, t.ID, movingTo(Completed), billing.Reserved)
 		if res.Error != nil {
 			return res.Error
@@ -264,8 +286,14 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expire
 		if err := billing.Settle(tx, t.AccountID, t.ID, money.Micros(t.AmountMicros), now); err != nil {
 			return err
 		}
-		return logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
-			out.Size, money.Micros(t.AmountMicros).USD(), cost.text()))
+		if err := logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
+			out.Size, money.Micros(t.AmountMicros).USD(), cost.text())); err != nil {
+			return err
+		}
+		if note := renderedDiffers(t, r); note != "" {
+			return logEvent(tx, t.ID, now, Completed, Completed, note)
+		}
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("complete %s: %w", t.ID, err)
@@ -273,8 +301,44 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expire
 	if won {
 		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &out.Key
 		t.ThumbnailKey, t.SpritesheetKey = nullable(out.ThumbnailKey), nullable(out.SpritesheetKey)
+		t.LastFrameKey, t.LastFrameType = nullable(out.LastFrameKey), nullable(out.LastFrameType)
+		r := out.Rendered
+		t.RenderedSeed, t.RenderedSize, t.RenderedResolution, t.RenderedRatio = r.Seed, nullable(r.Size), nullable(r.Resolution), nullable(r.Ratio)
+		if r.Seconds != 0 {
+			t.RenderedSeconds = &r.Seconds
+		}
+		if r.FPS != 0 {
+			t.RenderedFPS = &r.FPS
+		}
 	}
 	return won, nil
+}
+
+// renderedDiffers says, for staff, where the provider reports having rendered another size, ratio or
+// duration than the one sold ("" when it does not, or did not say).
+func renderedDiffers(t *models.Task, r Rendered) string {
+	var diffs []string
+	if r.Size != "" && r.Size != t.Size {
+		diffs = append(diffs, fmt.Sprintf("size %s (sold %s)", r.Size, t.Size))
+	}
+	if r.Ratio != "" && t.AspectRatio != "" && r.Ratio != t.AspectRatio {
+		diffs = append(diffs, fmt.Sprintf("ratio %s (sold %s)", r.Ratio, t.AspectRatio))
+	}
+	if r.Seconds != 0 && math.Abs(r.Seconds-float64(t.Seconds)) >= 0.5 {
+		diffs = append(diffs, fmt.Sprintf("%g seconds (sold %d)", r.Seconds, t.Seconds))
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return "the provider reports it rendered " + strings.Join(diffs, ", ")
+}
+
+// nonZero is v, or NULL when it is zero (not reported).
+func nonZero[T int | float64](v T) any {
+	if v == 0 {
+		return nil
+	}
+	return v
 }
 
 // Cost is what a completed task cost upstream: the usage the provider reported (nil when it reports
@@ -371,8 +435,8 @@ func (s *Store) Note(ctx context.Context, t *models.Task, detail string) error {
 // ForgetOutput records that a task's stored video and its stills were deleted (their retention ended),
 // if the task still names that copy.
 func (s *Store) ForgetOutput(ctx context.Context, taskID, key string) error {
-	if err := s.db.W.WithContext(ctx).Exec(`UPDATE tasks SET output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL
-		WHERE id = ? AND output_key = ?`, taskID, key).Error; err != nil {
+	if err := s.db.W.WithContext(ctx).Exec(`UPDATE tasks SET output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL,
+		last_frame_key = NULL WHERE id = ? AND output_key = ?`, taskID, key).Error; err != nil {
 		return fmt.Errorf("forget the output of %s: %w", taskID, err)
 	}
 	return nil
@@ -404,7 +468,7 @@ func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string)
 			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
 		}
 		var cur models.Task
-		err := q.Select("id", "status", "output_key", "thumbnail_key", "spritesheet_key", "deleted_at").Where("id = ? AND account_id = ?", id, accountID).Take(&cur).Error
+		err := q.Select("id", "status", "output_key", "thumbnail_key", "spritesheet_key", "last_frame_key", "deleted_at").Where("id = ? AND account_id = ?", id, accountID).Take(&cur).Error
 		switch {
 		case errors.Is(err, gorm.ErrRecordNotFound):
 			return ErrNoTask
@@ -415,7 +479,7 @@ func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string)
 		case !Terminal(cur.Status):
 			return ErrUnfinished
 		}
-		res := tx.Exec("UPDATE tasks SET deleted_at = ?, output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL, updated_at = ? WHERE id = ? AND deleted_at IS NULL AND status IN ?",
+		res := tx.Exec("UPDATE tasks SET deleted_at = ?, output_key = NULL, thumbnail_key = NULL, spritesheet_key = NULL, last_frame_key = NULL, updated_at = ? WHERE id = ? AND deleted_at IS NULL AND status IN ?",
 			now, now, id, []string{Completed, Failed})
 		if res.Error != nil {
 			return res.Error
@@ -442,7 +506,7 @@ func (s *Store) MarkDeleted(ctx context.Context, accountID int64, id, by string)
 // StoredKeys lists the files a task's row names: its video and the stills beside it.
 func StoredKeys(t *models.Task) []string {
 	var keys []string
-	for _, k := range []*string{t.OutputKey, t.ThumbnailKey, t.SpritesheetKey} {
+	for _, k := range []*string{t.OutputKey, t.ThumbnailKey, t.SpritesheetKey, t.LastFrameKey} {
 		if k != nil {
 			keys = append(keys, *k)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,8 +47,12 @@ type credHealth struct {
 	next     int
 	lastErr  string
 	lastAt   time.Time
-	authErr  string    // the provider refused the key (here or, through the database, on another instance)
+	authErr  string    // the provider refused the key or the account is out of credit (here or, through the database, on another instance)
+	authKind string    // MarkKey or MarkCredit
 	authAt   time.Time // when authErr was set here
+	// closed: aliases whose route the provider refused for this key (ErrRoute: the model is not served
+	// or not activated), with the reason; only that route takes no new task, until a reload.
+	closed map[string]string
 	// remoteOpen: another instance published this credential's breaker as open, recently.
 	remoteOpen bool
 }
@@ -71,12 +76,20 @@ func NewHealth(cfg HealthConfig) *Health {
 	return &Health{cfg: cfg, creds: map[string]*credHealth{}}
 }
 
-// failure is what counts against a credential: no answer, a 5xx, a refused key, or a model the provider
-// does not serve for it. A refusal of the
-// request itself, a busy credential or an unknown task say the credential works.
+// failure is what counts against a credential: no answer, a 5xx, a refused key, an account out of
+// credit, a model the provider does not serve for it, or a rate limit (a 429 not about credit, which
+// keeps coming while the provider is overloaded). A refusal of the request itself or an unknown task say
+// the credential works.
 func failure(err error) bool {
-	return errors.Is(err, ErrTransient) || errors.Is(err, ErrAuth) || errors.Is(err, ErrRoute)
+	return errors.Is(err, ErrTransient) || errors.Is(err, ErrAuth) || errors.Is(err, ErrOutOfCredit) ||
+		errors.Is(err, ErrRoute) || errors.Is(err, ErrBusy)
 }
+
+// The kinds of lasting mark that keep a credential from new tasks until an operator reloads it.
+const (
+	MarkKey    = "key"    // the provider refused the key
+	MarkCredit = "credit" // the provider account is out of credit
+)
 
 func (h *Health) get(id string) *credHealth {
 	h.mu.Lock()
@@ -179,14 +192,21 @@ func (h *Health) RetryAfter(id string) time.Duration {
 }
 
 // MarkAuthFailed records that the provider refused the credential's key.
-func (h *Health) MarkAuthFailed(id, msg string) {
+func (h *Health) MarkAuthFailed(id, msg string) { h.Mark(id, MarkKey, msg) }
+
+// Mark records a lasting refusal of the credential (MarkKey or MarkCredit): it takes no new task until a
+// reload clears the mark.
+func (h *Health) Mark(id, kind, msg string) {
 	c := h.get(id)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if msg == "" {
 		msg = "the provider refused the key"
+		if kind == MarkCredit {
+			msg = "the provider account is out of credit"
+		}
 	}
-	c.authErr, c.authAt = msg, h.cfg.Now()
+	c.authErr, c.authKind, c.authAt = msg, kind, h.cfg.Now()
 }
 
 // ClearAuth forgets a refused key (the credential was reloaded).
@@ -194,7 +214,37 @@ func (h *Health) ClearAuth(id string) {
 	c := h.get(id)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c.authErr = ""
+	c.authErr, c.authKind = "", ""
+}
+
+// CloseRoute records that the provider refused the credential's route for alias (the model is not
+// served or not activated for this key): that route takes no new task on this instance until a reload
+// (Pool.Replace) clears it. The credential's other routes are untouched.
+func (h *Health) CloseRoute(id, alias, msg string) {
+	c := h.get(id)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.closed == nil {
+		c.closed = map[string]string{}
+	}
+	c.closed[alias] = msg
+}
+
+// RouteOpen reports whether the credential's route for alias may take new tasks.
+func (h *Health) RouteOpen(id, alias string) bool {
+	c := h.get(id)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, closed := c.closed[alias]
+	return !closed
+}
+
+// reopenRoutes forgets every closed route of the credential.
+func (h *Health) reopenRoutes(id string) {
+	c := h.get(id)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c.closed = nil
 }
 
 // Snapshot is one credential's health on this instance.
@@ -205,6 +255,8 @@ type Snapshot struct {
 	LastError     string
 	LastErrorAt   time.Time
 	AuthError     string
+	AuthKind      string            // MarkKey or MarkCredit when AuthError is set
+	ClosedRoutes  map[string]string // alias → why the provider refused that route
 }
 
 // Snapshot returns the credential's health now.
@@ -213,7 +265,13 @@ func (h *Health) Snapshot(id string) Snapshot {
 	state := c.breaker.State().String()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := Snapshot{Breaker: state, LastError: c.lastErr, LastErrorAt: c.lastAt, AuthError: c.authErr, Calls: int64(len(c.calls))}
+	s := Snapshot{Breaker: state, LastError: c.lastErr, LastErrorAt: c.lastAt, AuthError: c.authErr, AuthKind: c.authKind, Calls: int64(len(c.calls))}
+	for alias, why := range c.closed {
+		if s.ClosedRoutes == nil {
+			s.ClosedRoutes = map[string]string{}
+		}
+		s.ClosedRoutes[alias] = why
+	}
 	took := make([]time.Duration, 0, len(c.calls))
 	for _, x := range c.calls {
 		took = append(took, x.took)
@@ -224,6 +282,16 @@ func (h *Health) Snapshot(id string) Snapshot {
 	slices.Sort(took)
 	s.P50, s.P95, s.P99 = percentile(took, 50), percentile(took, 95), percentile(took, 99)
 	return s
+}
+
+// closedRoutesText is ClosedRoutes as upstream_health keeps it: "alias: why" lines, sorted.
+func (s Snapshot) closedRoutesText() string {
+	lines := make([]string, 0, len(s.ClosedRoutes))
+	for alias, why := range s.ClosedRoutes {
+		lines = append(lines, alias+": "+strings.ReplaceAll(why, "\n", " "))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
 
 // percentile is the nearest-rank percentile of sorted durations.
@@ -243,7 +311,8 @@ func (h *Health) Publish(ctx context.Context, d *db.DB, ids []string, fresh time
 	for _, id := range ids {
 		s := h.Snapshot(id)
 		r := models.UpstreamHealth{CredentialID: id, Instance: h.cfg.Instance, Breaker: s.Breaker, Calls: s.Calls, Errors: s.Errors,
-			P50Ms: s.P50.Milliseconds(), P95Ms: s.P95.Milliseconds(), P99Ms: s.P99.Milliseconds(), LastError: s.LastError, UpdatedAt: now}
+			P50Ms: s.P50.Milliseconds(), P95Ms: s.P95.Milliseconds(), P99Ms: s.P99.Milliseconds(), LastError: s.LastError,
+			ClosedRoutes: s.closedRoutesText(), UpdatedAt: now}
 		if !s.LastErrorAt.IsZero() {
 			at := s.LastErrorAt.UTC()
 			r.LastErrorAt = &at
@@ -253,7 +322,7 @@ func (h *Health) Publish(ctx context.Context, d *db.DB, ids []string, fresh time
 	if len(rows) > 0 {
 		err := d.W.WithContext(ctx).Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "credential_id"}, {Name: "instance"}},
-			DoUpdates: clause.AssignmentColumns([]string{"breaker", "calls", "errors", "p50_ms", "p95_ms", "p99_ms", "last_error", "last_error_at", "updated_at"}),
+			DoUpdates: clause.AssignmentColumns([]string{"breaker", "calls", "errors", "p50_ms", "p95_ms", "p99_ms", "last_error", "last_error_at", "closed_routes", "updated_at"}),
 		}).Create(&rows).Error
 		if err != nil {
 			return fmt.Errorf("publish upstream health: %w", err)
@@ -268,7 +337,7 @@ func (h *Health) Publish(ctx context.Context, d *db.DB, ids []string, fresh time
 func (h *Health) Refresh(ctx context.Context, d *db.DB, ids []string, fresh time.Duration) error {
 	started := h.cfg.Now()
 	var creds []models.UpstreamCredential
-	if err := d.R.WithContext(ctx).Select("id", "auth_error").Where("id IN ?", ids).Find(&creds).Error; err != nil {
+	if err := d.R.WithContext(ctx).Select("id", "auth_error", "auth_error_kind").Where("id IN ?", ids).Find(&creds).Error; err != nil {
 		return fmt.Errorf("read refused upstream keys: %w", err)
 	}
 	var open []models.UpstreamHealth
@@ -288,10 +357,13 @@ func (h *Health) Refresh(ctx context.Context, d *db.DB, ids []string, fresh time
 		h.mu.Lock()
 		switch {
 		case r.AuthError != nil && c.authErr == "":
-			c.authErr, c.authAt = *r.AuthError, started
+			c.authErr, c.authKind, c.authAt = *r.AuthError, MarkKey, started
+			if r.AuthErrorKind != nil {
+				c.authKind = *r.AuthErrorKind
+			}
 		case r.AuthError == nil && c.authErr != "" && c.authAt.Before(started):
 			// Cleared by a reload somewhere; a mark set here after the read began is newer than what was read.
-			c.authErr = ""
+			c.authErr, c.authKind = "", ""
 		}
 		c.remoteOpen = remote[r.ID]
 		h.mu.Unlock()

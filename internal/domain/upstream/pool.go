@@ -76,6 +76,8 @@ func (p *Pool) Replace(creds []Credential) (added, removed []string) {
 			added = append(added, id)
 		}
 		delete(p.retired, id)
+		// A reload is the operator saying the routes are fixed (a model activated, a name corrected).
+		p.Health.reopenRoutes(id)
 	}
 	p.creds = next
 	sort.Strings(added)
@@ -129,17 +131,76 @@ func (p *Pool) Serves(alias string) bool {
 }
 
 // Candidates lists the credentials a new task for req may go to: configured, not draining, serving its
-// alias, accepting its inputs, and healthy on this instance (breaker not open, key not refused). The
-// database then picks the least loaded of them with a free slot.
+// alias on a route the provider has not refused and that can render it, accepting its inputs, and
+// healthy on this instance (breaker not open, key not refused, account not out of credit). The database then picks the least
+// loaded of them with a free slot.
 func (p *Pool) Candidates(req models.VideoRequest) []string {
 	var out []string
 	for _, c := range p.Configured() {
-		if c.Draining || !c.Serves(req.Model) || (c.Check != nil && c.Check(req) != nil) || !p.Health.Healthy(c.ID) {
+		if !p.routeUsable(c, req.Model) || !c.Models[req.Model].Caps.Renders(req) || (c.Check != nil && c.Check(req) != nil) || !p.Health.Healthy(c.ID) {
 			continue
 		}
 		out = append(out, c.ID)
 	}
 	return out
+}
+
+// routeUsable reports whether the credential's route for alias may be given new tasks at all: the
+// credential is configured and not draining, serves the alias, and the provider has not refused the
+// route. The credential's health (a breaker, a refused key, no credit) is asked separately: an unhealthy
+// credential makes a create wait or answer 503 with a time to retry, while what no usable route renders
+// is refused for good.
+func (p *Pool) routeUsable(c Credential, alias string) bool {
+	return !c.Draining && c.Serves(alias) && p.Health.RouteOpen(c.ID, alias)
+}
+
+// Offer is what an alias can be sold with now: the union of what its usable routes render.
+type Offer struct {
+	Seconds []int
+	Sizes   map[string]string // aspect ratio → size, for the alias's sizes some route renders
+	Inputs  []string          // in the API's order
+	Audio   bool
+}
+
+// Offer returns what alias can be sold with now (GET /v1/models, /pricing); sizes is the alias's own,
+// ratio → size, from the catalog. ok is false when no route is usable.
+func (p *Pool) Offer(alias string, sizes map[string]string) (Offer, bool) {
+	o := Offer{Sizes: map[string]string{}, Seconds: []int{}, Inputs: []string{}}
+	found := false
+	seconds := map[int]bool{}
+	inputs := map[string]bool{}
+	for _, c := range p.Configured() {
+		if !p.routeUsable(c, alias) {
+			continue
+		}
+		found = true
+		caps := c.Models[alias].Caps
+		for _, n := range caps.Seconds {
+			seconds[n] = true
+		}
+		for ratio, size := range sizes {
+			if caps.RendersSize(size) {
+				o.Sizes[ratio] = size
+			}
+		}
+		for _, in := range caps.Inputs {
+			inputs[in] = true
+		}
+		o.Audio = o.Audio || caps.Audio
+	}
+	if !found {
+		return Offer{}, false
+	}
+	for n := range seconds {
+		o.Seconds = append(o.Seconds, n)
+	}
+	sort.Ints(o.Seconds)
+	for _, in := range Inputs {
+		if inputs[in] {
+			o.Inputs = append(o.Inputs, in)
+		}
+	}
+	return o, true
 }
 
 // Aliases lists the aliases served by the credentials with these ids.
@@ -184,16 +245,32 @@ func (e *NoCapacityError) Error() string {
 var ErrNotServed = errors.New("no upstream credential serves this model")
 
 // Admit decides whether a task for req may be created: some credential taking new tasks serves its
-// alias, some of those accepts its inputs, and some of those is healthy. Credentials that are merely
-// full are fine: the task waits in the account's bounded backlog for a slot (docs/upstreams.md#routing).
+// alias on a usable route, some of those routes can render it (seconds, size, inputs, sound: refused
+// with CodeUnsupportedValue, naming the field and what is accepted), some of those accepts its input
+// combination, and some of those is healthy. Credentials that are merely full are fine: the task waits
+// in the account's bounded backlog for a slot (docs/upstreams.md#routing).
 func (p *Pool) Admit(req models.VideoRequest) error {
-	var serving, accepting []Credential
-	var refusal error
+	var usable []Credential
+	var caps []Capabilities
 	for _, c := range p.Configured() {
-		if c.Draining || !c.Serves(req.Model) {
+		if p.routeUsable(c, req.Model) {
+			usable = append(usable, c)
+			caps = append(caps, c.Models[req.Model].Caps)
+		}
+	}
+	if len(usable) == 0 {
+		// Not served, or every route refused by the provider: unavailable until an operator acts.
+		return ErrNotServed
+	}
+	if err := Refusal(caps, req); err != nil {
+		return err
+	}
+	var accepting []Credential
+	var refusal error
+	for _, c := range usable {
+		if !c.Models[req.Model].Caps.Renders(req) {
 			continue
 		}
-		serving = append(serving, c)
 		if c.Check != nil {
 			if err := c.Check(req); err != nil {
 				refusal = err
@@ -201,9 +278,6 @@ func (p *Pool) Admit(req models.VideoRequest) error {
 			}
 		}
 		accepting = append(accepting, c)
-	}
-	if len(serving) == 0 {
-		return ErrNotServed
 	}
 	if len(accepting) == 0 {
 		return refusal
@@ -229,6 +303,12 @@ func (p *Pool) Submit(ctx context.Context, cred Credential, req SubmitRequest) (
 		st, err := cred.Provider.Submit(ctx, cred, req)
 		return st, Redact(err, cred.Secret) // before Health keeps it as the last error
 	})
+	if errors.Is(err, ErrRoute) {
+		// Only this model is refused for this key (not served, not activated): the route stops taking
+		// tasks, the credential's other routes go on.
+		msg, _ := storetext.Clip(Redact(err, cred.Secret).Error(), 500)
+		p.Health.CloseRoute(cred.ID, req.Model, msg)
+	}
 	return st, p.note(ctx, cred, err)
 }
 
@@ -266,26 +346,54 @@ func (p *Pool) DownloadStill(ctx context.Context, cred Credential, upstreamID, v
 	return body, contentType, size, true, Redact(err, cred.Secret)
 }
 
-// note redacts the secret from err and, when the provider refused the key, marks the credential so that
-// no instance gives it new tasks until an operator reloads it.
+// Cancel asks the credential's provider to stop a task we gave up on. ErrNotCancellable: the provider
+// has no cancel, or cannot cancel the task in its state.
+func (p *Pool) Cancel(ctx context.Context, cred Credential, upstreamID string) error {
+	c, ok := cred.Provider.(Canceller)
+	if !ok {
+		return fmt.Errorf("%w: %s has no cancel", ErrNotCancellable, cred.Kind)
+	}
+	return Redact(c.Cancel(ctx, cred, upstreamID), cred.Secret)
+}
+
+// DownloadLastFrame streams the last frame of a finished task, where the provider returns one. ok is
+// false when it returns none. Like a still, a failure does not count against the credential.
+func (p *Pool) DownloadLastFrame(ctx context.Context, cred Credential, upstreamID string) (body io.ReadCloser, contentType string, size int64, ok bool, err error) {
+	src, ok := cred.Provider.(LastFrameSource)
+	if !ok {
+		return nil, "", 0, false, nil
+	}
+	body, contentType, size, err = src.DownloadLastFrame(ctx, cred, upstreamID)
+	return body, contentType, size, true, Redact(err, cred.Secret)
+}
+
+// note redacts the secret from err and, when the provider refused the key or says the account is out of
+// credit, marks the credential so that no instance gives it new tasks until an operator reloads it.
 func (p *Pool) note(ctx context.Context, cred Credential, err error) error {
 	if err == nil {
 		return nil
 	}
 	err = Redact(err, cred.Secret)
-	if errors.Is(err, ErrAuth) {
-		// The database first, then this instance's memory: Publish, reading the database, never clears
-		// a mark it has not seen.
-		if p.db != nil {
-			now := time.Now().UTC()
-			msg, _ := storetext.Clip(err.Error(), 500)
-			if dbErr := p.db.W.WithContext(context.WithoutCancel(ctx)).Model(&models.UpstreamCredential{}).Where("id = ?", cred.ID).
-				Updates(map[string]any{"auth_error": msg, "auth_error_at": now, "auth_error_key": KeyDigest(cred.Secret)}).Error; dbErr != nil {
-				err = errors.Join(err, fmt.Errorf("record the refused key of %s: %w", cred.ID, dbErr))
-			}
-		}
-		p.Health.MarkAuthFailed(cred.ID, err.Error())
+	kind := ""
+	switch {
+	case errors.Is(err, ErrAuth):
+		kind = MarkKey
+	case errors.Is(err, ErrOutOfCredit):
+		kind = MarkCredit
+	default:
+		return err
 	}
+	// The database first, then this instance's memory: Publish, reading the database, never clears a
+	// mark it has not seen.
+	if p.db != nil {
+		now := time.Now().UTC()
+		msg, _ := storetext.Clip(err.Error(), 500)
+		if dbErr := p.db.W.WithContext(context.WithoutCancel(ctx)).Model(&models.UpstreamCredential{}).Where("id = ?", cred.ID).
+			Updates(map[string]any{"auth_error": msg, "auth_error_at": now, "auth_error_key": KeyDigest(cred.Secret), "auth_error_kind": kind}).Error; dbErr != nil {
+			err = errors.Join(err, fmt.Errorf("record the refusal of %s: %w", cred.ID, dbErr))
+		}
+	}
+	p.Health.Mark(cred.ID, kind, err.Error())
 	return err
 }
 

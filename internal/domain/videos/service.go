@@ -210,6 +210,9 @@ func (s *Service) admit(req models.VideoRequest) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &unsupported) && unsupported.Code == upstream.CodeUnsupportedValue:
+		// No route of the model renders this value: refused before anything is reserved.
+		return refusal.Field("unsupported_value", unsupported.Param, "%s", unsupported.Message)
 	case errors.As(err, &unsupported):
 		return refusal.Field("unsupported_input_combination", unsupported.Param, "%s", unsupported.Message)
 	case errors.As(err, &busy):
@@ -353,7 +356,7 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant 
 	if variant == "" {
 		variant = VariantVideo
 	}
-	if variant != VariantVideo && !slices.Contains(stills.Variants, variant) {
+	if variant != VariantVideo && variant != stills.LastFrame && !slices.Contains(stills.Variants, variant) {
 		return nil, refusal.InvalidVariant
 	}
 	t, err := s.Get(ctx, accountID, id)
@@ -373,8 +376,11 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant 
 	key, contentType, ext := *t.OutputKey, "video/mp4", ".mp4"
 	if variant != VariantVideo {
 		still := t.ThumbnailKey
-		if variant == stills.Spritesheet {
+		switch variant {
+		case stills.Spritesheet:
 			still = t.SpritesheetKey
+		case stills.LastFrame:
+			still = t.LastFrameKey
 		}
 		if still == nil {
 			return nil, refusal.VariantUnavailable(variant)

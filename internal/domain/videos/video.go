@@ -30,8 +30,10 @@ type Video struct {
 	AspectRatio        string      `json:"aspect_ratio"`
 	GenerateAudio      bool        `json:"generate_audio"`
 	Watermark          bool        `json:"watermark"`
-	Seed               *int64      `json:"seed,omitempty"` // only when the request gave one
-	Billing            Billing     `json:"billing"`
+	// Seed is the seed the provider reports it rendered with, else the one the request gave; absent when
+	// neither is known.
+	Seed    *int64  `json:"seed,omitempty"`
+	Billing Billing `json:"billing"`
 }
 
 // VideoError says why a task failed.
@@ -54,6 +56,9 @@ func ToVideo(t *models.Task) Video {
 		CreatedAt: t.CreatedAt.Unix(), Prompt: t.Prompt, Size: t.Size, Seconds: strconv.Itoa(t.Seconds),
 		AspectRatio: t.AspectRatio, GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Seed: t.Seed,
 		Billing: Billing{Amount: money.Micros(t.AmountMicros), Currency: "usd", State: t.BillingState},
+	}
+	if t.RenderedSeed != nil {
+		v.Seed = t.RenderedSeed
 	}
 	if t.CompletedAt != nil {
 		v.CompletedAt = unix(*t.CompletedAt)

@@ -16,7 +16,7 @@ func (w *Worker) poll(ctx context.Context, t *models.Task, cred upstream.Credent
 	st, err := w.Pool.Poll(ctx, cred, *t.UpstreamTaskID)
 	if err != nil {
 		// A lost poll is not a failure: try again later, further apart each time.
-		next := w.reschedule(ctx, t, t.Progress)
+		next := w.rescheduleAfter(ctx, t, t.Progress, upstream.RetryAfter(err))
 		w.Log.Warn("poll upstream", "task", t.ID, "credential", cred.ID, "poll", t.PollCount, "next_in", next, "err", err)
 		w.note(ctx, t, fmt.Sprintf("poll %d failed (%s); next poll in %s", t.PollCount+1, clip(err.Error(), 200), next.Round(time.Millisecond)))
 		return
@@ -54,7 +54,12 @@ func (w *Worker) apply(ctx context.Context, t *models.Task, cred upstream.Creden
 // reschedule releases the claim and sets the next poll, further apart with each poll; it returns the
 // interval.
 func (w *Worker) reschedule(ctx context.Context, t *models.Task, progress int) time.Duration {
-	wait := backoff(w.cfg.PollMin, w.cfg.PollMax, t.PollCount, 1.5)
+	return w.rescheduleAfter(ctx, t, progress, 0)
+}
+
+// rescheduleAfter is reschedule waiting at least atLeast (a provider's Retry-After).
+func (w *Worker) rescheduleAfter(ctx context.Context, t *models.Task, progress int, atLeast time.Duration) time.Duration {
+	wait := max(backoff(w.cfg.PollMin, w.cfg.PollMax, t.PollCount, 1.5), atLeast)
 	if err := w.Tasks.Reschedule(ctx, t, w.cfg.ID, w.Tasks.Now().Add(wait), progress); err != nil {
 		w.Log.Error("reschedule", "task", t.ID, "err", err)
 	}

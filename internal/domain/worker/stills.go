@@ -61,6 +61,42 @@ func (w *Worker) copyStills(ctx context.Context, t *models.Task, cred upstream.C
 	}
 }
 
+// copyLastFrame stores the provider's last frame of the video beside it (content?variant=last_frame),
+// where the provider returns one. Like a still, one that cannot be had is noted and left out: the video
+// is what was paid for.
+func (w *Worker) copyLastFrame(ctx context.Context, t *models.Task, cred upstream.Credential, out *tasks.Output) {
+	ctx, cancel := context.WithTimeout(ctx, stillTimeout)
+	defer cancel()
+	body, contentType, size, ok, err := w.Pool.DownloadLastFrame(ctx, cred, *t.UpstreamTaskID)
+	if !ok {
+		return
+	}
+	key := ""
+	if err == nil {
+		key, err = w.storeLastFrame(ctx, strings.TrimSuffix(out.Key, ".mp4"), body, contentType, size)
+		_ = body.Close()
+	}
+	if err != nil {
+		w.Log.Warn("last frame of a finished video", "task", t.ID, "err", err)
+		if err := w.Tasks.Note(ctx, t, "the provider's last frame could not be stored ("+clip(err.Error(), 200)+"); the video itself is complete"); err != nil {
+			w.Log.Error("note missing last frame", "task", t.ID, "err", err)
+		}
+		return
+	}
+	out.LastFrameKey, out.LastFrameType = key, stills.ContentTypeOf(key)
+}
+
+func (w *Worker) storeLastFrame(ctx context.Context, base string, body io.Reader, contentType string, size int64) (string, error) {
+	ext, err := stills.ExtensionFor(contentType)
+	if err != nil {
+		return "", err
+	}
+	if size > stills.MaxBytes {
+		return "", fmt.Errorf("last frame of %d bytes is over the %d-byte limit", size, stills.MaxBytes)
+	}
+	return w.putStill(ctx, base+"."+stills.LastFrame+ext, io.LimitReader(body, stills.MaxBytes+1))
+}
+
 // stillTimeout bounds the making of one still, fetched or made with ffmpeg.
 const stillTimeout = 2 * time.Minute
 

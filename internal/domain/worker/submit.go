@@ -61,6 +61,10 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 		log.Error("prepare submission", "err", err)
 		return
 	}
+	// The size the route renders for the one sold (the operator's size_map), and how long the provider
+	// may run it: after RUN_TIMEOUT we give up on it, so paying for more would pay for nothing.
+	req.UpstreamSize = cred.Models[t.Model].Caps.SendSize(req.Size)
+	req.Expires = w.cfg.RunTimeout
 	st, err := w.Pool.Submit(ctx, cred, req)
 	switch {
 	case err == nil:
@@ -92,9 +96,10 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 		}
 	default:
 		// Timeout, 5xx or a busy credential: the outcome is unknown or deferred. Retry later on the same
-		// credential with the same key, so the upstream finds the first submission if it took it.
+		// credential with the same key, so the upstream finds the first submission if it took it — and no
+		// sooner than the provider's Retry-After.
 		log.Warn("submit upstream", "attempt", t.SubmitAttempts, "err", err)
-		next := w.Tasks.Now().Add(backoff(w.cfg.PollMin, w.cfg.PollMax, t.SubmitAttempts, 2))
+		next := w.Tasks.Now().Add(max(backoff(w.cfg.PollMin, w.cfg.PollMax, t.SubmitAttempts, 2), upstream.RetryAfter(err)))
 		if err := w.Tasks.DeferSubmission(ctx, t, w.cfg.ID, next, clip(err.Error(), 200)); err != nil {
 			log.Error("defer submission", "err", err)
 		}

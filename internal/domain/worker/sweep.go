@@ -38,6 +38,7 @@ func (w *Worker) sweep(ctx context.Context) {
 	}
 	for i := range running {
 		w.fail(ctx, &running[i], "run_timeout", fmt.Sprintf("The generation did not finish within %s. Your reservation was released.", w.cfg.RunTimeout))
+		w.cancelUpstream(ctx, &running[i])
 	}
 }
 

@@ -98,7 +98,7 @@ func (j *Janitor) sweepRetention(ctx context.Context) {
 // instances may do it at once: deleting twice is harmless and the row update is guarded.
 func (j *Janitor) ExpireOutputs(ctx context.Context, now time.Time) (int, error) {
 	var expired []models.Task
-	if err := j.DB.R.WithContext(ctx).Select("id", "output_key", "thumbnail_key", "spritesheet_key").
+	if err := j.DB.R.WithContext(ctx).Select("id", "output_key", "thumbnail_key", "spritesheet_key", "last_frame_key").
 		Where("output_key IS NOT NULL AND expires_at < ?", now).Limit(100).Find(&expired).Error; err != nil {
 		return 0, fmt.Errorf("find expired outputs: %w", err)
 	}
@@ -196,7 +196,7 @@ func (j *Janitor) sweepStore(ctx context.Context, store blob.Store, prefix strin
 }
 
 // namedOutputs: outputs/<task>/<copy>.mp4 is named when it is its task's output_key, and the stills
-// beside it (<copy>.thumbnail.jpg, ...) when they are its thumbnail_key or spritesheet_key.
+// beside it (<copy>.thumbnail.jpg, ...) when they are its thumbnail_key, spritesheet_key or last_frame_key.
 func (j *Janitor) namedOutputs(ctx context.Context, keys []string) (map[string]bool, error) {
 	var taskIDs []string
 	for _, k := range keys {
@@ -209,7 +209,7 @@ func (j *Janitor) namedOutputs(ctx context.Context, keys []string) (map[string]b
 		return out, nil
 	}
 	var named []models.Task
-	if err := j.DB.R.WithContext(ctx).Select("output_key", "thumbnail_key", "spritesheet_key").
+	if err := j.DB.R.WithContext(ctx).Select("output_key", "thumbnail_key", "spritesheet_key", "last_frame_key").
 		Where("id IN ? AND output_key IS NOT NULL", taskIDs).Find(&named).Error; err != nil {
 		return nil, fmt.Errorf("read output keys: %w", err)
 	}

@@ -113,6 +113,11 @@ type Result struct {
 	Rows     []Row        // by day, then model; days and models without settled tasks are left out
 	Models   []ModelTotal // by model
 	Total    Figures      // every task of the range
+	// FailedLocally is the tasks we failed here (their run timeout passed) while the provider still had
+	// them, last changed within the range: refunded, so no revenue, but the provider may bill them. Cost
+	// is what they are expected to cost where the provider could not be made to stop them; Uncosted
+	// counts those without a price to tell. Not in Total, which is the settled tasks.
+	FailedLocally Figures
 }
 
 // Day is the UTC day of t, as midnight UTC.
@@ -201,5 +206,29 @@ func Report(ctx context.Context, d *db.DB, from, to time.Time) (Result, error) {
 		res.Models = append(res.Models, *m)
 	}
 	sort.Slice(res.Models, func(i, j int) bool { return res.Models[i].Model < res.Models[j].Model })
+	if res.FailedLocally, err = failedLocally(ctx, d, from, to); err != nil {
+		return Result{}, err
+	}
 	return res, nil
+}
+
+// failedLocally sums the tasks failed here while the provider had them (tasks.upstream_cancel set:
+// the worker asked the provider to stop them), by the day they last changed.
+func failedLocally(ctx context.Context, d *db.DB, from, to time.Time) (Figures, error) {
+	day := d.UTCDay("updated_at")
+	var f struct {
+		Tasks    int64
+		Cost     int64
+		Uncosted int64
+	}
+	err := d.R.WithContext(ctx).Raw(`SELECT COUNT(*) AS tasks, CAST(COALESCE(SUM(upstream_cost_micros), 0) AS BIGINT) AS cost,
+			COALESCE(SUM(CASE WHEN upstream_cost_micros IS NULL AND upstream_cancel <> 'cancelled' THEN 1 ELSE 0 END), 0) AS uncosted
+		FROM tasks
+		WHERE upstream_cancel IS NOT NULL AND billing_state = 'released'
+			AND updated_at >= ? AND updated_at < ? AND `+day+` BETWEEN ? AND ?`,
+		from.AddDate(0, 0, -1), to.AddDate(0, 0, 2), from.Format(time.DateOnly), to.Format(time.DateOnly)).Scan(&f).Error
+	if err != nil {
+		return Figures{}, fmt.Errorf("sum the tasks failed here while upstream from %s to %s: %w", from.Format(time.DateOnly), to.Format(time.DateOnly), err)
+	}
+	return Figures{Tasks: f.Tasks, Cost: money.Micros(f.Cost), Uncosted: f.Uncosted}, nil
 }

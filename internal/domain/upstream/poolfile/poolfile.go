@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"videogen/internal/domain/catalog"
+	"videogen/internal/domain/upstream"
 	"videogen/internal/money"
 )
 
@@ -43,6 +44,13 @@ type Model struct {
 	UpstreamModel        string
 	CostPerSecond        money.Micros
 	CostPerMillionTokens money.Micros
+	// What the upstream model renders, where the file declares it; each field left nil takes the kind's
+	// default (docs/upstreams.md#capabilities).
+	Seconds []int
+	Sizes   []string
+	Inputs  []string
+	Audio   *bool
+	SizeMap map[string]string
 }
 
 // Options are what the file is checked against.
@@ -242,7 +250,7 @@ func loopback(host string) bool {
 	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
-var modelKeys = []string{"upstream_model", "cost_per_second", "cost_per_million_tokens"}
+var modelKeys = []string{"upstream_model", "cost_per_second", "cost_per_million_tokens", "seconds", "sizes", "inputs", "audio", "size_map"}
 
 func (p *parser) models(n *yaml.Node, path string) map[string]Model {
 	out := map[string]Model{}
@@ -268,9 +276,136 @@ func (p *parser) models(n *yaml.Node, path string) map[string]Model {
 		m := Model{UpstreamModel: p.str(me, v, key, "upstream_model", true)}
 		m.CostPerSecond = p.cost(me, v, key, "cost_per_second", true)
 		m.CostPerMillionTokens = p.cost(me, v, key, "cost_per_million_tokens", false)
+		p.capabilities(me, key, alias, &m)
 		out[alias] = m
 	}
 	return out
+}
+
+// The bounds of a route's seconds: the durations the API sells (docs/api.md).
+const (
+	minSeconds = 4
+	maxSeconds = 15
+)
+
+var sizePattern = regexp.MustCompile(`^[1-9][0-9]{1,4}x[1-9][0-9]{1,4}$`)
+
+// capabilities reads what a route declares its upstream model renders: seconds, sizes, inputs, audio
+// and size_map. A size must be one the alias sells (a typo would otherwise sell nothing, silently); a
+// size_map sells one of the alias's sizes as another size the model renders.
+func (p *parser) capabilities(e map[string]*yaml.Node, path, alias string, m *Model) {
+	model, _ := catalog.Lookup(alias)
+	sold := model.Sizes()
+	sells := func(size string) bool {
+		for _, s := range sold {
+			if s == size {
+				return true
+			}
+		}
+		return false
+	}
+	soldList := func() string {
+		var out []string
+		for _, r := range catalog.Ratios {
+			out = append(out, sold[r])
+		}
+		return strings.Join(out, ", ")
+	}
+	if v, ok := e["seconds"]; ok {
+		for _, item := range p.list(v, path+".seconds") {
+			n, err := strconv.Atoi(item.Value)
+			if item.Kind != yaml.ScalarNode || err != nil || n < minSeconds || n > maxSeconds {
+				p.fail(item, path+".seconds", "%q must be a whole number of seconds from %d to %d", item.Value, minSeconds, maxSeconds)
+				continue
+			}
+			if containsInt(m.Seconds, n) {
+				p.fail(item, path+".seconds", "%d is listed twice", n)
+				continue
+			}
+			m.Seconds = append(m.Seconds, n)
+		}
+		if m.Seconds == nil {
+			m.Seconds = []int{}
+		}
+	}
+	if v, ok := e["sizes"]; ok {
+		for _, item := range p.list(v, path+".sizes") {
+			switch {
+			case item.Kind != yaml.ScalarNode || !sizePattern.MatchString(item.Value):
+				p.fail(item, path+".sizes", "%q must be a size as WIDTHxHEIGHT, e.g. 1280x720", item.Value)
+			case !sells(item.Value):
+				p.fail(item, path+".sizes", "%s is not a size of %s (its sizes: %s); to sell one of those as %s, use size_map", item.Value, alias, soldList(), item.Value)
+			case contains(m.Sizes, item.Value):
+				p.fail(item, path+".sizes", "%s is listed twice", item.Value)
+			default:
+				m.Sizes = append(m.Sizes, item.Value)
+			}
+		}
+		if m.Sizes == nil {
+			m.Sizes = []string{}
+		}
+	}
+	if v, ok := e["inputs"]; ok {
+		// An empty list is a model that takes a prompt only.
+		items := v.Content
+		if v.Kind != yaml.SequenceNode {
+			items = p.list(v, path+".inputs")
+		}
+		for _, item := range items {
+			switch {
+			case item.Kind != yaml.ScalarNode || !contains(upstream.Inputs, item.Value):
+				p.fail(item, path+".inputs", "%q is not an input (inputs: %s)", item.Value, strings.Join(upstream.Inputs, ", "))
+			case contains(m.Inputs, item.Value):
+				p.fail(item, path+".inputs", "%s is listed twice", item.Value)
+			default:
+				m.Inputs = append(m.Inputs, item.Value)
+			}
+		}
+		if m.Inputs == nil {
+			m.Inputs = []string{}
+		}
+	}
+	if v, ok := e["audio"]; ok {
+		b, err := strconv.ParseBool(v.Value)
+		if v.Kind != yaml.ScalarNode || err != nil {
+			p.fail(v, path+".audio", "must be true (the model can render sound) or false")
+		}
+		m.Audio = &b
+	}
+	if v, ok := e["size_map"]; ok {
+		m.SizeMap = map[string]string{}
+		for from, to := range p.entries(v, path+".size_map") {
+			switch {
+			case !sells(from):
+				p.fail(to, path+".size_map."+from, "%s is not a size of %s (its sizes: %s)", from, alias, soldList())
+			case to.Kind != yaml.ScalarNode || !sizePattern.MatchString(to.Value):
+				p.fail(to, path+".size_map."+from, "%q must be the size the model renders instead, as WIDTHxHEIGHT", to.Value)
+			default:
+				m.SizeMap[from] = to.Value
+			}
+		}
+	}
+}
+
+// list returns a sequence's items, reporting anything else.
+func (p *parser) list(n *yaml.Node, path string) []*yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, path, "must be a list, e.g. [4, 8]")
+		return nil
+	}
+	if len(n.Content) == 0 {
+		p.fail(n, path, "must not be empty (leave the key out for the kind's defaults)")
+	}
+	return n.Content
+}
+
+func containsInt(list []int, n int) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
 }
 
 // cost reads a dollar amount ("0.18", quoted or not) exactly, as micro-dollars.

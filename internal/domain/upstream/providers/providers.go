@@ -30,13 +30,13 @@ type Kind struct {
 // Kinds lists the protocols by the name the upstreams file gives them.
 var Kinds = map[string]Kind{
 	// The simulator (`videogen upstream-sim`) in its OpenAI-style protocol; refused in production.
-	"sim":    {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("sim", base, t) }, Defaults: everything},
+	"sim":    {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("sim", base, t) }, Defaults: Everything},
 	"openai": {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("openai", base, t) }, Defaults: openAIDefaults},
 	"ark":    {New: func(base string, t time.Duration) upstream.Provider { return ark.New(base, t) }, Check: ark.Check, Defaults: arkDefaults},
 }
 
-// everything is what the simulator renders: every duration, size and input the API sells, with sound.
-func everything(alias string) upstream.Capabilities {
+// Everything is what the simulator renders: every duration, size and input the API sells, with sound.
+func Everything(alias string) upstream.Capabilities {
 	return upstream.Capabilities{Seconds: secondsRange(4, 15), Sizes: catalogSizes(alias), Inputs: upstream.Inputs, Audio: true}
 }
 
@@ -68,13 +68,7 @@ func catalogSizes(alias string) []string {
 	if !ok {
 		return nil
 	}
-	var out []string
-	for _, r := range catalog.Ratios {
-		if s, ok := m.Size(r); ok {
-			out = append(out, s)
-		}
-	}
-	return out
+	return m.SizeList()
 }
 
 // Names lists the known kinds, sorted.
@@ -97,12 +91,39 @@ func Build(specs []poolfile.Spec, timeout time.Duration) ([]upstream.Credential,
 		}
 		routes := make(map[string]upstream.Route, len(s.Models))
 		for alias, m := range s.Models {
-			routes[alias] = upstream.Route{UpstreamModel: m.UpstreamModel, CostPerSecond: m.CostPerSecond, CostPerMillionTokens: m.CostPerMillionTokens}
+			routes[alias] = upstream.Route{UpstreamModel: m.UpstreamModel, CostPerSecond: m.CostPerSecond, CostPerMillionTokens: m.CostPerMillionTokens,
+				Caps: Capabilities(k, alias, m)}
 		}
 		out = append(out, upstream.Credential{ID: s.ID, Name: s.Name, Kind: s.Kind, BaseURL: s.BaseURL, Secret: s.Secret,
 			MaxConcurrency: s.MaxConcurrency, Models: routes, Draining: s.Draining, Provider: k.New(s.BaseURL, timeout), Check: k.Check})
 	}
 	return out, nil
+}
+
+// Capabilities is what a route renders: what the upstreams file declares for it, field by field, and
+// the kind's defaults for the rest.
+func Capabilities(k Kind, alias string, m poolfile.Model) upstream.Capabilities {
+	defaults := Everything
+	if k.Defaults != nil {
+		defaults = k.Defaults
+	}
+	c := defaults(alias)
+	if m.Seconds != nil {
+		c.Seconds = m.Seconds
+	}
+	if m.Sizes != nil {
+		c.Sizes = m.Sizes
+	}
+	if m.Inputs != nil {
+		c.Inputs = m.Inputs
+	}
+	if m.Audio != nil {
+		c.Audio = *m.Audio
+	}
+	if m.SizeMap != nil {
+		c.SizeMap = m.SizeMap
+	}
+	return c
 }
 
 // Load reads, checks and builds the upstreams file at path.

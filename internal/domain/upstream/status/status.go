@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -22,6 +23,7 @@ const (
 	StateInService = "in service"
 	StateOut       = "not taking new tasks (removed or draining)"
 	StateRefused   = "unhealthy: the provider refused the key"
+	StateNoCredit  = "unhealthy: the provider account is out of credit"
 )
 
 // The circuit breaker's states as instances report them, and Unknown when no live instance reported.
@@ -45,7 +47,7 @@ type Row struct {
 	Kind    string `json:"kind"` // the protocol: sim, openai, ark
 	BaseURL string `json:"base_url"`
 	Enabled bool   `json:"enabled"`
-	State   string `json:"state"` // StateInService, StateOut or StateRefused
+	State   string `json:"state"` // StateInService, StateOut, StateRefused or StateNoCredit
 	// Breaker is the worst circuit breaker among the live instances (open, then half-open, then closed):
 	// one instance refusing to send to the credential is worth seeing. BreakerUnknown when none reported.
 	Breaker        string `json:"breaker"`
@@ -68,6 +70,9 @@ type Row struct {
 	// AuthError is why the provider refused the key, when it did; clipped like LastError.
 	AuthError   string     `json:"auth_error,omitempty"`
 	AuthErrorAt *time.Time `json:"auth_error_at,omitempty"`
+	// ClosedRoutes are the model aliases whose route the provider refused for this key on some live
+	// instance (not served, not activated), with why: only those take no new task, until a reload.
+	ClosedRoutes map[string]string `json:"closed_routes,omitempty"`
 	// Instances is how many instances reported on the credential within the freshness window.
 	Instances int `json:"instances"`
 }
@@ -89,7 +94,7 @@ func Read(ctx context.Context, d *db.DB, now time.Time, fresh time.Duration) ([]
 	}
 	r := d.R.WithContext(ctx)
 	var creds []models.UpstreamCredential
-	if err := r.Select("id", "provider", "label", "base_url", "enabled", "in_flight", "max_concurrency", "auth_error", "auth_error_at").
+	if err := r.Select("id", "provider", "label", "base_url", "enabled", "in_flight", "max_concurrency", "auth_error", "auth_error_at", "auth_error_kind").
 		Order("label, id").Find(&creds).Error; err != nil {
 		return nil, fmt.Errorf("read upstream credentials: %w", err)
 	}
@@ -125,6 +130,9 @@ func merge(c models.UpstreamCredential, reports []models.UpstreamHealth) Row {
 	switch {
 	case c.AuthError != nil && *c.AuthError != "":
 		row.State = StateRefused
+		if c.AuthErrorKind != nil && *c.AuthErrorKind == "credit" {
+			row.State = StateNoCredit
+		}
 		row.AuthError = Clip(*c.AuthError)
 		row.AuthErrorAt = utc(c.AuthErrorAt)
 	case c.Enabled:
@@ -141,6 +149,14 @@ func merge(c models.UpstreamCredential, reports []models.UpstreamHealth) Row {
 		row.P50Ms = max(row.P50Ms, h.P50Ms)
 		row.P95Ms = max(row.P95Ms, h.P95Ms)
 		row.P99Ms = max(row.P99Ms, h.P99Ms)
+		for _, line := range strings.Split(h.ClosedRoutes, "\n") {
+			if alias, why, ok := strings.Cut(line, ": "); ok {
+				if row.ClosedRoutes == nil {
+					row.ClosedRoutes = map[string]string{}
+				}
+				row.ClosedRoutes[alias] = Clip(why)
+			}
+		}
 		if h.LastError != "" && (row.LastErrorAt == nil || h.LastErrorAt != nil && h.LastErrorAt.After(*row.LastErrorAt)) {
 			row.LastError, row.LastErrorAt = Clip(h.LastError), utc(h.LastErrorAt)
 		}
