@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"videogen/internal/domain/upstream"
-	"videogen/internal/domain/upstream/providers"
 	"videogen/internal/domain/upstream/poolfile"
+	"videogen/internal/domain/upstream/providers"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
