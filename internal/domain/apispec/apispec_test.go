@@ -242,7 +242,7 @@ func TestOperations(t *testing.T) {
 
 	content := byID["downloadVideoContent"]
 	if p := content.Parameters; len(p) != 2 || p[0].Name != "id" || p[0].In != "path" || p[1].Name != "variant" ||
-		!slices.Equal(p[1].Schema.Enum, []string{"video", "thumbnail", "spritesheet"}) || p[1].Schema.Default != "video" {
+		!slices.Equal(p[1].Schema.Enum, []string{"video", "thumbnail", "spritesheet", "last_frame"}) || p[1].Schema.Default != "video" {
 		t.Errorf("content parameters: %+v", p)
 	}
 	for _, r := range content.Responses {
