@@ -334,13 +334,15 @@ func (s *Sim) arkDelete(w http.ResponseWriter, r *http.Request, own string) {
 	now := s.cfg.Now()
 	switch st, _ := t.state(now); st {
 	case stQueued:
-		t.CancelledAt = &now
-		if err := s.save(t); err != nil {
-			t.CancelledAt = nil
+		// A copy replaces the task: handlers that already hold it read it without the lock.
+		c := *t
+		c.CancelledAt = &now
+		if err := s.save(&c); err != nil {
 			s.cfg.Log.Error("simulator cancel", "err", err)
 			arkErr(w, http.StatusInternalServerError, "InternalServiceError", "The service encountered an unexpected internal error.")
 			return
 		}
+		s.tasks[id] = &c
 	case stInProgress, stCancelled:
 		arkErr(w, http.StatusForbidden, "OperationDenied.UnsupportedPhase",
 			"Operation is denied because operation is not supported while the target is in its current phase: "+arkStatus[st]+".")
