@@ -1,18 +1,17 @@
 // Package ark is the upstream adapter for BytePlus ModelArk / Volcengine Ark video generation
 // (Seedance models): POST {base}/contents/generations/tasks creates a task, GET …/tasks/{id} reads it,
-// and the finished video is fetched from the presigned object-storage URL the task answer carries
-// (docs/upstreams.md has the field and status tables and the sources they were checked against).
+// DELETE …/tasks/{id} cancels a queued one, and the finished video and its last frame are fetched from
+// the presigned object-storage URLs the task answer carries (docs/upstreams.md#ark has the field,
+// status and error tables and the sources they were checked against).
 package ark
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -45,18 +44,25 @@ const (
 	maxError  = 64 << 10
 )
 
+// The bounds Ark puts on execution_expires_after, in seconds (BytePlus ModelArk "Create a video
+// generation task": 3600 to 259200, default 172800). A task still unfinished then ends expired.
+const (
+	MinExpiresAfter = 3600
+	MaxExpiresAfter = 259200
+)
+
 // Client calls one Ark base URL (e.g. "https://ark.ap-southeast.bytepluses.com/api/v3").
 type Client struct {
 	base    string
 	timeout time.Duration
 	api     *http.Client
-	// files fetches the presigned video URLs. It is a separate client so that nothing configured for
-	// the API (and above all the credential) can ever travel to the object-storage host.
+	// files fetches the presigned video and last-frame URLs. It is a separate client so that nothing
+	// configured for the API (and above all the credential) can ever travel to the object-storage host.
 	files *http.Client
 }
 
 // New returns an Ark adapter for baseURL, the path prefix up to and including /api/v3. timeout bounds
-// submit and poll calls; a download is bounded by its context only, since a video may take a while.
+// submit, poll and cancel calls; a download is bounded by its context only, since a video may take a while.
 func New(baseURL string, timeout time.Duration) *Client {
 	api := http.DefaultTransport.(*http.Transport).Clone()
 	api.MaxIdleConnsPerHost = 32
@@ -70,6 +76,12 @@ func New(baseURL string, timeout time.Duration) *Client {
 		files:   &http.Client{Transport: files},
 	}
 }
+
+// The optional provider interfaces Ark supports: cancelling a queued task, and the last frame.
+var (
+	_ upstream.Canceller       = (*Client)(nil)
+	_ upstream.LastFrameSource = (*Client)(nil)
+)
 
 type mediaURL struct {
 	URL string `json:"url"`
@@ -85,36 +97,21 @@ type contentItem struct {
 }
 
 // createRequest is the body of POST /contents/generations/tasks. generate_audio and watermark are
-// always sent: Ark's defaults differ between model versions, and the customer chose.
+// always sent: Ark's defaults differ between model versions, and the customer chose. ratio is always
+// sent too: Ark's default for a task with a first frame is "adaptive" (the image's ratio), but our
+// API's default is 16:9 whatever the inputs. return_last_frame is always asked for: the last frame is
+// served beside the video, and Ark returns it only when asked.
 type createRequest struct {
-	Model         string        `json:"model"`
-	Content       []contentItem `json:"content"`
-	Resolution    string        `json:"resolution,omitempty"`
-	Ratio         string        `json:"ratio,omitempty"`
-	Duration      int           `json:"duration,omitempty"`
-	GenerateAudio bool          `json:"generate_audio"`
-	Watermark     bool          `json:"watermark"`
-	Seed          *int64        `json:"seed,omitempty"`
-}
-
-type wireError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// wireTask is the answer of GET /contents/generations/tasks/{id} (the fields we use; Ark sends more).
-type wireTask struct {
-	ID      string     `json:"id"`
-	Model   string     `json:"model"`
-	Status  string     `json:"status"`
-	Error   *wireError `json:"error"`
-	Content struct {
-		VideoURL string `json:"video_url"`
-	} `json:"content"`
-	Usage struct {
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
+	Model                 string        `json:"model"`
+	Content               []contentItem `json:"content"`
+	Resolution            string        `json:"resolution,omitempty"`
+	Ratio                 string        `json:"ratio,omitempty"`
+	Duration              int           `json:"duration,omitempty"`
+	GenerateAudio         bool          `json:"generate_audio"`
+	Watermark             bool          `json:"watermark"`
+	Seed                  *int64        `json:"seed,omitempty"`
+	ReturnLastFrame       bool          `json:"return_last_frame"`
+	ExecutionExpiresAfter int64         `json:"execution_expires_after,omitempty"`
 }
 
 // Submit creates the task. Ark has no idempotency key: a submission retried after a lost answer
@@ -141,7 +138,7 @@ func (c *Client) Submit(ctx context.Context, cred upstream.Credential, req upstr
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return upstream.Status{}, classify(resp, "submit", false)
+		return upstream.Status{}, classify(resp, callSubmit)
 	}
 	var created struct {
 		ID string `json:"id"`
@@ -154,23 +151,33 @@ func (c *Client) Submit(ctx context.Context, cred upstream.Credential, req upstr
 	return upstream.Status{ID: created.ID, State: upstream.StateQueued}, nil
 }
 
-// createBody maps our request onto Ark's. The resolution comes from the public alias (the catalog),
-// not from the provider's model name, which names no resolution.
+// createBody maps our request onto Ark's. Ark takes a resolution and a ratio, not pixels: both come
+// from the size to ask for (SubmitRequest.UpstreamSize, which a route's size map may have changed)
+// through the catalog's table of Seedance's sizes; a size outside the table falls back to the public
+// alias's resolution and the request's ratio.
 func createBody(req upstream.SubmitRequest) (createRequest, error) {
 	m, ok := catalog.Lookup(req.Model)
 	if !ok {
 		return createRequest{}, fmt.Errorf("ark: model %q is not in the catalog, so its resolution is unknown", req.Model)
 	}
-	ratio := req.AspectRatio
+	size := req.UpstreamSize
+	if size == "" {
+		size = req.Size
+	}
+	resolution, ratio, ok := resolutionOf(size)
+	if !ok {
+		resolution, ratio = m.Resolution, req.AspectRatio
+	}
 	if ratio == "" {
-		ratio, _ = m.RatioOfSize(req.Size)
+		ratio = catalog.DefaultRatio
 	}
 	model := req.UpstreamModel
 	if model == "" {
 		model = req.Model
 	}
-	out := createRequest{Model: model, Resolution: m.Resolution, Ratio: ratio, Duration: req.Seconds,
-		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Seed: req.Seed}
+	out := createRequest{Model: model, Resolution: resolution, Ratio: ratio, Duration: req.Seconds,
+		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Seed: req.Seed,
+		ReturnLastFrame: true, ExecutionExpiresAfter: expiresAfter(req.Expires)}
 	if req.Prompt != "" {
 		out.Content = append(out.Content, contentItem{Type: "text", Text: req.Prompt})
 	}
@@ -195,97 +202,41 @@ func createBody(req upstream.SubmitRequest) (createRequest, error) {
 	return out, nil
 }
 
-// Poll reads the task's state. Ark reports no progress: a task reads 0 until it succeeds, then 100.
-func (c *Client) Poll(ctx context.Context, cred upstream.Credential, id string) (upstream.Status, error) {
-	st, _, err := c.get(ctx, cred, id)
-	return st, err
+// expiresAfter is execution_expires_after for a task we give up on after d: d in whole seconds
+// (rounded up, so Ark never stops a task we still wait for), clamped to what Ark accepts. Zero (no
+// bound configured) sends nothing, and Ark applies its default of 48 hours.
+func expiresAfter(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	secs := int64((d + time.Second - 1) / time.Second)
+	return min(max(secs, MinExpiresAfter), MaxExpiresAfter)
 }
 
-func (c *Client) get(ctx context.Context, cred upstream.Credential, id string) (upstream.Status, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/contents/generations/tasks/"+url.PathEscape(id), nil)
-	if err != nil {
-		return upstream.Status{}, "", fmt.Errorf("ark: build poll: %w", err)
-	}
-	resp, err := c.call(r, cred)
-	if err != nil {
-		return upstream.Status{}, "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return upstream.Status{}, "", classify(resp, "poll", true)
-	}
-	var t wireTask
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(&t); err != nil {
-		return upstream.Status{}, "", fmt.Errorf("ark poll: %w: unreadable answer (%v)", upstream.ErrTransient, err)
-	}
-	st, err := status(t)
-	return st, t.Content.VideoURL, err
-}
-
-// status maps an Ark task onto ours.
-func status(t wireTask) (upstream.Status, error) {
-	st := upstream.Status{ID: t.ID, Usage: upstream.Usage{CompletionTokens: t.Usage.CompletionTokens, TotalTokens: t.Usage.TotalTokens}}
-	switch t.Status {
-	case statusQueued:
-		st.State = upstream.StateQueued
-	case statusRunning:
-		st.State = upstream.StateInProgress
-	case statusSucceeded:
-		st.State, st.Progress = upstream.StateCompleted, 100
-	case statusFailed, statusCancelled, statusExpired:
-		st.State = upstream.StateFailed
-		// A cancelled or expired task may carry no error: its status is then the reason.
-		st.ErrorCode, st.ErrorMessage = t.Status, "the upstream task ended "+t.Status
-		if t.Error != nil && t.Error.Code != "" {
-			st.ErrorCode, st.ErrorMessage = t.Error.Code, t.Error.Message
+// resolutionOf finds the resolution and ratio whose Seedance size is size, in the catalog's table.
+func resolutionOf(size string) (resolution, ratio string, ok bool) {
+	seen := map[string]bool{}
+	for _, m := range catalog.Models {
+		if seen[m.Resolution] {
+			continue
 		}
-		st.PolicyFailure = policyCode(st.ErrorCode)
-	default:
-		// A status this adapter does not know is most likely a new intermediate one: poll again.
-		return upstream.Status{}, fmt.Errorf("ark: task %s has status %q: %w", t.ID, t.Status, upstream.ErrTransient)
+		seen[m.Resolution] = true
+		if r, ok := m.RatioOfSize(size); ok {
+			return m.Resolution, r, true
+		}
 	}
-	return st, nil
+	return "", "", false
 }
 
-// Download reads the task for its video URL and streams the video from it. The URL is presigned on
-// another host (object storage): it is fetched without the credential, which must never go there.
-func (c *Client) Download(ctx context.Context, cred upstream.Credential, id string) (io.ReadCloser, int64, error) {
-	st, videoURL, err := c.get(ctx, cred, id)
-	if err != nil {
-		return nil, 0, err
+// sizeOf is the pixel size Seedance renders for a resolution and ratio, from the catalog's table.
+func sizeOf(resolution, ratio string) string {
+	for _, m := range catalog.Models {
+		if m.Resolution == resolution {
+			s, _ := m.Size(ratio)
+			return s
+		}
 	}
-	if st.State != upstream.StateCompleted || videoURL == "" {
-		return nil, 0, fmt.Errorf("ark download %s: %w: the task is %s and has no video yet", id, upstream.ErrTransient, st.State)
-	}
-	u, err := url.Parse(videoURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, 0, fmt.Errorf("ark download %s: %w: the task's video URL is not an http(s) URL", id, upstream.ErrTransient)
-	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, videoURL, nil)
-	if err != nil {
-		return nil, 0, fmt.Errorf("ark: build download: %w", err)
-	}
-	resp, err := c.files.Do(r)
-	if err != nil {
-		// The URL's query is its signature: name the host only.
-		return nil, 0, fmt.Errorf("ark download %s from %s: %w: %v", id, u.Host, upstream.ErrTransient, cause(err))
-	}
-	if resp.StatusCode == http.StatusOK {
-		return resp.Body, resp.ContentLength, nil
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxError))
-	detail := fmt.Sprintf("ark download %s from %s: HTTP %d", id, u.Host, resp.StatusCode)
-	switch {
-	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
-		// The presigned URL expired (Ark keeps videos 24 hours) or the object is gone. This 403 is
-		// object storage refusing a stale signature, not Ark refusing our credential.
-		return nil, 0, fmt.Errorf("%s: %w: the video URL expired or the video is gone", detail, upstream.ErrUnknownTask)
-	default:
-		return nil, 0, fmt.Errorf("%s: %w", detail, upstream.ErrTransient)
-	}
+	return ""
 }
 
 func (c *Client) call(r *http.Request, cred upstream.Credential) (*http.Response, error) {
@@ -296,54 +247,4 @@ func (c *Client) call(r *http.Request, cred upstream.Credential) (*http.Response
 		return nil, fmt.Errorf("ark %s %s: %w: %v", r.Method, r.URL.Path, upstream.ErrTransient, cause(err))
 	}
 	return resp, nil
-}
-
-// cause is a failed request's reason without its URL, which for a presigned URL holds the signature.
-func cause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// classify maps an Ark error answer to the error the worker acts on. onTask is true for calls about
-// an existing task, where 404 means Ark does not know it; on submit a 404 is about the model
-// (InvalidEndpointOrModel.NotFound, ModelNotOpen): the operator's route is wrong, not the request.
-func classify(resp *http.Response, call string, onTask bool) error {
-	var body struct {
-		Error wireError `json:"error"`
-	}
-	_ = json.NewDecoder(io.LimitReader(resp.Body, maxError)).Decode(&body)
-	code, msg := body.Error.Code, body.Error.Message
-	detail := fmt.Sprintf("ark %s: HTTP %d %s: %s", call, resp.StatusCode, code, msg)
-	s := resp.StatusCode
-	switch {
-	case s == http.StatusTooManyRequests:
-		return fmt.Errorf("%w: %s", upstream.ErrBusy, detail)
-	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		// AuthenticationError, AccessDenied, AccountOverdueError: the key or its account, not the task.
-		// Only the code is kept: a provider's message about a refused key may quote part of it.
-		return fmt.Errorf("%w: ark %s: HTTP %d %s", upstream.ErrAuth, call, s, code)
-	case s == http.StatusNotFound && onTask:
-		return fmt.Errorf("%w: %s", upstream.ErrUnknownTask, detail)
-	case s == http.StatusNotFound:
-		return fmt.Errorf("%w: %s", upstream.ErrRoute, detail)
-	case s == http.StatusRequestTimeout || s == http.StatusConflict || s >= 500:
-		return fmt.Errorf("%w: %s", upstream.ErrTransient, detail)
-	case s >= 400:
-		return &upstream.RejectedError{Status: s, Code: code, Message: msg, Policy: policyCode(code)}
-	default:
-		return fmt.Errorf("%w: unexpected %s", upstream.ErrTransient, detail)
-	}
-}
-
-// policyCode reports whether an Ark error code says the content broke Ark's content policy: the
-// SensitiveContentDetected family (SensitiveContentDetected[.SevereViolation|.Violence],
-// Input{Text,Image,Video,Audio}SensitiveContentDetected[.PolicyViolation|.PrivacyInformation],
-// Output{Text,Image,Video,Audio}SensitiveContentDetected[.PolicyViolation]) and the risk-detection
-// codes (InputTextRiskDetection, OutputImageRiskDetection, …). ContentSecurityDetectionError is the
-// moderation service failing, not a refusal, and is not one.
-func policyCode(code string) bool {
-	return strings.Contains(code, "SensitiveContentDetected") || strings.HasSuffix(code, "RiskDetection")
 }

@@ -83,12 +83,17 @@ func docError(typ, code, msg string) string {
 
 const secret = "ark-secret-never-shown"
 
+func ptr[T any](v T) *T { return &v }
+
 var cred = upstream.Credential{ID: "ark-1", Kind: "ark", Secret: secret}
 
 type answer struct {
 	status int
 	body   string
+	header http.Header // extra answer headers (Retry-After)
 }
+
+func okAnswer(body string) answer { return answer{status: http.StatusOK, body: body} }
 
 // replay is an Ark API that answers each path with the next canned answer and records what it got.
 type replay struct {
@@ -96,17 +101,22 @@ type replay struct {
 	answers map[string]answer
 	headers []http.Header
 	bodies  []string
+	calls   []string // method and path of each request, in order
 }
 
 func (p *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	p.mu.Lock()
 	p.headers, p.bodies = append(p.headers, r.Header.Clone()), append(p.bodies, string(b))
+	p.calls = append(p.calls, r.Method+" "+r.URL.Path)
 	a, ok := p.answers[r.Method+" "+r.URL.Path]
 	p.mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)
 		return
+	}
+	for k, v := range a.header {
+		w.Header()[k] = v
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(a.status)
@@ -127,14 +137,14 @@ func TestDocumentedAnswers(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("create body", func(t *testing.T) {
-		p, c := serve(t, map[string]answer{"POST " + tasks: {200, `{"id": "cgt-20250331175019-68d9t"}`}})
+		p, c := serve(t, map[string]answer{"POST " + tasks: okAnswer(`{"id": "cgt-20250331175019-68d9t"}`)})
 		seed := int64(42)
 		st, err := c.Submit(ctx, cred, upstream.SubmitRequest{
 			VideoRequest: models.VideoRequest{Model: "videogen-2.0-720p", Prompt: "a harbour at dawn", Seconds: 5, Size: "1280x720",
 				AspectRatio: "16:9", GenerateAudio: false, Watermark: true, Seed: &seed,
 				TaskInputs: models.TaskInputs{ImageURLs: []string{"https://m/r.png"}, VideoURLs: []string{"https://m/v.mp4"}, AudioURLs: []string{"https://m/a.mp3"},
 					StartImageURL: "https://m/first.png", EndImageURL: "https://m/last.png"}},
-			UpstreamModel: "dreamina-seedance-2-0-260128", IdempotencyKey: "never-sent",
+			UpstreamModel: "dreamina-seedance-2-0-260128", IdempotencyKey: "never-sent", Expires: 30 * time.Minute,
 		})
 		if err != nil || st.ID != "cgt-20250331175019-68d9t" || st.State != upstream.StateQueued {
 			t.Fatalf("submit: %+v %v", st, err)
@@ -161,6 +171,8 @@ func TestDocumentedAnswers(t *testing.T) {
 				map[string]any{"type": "audio_url", "audio_url": map[string]any{"url": "https://m/a.mp3"}, "role": "reference_audio"},
 			},
 			"resolution": "720p", "ratio": "16:9", "duration": 5.0, "generate_audio": false, "watermark": true, "seed": 42.0,
+			// Always asked; the run timeout of 30 minutes is below Ark's minimum bound, so the bound is that.
+			"return_last_frame": true, "execution_expires_after": 3600.0,
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("create body\n got %v\nwant %v", got, want)
@@ -174,9 +186,17 @@ func TestDocumentedAnswers(t *testing.T) {
 			err        error
 		}{
 			{"volcengine example", docSucceeded, upstream.Status{ID: "cgt-2025******-****", State: upstream.StateCompleted, Progress: 100,
-				Usage: upstream.Usage{CompletionTokens: 108900, TotalTokens: 108900}}, nil},
+				Usage:    upstream.Usage{CompletionTokens: 108900, TotalTokens: 108900},
+				Rendered: upstream.Rendered{Seed: ptr(int64(10)), Resolution: "720p", Ratio: "16:9", Seconds: 5, FPS: 24, Size: "1280x720"}}, nil},
 			{"byteplus example", docSucceeded2, upstream.Status{ID: "cgt-2026****-****", State: upstream.StateCompleted, Progress: 100,
-				Usage: upstream.Usage{CompletionTokens: 108900, TotalTokens: 108900}}, nil},
+				Usage:    upstream.Usage{CompletionTokens: 108900, TotalTokens: 108900},
+				Rendered: upstream.Rendered{Seed: ptr(int64(78674)), Resolution: "720p", Ratio: "16:9", Seconds: 5, FPS: 24, Size: "1280x720"}}, nil},
+			// Rendered is what a succeeded task reports; a running task's parameters are only what was asked.
+			{"running with parameters", `{"id":"cgt-1","status":"running","seed":3,"resolution":"480p","ratio":"1:1","duration":5,"framespersecond":24}`,
+				upstream.Status{ID: "cgt-1", State: upstream.StateInProgress}, nil},
+			// A pair outside Seedance's size table: reported as it is, with no pixel size guessed.
+			{"adaptive ratio", `{"id":"cgt-1","status":"succeeded","content":{"video_url":"https://x/v.mp4"},"resolution":"720p","ratio":"adaptive","duration":4}`,
+				upstream.Status{ID: "cgt-1", State: upstream.StateCompleted, Progress: 100, Rendered: upstream.Rendered{Resolution: "720p", Ratio: "adaptive", Seconds: 4}}, nil},
 			{"queued", `{"id":"cgt-1","status":"queued","created_at":1,"updated_at":1}`, upstream.Status{ID: "cgt-1", State: upstream.StateQueued}, nil},
 			{"running", `{"id":"cgt-1","status":"running"}`, upstream.Status{ID: "cgt-1", State: upstream.StateInProgress}, nil},
 			{"output refused", docFailedPolicy, upstream.Status{ID: "cgt-20260901090931-abcde", State: upstream.StateFailed,
@@ -193,9 +213,9 @@ func TestDocumentedAnswers(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				_, c := serve(t, map[string]answer{"GET " + tasks + "/cgt-1": {200, tc.body}})
+				_, c := serve(t, map[string]answer{"GET " + tasks + "/cgt-1": okAnswer(tc.body)})
 				st, err := c.Poll(ctx, cred, "cgt-1")
-				if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) || st != tc.want {
+				if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) || !reflect.DeepEqual(st, tc.want) {
 					t.Fatalf("poll: %+v %v\nwant %+v %v", st, err, tc.want, tc.err)
 				}
 			})
@@ -203,31 +223,60 @@ func TestDocumentedAnswers(t *testing.T) {
 	})
 
 	t.Run("errors", func(t *testing.T) {
+		// Each answer as Ark's common error-code tables give it (HTTP status, type, code, message):
+		// BytePlus ModelArk "Error codes", docs.byteplus.com/en/docs/ModelArk/1299023, and Volcengine Ark
+		// 公共错误码, www.volcengine.com/docs/82379/1299023 (its API-reference PDF, pages 462-464, for the
+		// OperationDenied.* and ModelNotOpen rows); stored copies read 2026-11-26.
 		cases := []struct {
-			name   string
-			call   string // submit or poll
-			status int
-			body   string
-			want   error
-			policy bool
+			name        string
+			call        string // submit or poll
+			status      int
+			body        string
+			retryAfter  string // the answer's Retry-After header
+			want        error
+			policy      bool
+			waitAtLeast time.Duration
 		}{
-			{"input text policy", "submit", 400, docError("BadRequest", "InputTextSensitiveContentDetected", "The request failed because the input text may contain sensitive information."), upstream.ErrRejected, true},
-			{"input image policy", "submit", 400, docError("BadRequest", "InputImageSensitiveContentDetected.PrivacyInformation", "The request failed because the input image may contain real person."), upstream.ErrRejected, true},
-			{"severe violation", "submit", 400, docError("BadRequest", "SensitiveContentDetected.SevereViolation", "The request failed because the input text may contain severe violation information."), upstream.ErrRejected, true},
-			{"risk detection", "submit", 400, docError("BadRequest", "InputTextRiskDetection", "risk"), upstream.ErrRejected, true},
-			{"bad parameter", "submit", 400, docError("BadRequest", "InvalidParameter", "One or more parameters specified in the request are not valid."), upstream.ErrRejected, false},
-			{"model not found on submit", "submit", 404, docError("NotFound", "InvalidEndpointOrModel.NotFound", "The model or endpoint does not exist."), upstream.ErrRoute, false},
-			{"bad key", "submit", 401, docError("Unauthorized", "AuthenticationError", "The API key or AK/SK in the request is missing or invalid: "+secret+"."), upstream.ErrAuth, false},
-			{"overdue account", "poll", 403, docError("Forbidden", "AccountOverdueError", "The request failed because your account has an overdue balance."), upstream.ErrAuth, false},
-			{"rate limit", "submit", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointRPMExceeded", "The Requests Per Minute (RPM) limit of the associated endpoint for your account has been exceeded."), upstream.ErrBusy, false},
-			{"queue full", "submit", 429, docError("TooManyRequests", "QuotaExceeded", "quota"), upstream.ErrBusy, false},
-			{"internal", "submit", 500, docError("InternalServiceError", "InternalServiceError", "The service encountered an unexpected internal error."), upstream.ErrTransient, false},
-			{"unknown task", "poll", 404, docError("NotFound", "ResourceNotFound", "The specified task is not found."), upstream.ErrUnknownTask, false},
-			{"empty 502", "poll", 502, ``, upstream.ErrTransient, false},
+			{"input text policy", "submit", 400, docError("BadRequest", "InputTextSensitiveContentDetected", "The request failed because the input text may contain sensitive information."), "", upstream.ErrRejected, true, 0},
+			{"input image policy", "submit", 400, docError("BadRequest", "InputImageSensitiveContentDetected.PrivacyInformation", "The request failed because the input image may contain real person."), "", upstream.ErrRejected, true, 0},
+			{"severe violation", "submit", 400, docError("BadRequest", "SensitiveContentDetected.SevereViolation", "The request failed because the input text may contain severe violation information."), "", upstream.ErrRejected, true, 0},
+			{"risk detection", "submit", 400, docError("BadRequest", "InputTextRiskDetection", "The request could not be processed because the input text includes sensitive content that violates ContentSecurityDetection."), "", upstream.ErrRejected, true, 0},
+			{"bad parameter", "submit", 400, docError("BadRequest", "InvalidParameter", "One or more parameters specified in the request are not valid."), "", upstream.ErrRejected, false, 0},
+			{"missing parameter", "submit", 400, docError("BadRequest", "MissingParameter", "The request failed because it is missing one or multiple required parameters."), "", upstream.ErrRejected, false, 0},
+			// "The inference endpoint is disabled or temporarily unavailable. Please try again later."
+			{"closed endpoint", "submit", 400, docError("BadRequest", "InvalidEndpoint.ClosedEndpoint", "The request targeted an endpoint that is currently closed or temporarily unavailable."), "", upstream.ErrTransient, false, 0},
+			{"model not found on submit", "submit", 404, docError("NotFound", "InvalidEndpointOrModel.NotFound", "The model or endpoint dreamina-seedance-2-0-260128 does not exist or you do not have access to it."), "", upstream.ErrRoute, false, 0},
+			{"endpoint not found on submit", "submit", 404, docError("NotFound", "InvalidEndpoint.NotFound", "The request targeted an endpoint that does not exist or is invalid."), "", upstream.ErrRoute, false, 0},
+			{"model not activated", "submit", 404, docError("NotFound", "ModelNotOpen", "Your account 2100000000 has not activated the model dreamina-seedance-2-0-260128. Please activate the model service in the Ark Console."), "", upstream.ErrRoute, false, 0},
+			// One model not activated for this account: only that route stops, not the credential.
+			{"service not open", "submit", 403, docError("Forbidden", "OperationDenied.ServiceNotOpen", "Operation is denied because the model service is unavailable, please go to the Volcano Ark console activation management page to activate the corresponding model service, or submit a work order to contact us."), "", upstream.ErrRoute, false, 0},
+			{"service not open on a task", "poll", 403, docError("Forbidden", "OperationDenied.ServiceNotOpen", "Operation is denied because the model service is unavailable, please go to the Volcano Ark console activation management page to activate the corresponding model service, or submit a work order to contact us."), "", upstream.ErrTransient, false, 0},
+			{"bad key", "submit", 401, docError("Unauthorized", "AuthenticationError", "The API key or AK/SK in the request is missing or invalid: "+secret+"."), "", upstream.ErrAuth, false, 0},
+			{"access denied", "submit", 403, docError("Forbidden", "AccessDenied", "The request failed because you do not have access to the requested resource."), "", upstream.ErrAuth, false, 0},
+			// The account is in arrears: out of credit, not a refused key.
+			{"overdue account", "poll", 403, docError("Forbidden", "AccountOverdueError", "The request failed because your account has an overdue balance."), "", upstream.ErrOutOfCredit, false, 0},
+			{"overdue account on submit", "submit", 403, docError("Forbidden", "AccountOverdueError", "The request failed because your account has an overdue balance."), "", upstream.ErrOutOfCredit, false, 0},
+			{"overdue bill", "submit", 403, docError("Forbidden", "OperationDenied.ServiceOverdue", "Operation is denied because your account balance is overdue, please go to the Volc Trading Center to recharge in order to continue using the service."), "", upstream.ErrOutOfCredit, false, 0},
+			{"rate limit", "submit", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointRPMExceeded", "The Requests Per Minute (RPM) limit of the associated endpoint for your account has been exceeded."), "", upstream.ErrBusy, false, 0},
+			{"rate limit with Retry-After", "submit", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointTPMExceeded", "The Tokens Per Minute (TPM) limit of the associated endpoint for your account has been exceeded."), "7", upstream.ErrBusy, false, 7 * time.Second},
+			{"rate limit with a Retry-After date", "poll", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointRPMExceeded", "The Requests Per Minute (RPM) limit of the associated endpoint for your account has been exceeded."), time.Now().Add(time.Hour).UTC().Format(http.TimeFormat), upstream.ErrBusy, false, 58 * time.Minute},
+			// The rows of these two codes were cut from the stored copies; their codes are as Ark's tables
+			// name them, and a 429 is "try again later" whatever its code.
+			{"queue full", "submit", 429, docError("TooManyRequests", "QuotaExceeded", "The request has exceeded the quota."), "", upstream.ErrBusy, false, 0},
+			{"overloaded", "submit", 429, docError("TooManyRequests", "ServerOverloaded", "The service is currently unable to handle additional requests due to server overload."), "", upstream.ErrBusy, false, 0},
+			{"internal", "submit", 500, docError("InternalServiceError", "InternalServiceError", "The service encountered an unexpected internal error."), "", upstream.ErrTransient, false, 0},
+			{"unavailable", "submit", 503, docError("ServiceUnavailable", "ServiceUnavailable", "The service is temporarily unavailable."), "", upstream.ErrTransient, false, 0},
+			{"unknown task", "poll", 404, docError("NotFound", "ResourceNotFound", "The specified task is not found."), "", upstream.ErrUnknownTask, false, 0},
+			{"empty 502", "poll", 502, ``, "", upstream.ErrTransient, false, 0},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				_, c := serve(t, map[string]answer{"POST " + tasks: {tc.status, tc.body}, "GET " + tasks + "/cgt-1": {tc.status, tc.body}})
+				var h http.Header
+				if tc.retryAfter != "" {
+					h = http.Header{"Retry-After": {tc.retryAfter}}
+				}
+				a := answer{tc.status, tc.body, h}
+				_, c := serve(t, map[string]answer{"POST " + tasks: a, "GET " + tasks + "/cgt-1": a})
 				var err error
 				if tc.call == "submit" {
 					_, err = c.Submit(ctx, cred, upstream.SubmitRequest{VideoRequest: models.VideoRequest{Model: "videogen-2.0-480p", Prompt: "x", Seconds: 5, AspectRatio: "16:9"}})
@@ -237,9 +286,23 @@ func TestDocumentedAnswers(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("%v, want %v", err, tc.want)
 				}
+				// The classes the worker acts on exclude one another: a route problem or an empty
+				// account is never taken for a refused key, nor the reverse.
+				for _, other := range []error{upstream.ErrAuth, upstream.ErrRoute, upstream.ErrOutOfCredit, upstream.ErrBusy, upstream.ErrTransient, upstream.ErrRejected, upstream.ErrUnknownTask} {
+					if other != tc.want && errors.Is(err, other) {
+						t.Fatalf("%v is also %v", err, other)
+					}
+				}
 				var rej *upstream.RejectedError
 				if errors.As(err, &rej) != (tc.want == upstream.ErrRejected) || (rej != nil && (rej.Policy != tc.policy || rej.Status != tc.status || rej.Code == "")) {
 					t.Fatalf("rejection %+v, want policy %v", rej, tc.policy)
+				}
+				var busy *upstream.BusyError
+				if errors.As(err, &busy) != (tc.want == upstream.ErrBusy) {
+					t.Fatalf("%v: a 429 is a *BusyError, nothing else is", err)
+				}
+				if wait := upstream.RetryAfter(err); wait < tc.waitAtLeast || wait > tc.waitAtLeast+2*time.Minute || (tc.waitAtLeast == 0 && wait != 0) {
+					t.Fatalf("RetryAfter %v, want %v", wait, tc.waitAtLeast)
 				}
 				if strings.Contains(err.Error(), secret) {
 					t.Fatalf("the secret is in the error: %v", err)
@@ -266,9 +329,9 @@ func TestDocumentedAnswers(t *testing.T) {
 		// The documented answer, its video URL moved onto the test's object storage.
 		doc := strings.Replace(docSucceeded, "https://ark-content-generation-cn-beijing.tos-cn-beijing.volces.com", storage.URL, 1)
 		_, c := serve(t, map[string]answer{
-			"GET " + tasks + "/cgt-1":     {200, doc},
-			"GET " + tasks + "/cgt-stale": {200, strings.Replace(doc, "X-Tos-Signature=***", "X-Tos-Signature=expiredsig", 1)},
-			"GET " + tasks + "/cgt-run":   {200, `{"id":"cgt-run","status":"running"}`},
+			"GET " + tasks + "/cgt-1":     okAnswer(doc),
+			"GET " + tasks + "/cgt-stale": okAnswer(strings.Replace(doc, "X-Tos-Signature=***", "X-Tos-Signature=expiredsig", 1)),
+			"GET " + tasks + "/cgt-run":   okAnswer(`{"id":"cgt-run","status":"running"}`),
 		})
 		body, size, err := c.Download(ctx, cred, "cgt-1")
 		if err != nil {

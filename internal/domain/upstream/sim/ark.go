@@ -8,14 +8,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/png"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"videogen/internal/domain/catalog"
+	"videogen/internal/domain/upstream/sim/mp4synth"
 )
 
 // Ark's protocol, as BytePlus ModelArk and Volcengine Ark document it (docs/upstreams.md#ark). The
@@ -24,8 +29,9 @@ func (s *Sim) arkMux() *http.ServeMux {
 	m := http.NewServeMux()
 	m.HandleFunc("POST /api/v3/contents/generations/tasks", s.authed(s.arkCreate))
 	m.HandleFunc("GET /api/v3/contents/generations/tasks/{id}", s.authed(s.arkGet))
-	// The video URLs stand for Ark's presigned object-storage URLs: no credential, a signature and an
-	// expiry in the query.
+	m.HandleFunc("DELETE /api/v3/contents/generations/tasks/{id}", s.authed(s.arkDelete))
+	// The video and last-frame URLs stand for Ark's presigned object-storage URLs: no credential, a
+	// signature and an expiry in the query.
 	m.HandleFunc("GET /files/{name}", s.arkFile)
 	return m
 }
@@ -74,7 +80,19 @@ type arkBody struct {
 	GenerateAudio *bool  `json:"generate_audio"`
 	Watermark     *bool  `json:"watermark"`
 	Seed          *int64 `json:"seed"`
+	// ReturnLastFrame asks for content.last_frame_url; ExecutionExpiresAfter bounds how long the task
+	// may take (seconds, 3600 to 259200; default 172800), after which it ends expired.
+	ReturnLastFrame       *bool  `json:"return_last_frame"`
+	ExecutionExpiresAfter *int64 `json:"execution_expires_after"`
 }
+
+// Ark's bounds and default for execution_expires_after, in seconds (BytePlus ModelArk, "Create a video
+// generation task").
+const (
+	arkMinExpiresAfter     = 3600
+	arkMaxExpiresAfter     = 259200
+	arkDefaultExpiresAfter = 172800
+)
 
 // parse reads the content array: the prompt and the media with their roles, refused as Seedance 2.0
 // refuses them (an unknown type or role; frames mixed with references; a last frame alone; reference
@@ -197,6 +215,14 @@ func (s *Sim) arkCreate(w http.ResponseWriter, r *http.Request, own string) {
 		arkErr(w, http.StatusBadRequest, "InvalidParameter", "The parameter duration specified in the request is not valid.")
 		return
 	}
+	expires := int64(arkDefaultExpiresAfter)
+	if b.ExecutionExpiresAfter != nil {
+		expires = *b.ExecutionExpiresAfter
+	}
+	if expires < arkMinExpiresAfter || expires > arkMaxExpiresAfter {
+		arkErr(w, http.StatusBadRequest, "InvalidParameter", "The parameter execution_expires_after specified in the request is not valid.")
+		return
+	}
 	audio, watermark := true, false
 	if b.GenerateAudio != nil {
 		audio = *b.GenerateAudio
@@ -220,6 +246,7 @@ func (s *Sim) arkCreate(w http.ResponseWriter, r *http.Request, own string) {
 		GenerateAudio: audio, Watermark: watermark, Seed: b.Seed, Media: media, Duration: d,
 		Fail: strings.Contains(prompt, DirectiveFail), FailPolicy: strings.Contains(prompt, DirectiveFailPolicy),
 		InputBytes: fetched, RequestDigest: digest,
+		LastFrame: b.ReturnLastFrame != nil && *b.ReturnLastFrame, ExpiresAfter: time.Duration(expires) * time.Second,
 	}
 	// Ark has no idempotency key, so the retry of a submission whose answer was lost is a new task:
 	// [sim:5xx-once] answers 503 to the first submission of a body and accepts its retries.
@@ -245,7 +272,8 @@ func (s *Sim) arkCreate(w http.ResponseWriter, r *http.Request, own string) {
 }
 
 // Ark's names for the simulated states.
-var arkStatus = map[string]string{stQueued: "queued", stInProgress: "running", stCompleted: "succeeded", stFailed: "failed"}
+var arkStatus = map[string]string{stQueued: "queued", stInProgress: "running", stCompleted: "succeeded", stFailed: "failed",
+	stCancelled: "cancelled", stExpired: "expired"}
 
 // arkTokens is Seedance's usage for a video: width × height × frames / 1024, with frames = 24 × seconds
 // + 1 (BytePlus documents width × height × fps × seconds / 1024; the +1 is what its example answers
@@ -268,12 +296,17 @@ func (s *Sim) arkGet(w http.ResponseWriter, r *http.Request, own string) {
 		"created_at": t.CreatedAt.Unix(), "updated_at": t.changedAt(now).Unix(),
 		"seed": t.renderSeed(), "resolution": t.Resolution, "ratio": t.AspectRatio, "duration": t.Seconds,
 		"framespersecond": fps, "generate_audio": t.GenerateAudio, "service_tier": "default",
+		"execution_expires_after": int64(t.ExpiresAfter / time.Second),
 	}
 	switch st {
 	case stCompleted:
 		wd, ht, _ := parseSize(t.Size)
 		tokens := arkTokens(wd, ht, t.Seconds)
-		out["content"] = map[string]string{"video_url": s.videoURL(r, t)}
+		content := map[string]string{"video_url": s.fileURL(r, t, videoSuffix)}
+		if t.LastFrame {
+			content["last_frame_url"] = s.fileURL(r, t, lastFrameSuffix)
+		}
+		out["content"] = content
 		out["usage"] = map[string]int64{"completion_tokens": tokens, "total_tokens": tokens}
 	case stFailed:
 		code, msg := "InternalServiceError", "The service encountered an unexpected internal error ([sim:fail])."
@@ -285,27 +318,80 @@ func (s *Sim) arkGet(w http.ResponseWriter, r *http.Request, own string) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// videoURL is the task's presigned URL on this simulator, as the client reached it. Like Ark's, it is
-// valid for Keep after the task finished (Ark: 24 hours), and carries its expiry and signature.
-func (s *Sim) videoURL(r *http.Request, t *Task) string {
-	exp := strconv.FormatInt(t.endsAt().Add(s.cfg.Keep).Unix(), 10)
-	q := url.Values{"exp": {exp}, "sig": {s.sign(t.ID, exp)}}
-	return (&url.URL{Scheme: "http", Host: r.Host, Path: "/files/" + t.ID + ".mp4", RawQuery: q.Encode()}).String()
+// arkDelete cancels or deletes a task as Ark's DELETE does in each state: a queued task is cancelled
+// (and frees its place); a finished one (succeeded, failed, expired) is deleted and no longer found,
+// its files with it; a running or cancelled one cannot be, and is refused with the common error code
+// for an operation its target's phase does not allow.
+func (s *Sim) arkDelete(w http.ResponseWriter, r *http.Request, own string) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok || t.Owner != own {
+		arkErr(w, http.StatusNotFound, "ResourceNotFound", "The specified task "+id+" is not found.")
+		return
+	}
+	now := s.cfg.Now()
+	switch st, _ := t.state(now); st {
+	case stQueued:
+		// A copy replaces the task: handlers that already hold it read it without the lock.
+		c := *t
+		c.CancelledAt = &now
+		if err := s.save(&c); err != nil {
+			s.cfg.Log.Error("simulator cancel", "err", err)
+			arkErr(w, http.StatusInternalServerError, "InternalServiceError", "The service encountered an unexpected internal error.")
+			return
+		}
+		s.tasks[id] = &c
+	case stInProgress, stCancelled:
+		arkErr(w, http.StatusForbidden, "OperationDenied.UnsupportedPhase",
+			"Operation is denied because operation is not supported while the target is in its current phase: "+arkStatus[st]+".")
+		return
+	default:
+		if err := os.Remove(filepath.Join(s.taskDir(), id+".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.cfg.Log.Error("simulator delete", "err", err)
+			arkErr(w, http.StatusInternalServerError, "InternalServiceError", "The service encountered an unexpected internal error.")
+			return
+		}
+		s.removeOutputs(id)
+		delete(s.tasks, id)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{})
 }
 
-func (s *Sim) sign(id, exp string) string {
+// The files a task's presigned URLs name: its video, and the last frame it returns when asked.
+const (
+	videoSuffix     = ".mp4"
+	lastFrameSuffix = ".last_frame.png"
+)
+
+// fileURL is the presigned URL of one of the task's files on this simulator, as the client reached it.
+// Like Ark's, it is valid for Keep after the task finished (Ark: 24 hours), and carries its expiry and
+// a signature over the task, the file and the expiry.
+func (s *Sim) fileURL(r *http.Request, t *Task, suffix string) string {
+	exp := strconv.FormatInt(t.endsAt().Add(s.cfg.Keep).Unix(), 10)
+	q := url.Values{"exp": {exp}, "sig": {s.sign(t.ID+suffix, exp)}}
+	return (&url.URL{Scheme: "http", Host: r.Host, Path: "/files/" + t.ID + suffix, RawQuery: q.Encode()}).String()
+}
+
+func (s *Sim) sign(name, exp string) string {
 	m := hmac.New(sha256.New, s.urlKey)
-	m.Write([]byte(id + "\n" + exp))
+	m.Write([]byte(name + "\n" + exp))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// arkFile serves a presigned video URL. Like object storage, it refuses a bad or stale signature with
-// 403 and knows nothing of credentials.
+// arkFile serves a presigned video or last-frame URL. Like object storage, it refuses a bad or stale
+// signature with 403 and knows nothing of credentials.
 func (s *Sim) arkFile(w http.ResponseWriter, r *http.Request) {
-	id, ok := strings.CutSuffix(r.PathValue("name"), ".mp4")
+	name := r.PathValue("name")
+	suffix := videoSuffix
+	if strings.HasSuffix(name, lastFrameSuffix) {
+		suffix = lastFrameSuffix
+	}
+	id, ok := strings.CutSuffix(name, suffix)
 	exp, sig := r.URL.Query().Get("exp"), r.URL.Query().Get("sig")
 	expAt, err := strconv.ParseInt(exp, 10, 64)
-	if !ok || err != nil || !hmac.Equal([]byte(sig), []byte(s.sign(id, exp))) {
+	if !ok || err != nil || !hmac.Equal([]byte(sig), []byte(s.sign(name, exp))) {
 		http.Error(w, "AccessDenied: the signature does not match", http.StatusForbidden)
 		return
 	}
@@ -314,7 +400,7 @@ func (s *Sim) arkFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, ok := s.byID(id)
-	if !ok {
+	if !ok || (suffix == lastFrameSuffix && !t.LastFrame) {
 		http.Error(w, "NoSuchKey", http.StatusNotFound)
 		return
 	}
@@ -322,5 +408,24 @@ func (s *Sim) arkFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "NoSuchKey", http.StatusNotFound)
 		return
 	}
-	s.serveVideo(w, t, func(status int, msg string) { http.Error(w, msg, status) })
+	fail := func(status int, msg string) { http.Error(w, msg, status) }
+	if suffix == lastFrameSuffix {
+		s.serveFile(w, t, "image/png", lastFrameSuffix, renderLastFrame, fail)
+		return
+	}
+	s.serveVideo(w, t, fail)
+}
+
+// renderLastFrame draws the video's last frame at its size as a PNG, from the frames the video shows
+// (mp4synth.Frame), as Ark returns the last frame of what it rendered.
+func renderLastFrame(t *Task, f *os.File) error {
+	p, err := t.params()
+	if err != nil {
+		return err
+	}
+	img, err := mp4synth.Frame(p, p.Seconds*p.FPS-1, p.Width, p.Height)
+	if err != nil {
+		return err
+	}
+	return png.Encode(f, img)
 }

@@ -5,11 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +23,7 @@ import (
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/ark"
 	"videogen/internal/domain/upstream/sim"
+	"videogen/internal/domain/upstream/sim/mp4synth"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -349,5 +355,196 @@ func TestOpenAIRequestFields(t *testing.T) {
 	got := s.Tasks()[0]
 	if got.Model != "sora-2" || got.Seed == nil || *got.Seed != 99 {
 		t.Fatalf("task %+v", got)
+	}
+}
+
+// fakeClock is a settable clock for the simulator.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// rawCall makes one Ark API call with the secret and returns the status and decoded body.
+func (a *arkSim) rawCall(t *testing.T, method, secret, path, body string) (int, map[string]any) {
+	t.Helper()
+	r, _ := http.NewRequest(method, a.srv.URL+"/api/v3/contents/generations/tasks"+path, strings.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+secret)
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&v)
+	return resp.StatusCode, v
+}
+
+func errorCode(v map[string]any) string {
+	e, _ := v["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// TestArkCancel: DELETE as Ark does it in each state — a queued task is cancelled and frees its place,
+// a running or cancelled one is refused, a finished one is deleted with its files.
+func TestArkCancel(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := &fakeClock{now: time.Now()}
+	a := startArk(t, sim.Config{Dir: dir, Duration: time.Minute, Concurrency: 1, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	first, err := a.client.Submit(ctx, credA, arkReq("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.client.Submit(ctx, credA, arkReq("second")); !errors.Is(err, upstream.ErrBusy) {
+		t.Fatalf("a second task on a full credential: %v", err)
+	}
+	if err := a.client.Cancel(ctx, credA, first.ID); err != nil {
+		t.Fatalf("cancel of a queued task: %v", err)
+	}
+	if st, err := a.client.Poll(ctx, credA, first.ID); err != nil || st.State != upstream.StateFailed || st.ErrorCode != "cancelled" {
+		t.Fatalf("a cancelled task reads %+v %v", st, err)
+	}
+	if code, v := a.rawCall(t, http.MethodDelete, "key-a", "/"+first.ID, ""); code != http.StatusForbidden || errorCode(v) != "OperationDenied.UnsupportedPhase" {
+		t.Fatalf("DELETE of a cancelled task: %d %v", code, v)
+	}
+	// The cancelled task no longer holds the credential's place.
+	second, err := a.client.Submit(ctx, credA, arkReq("second"))
+	if err != nil {
+		t.Fatalf("submit after the cancel: %v", err)
+	}
+	if code, _ := a.rawCall(t, http.MethodDelete, "key-b", "/"+second.ID, ""); code != http.StatusNotFound {
+		t.Fatalf("DELETE with another credential: %d", code)
+	}
+
+	clk.advance(30 * time.Second)
+	if err := a.client.Cancel(ctx, credA, second.ID); !errors.Is(err, upstream.ErrNotCancellable) {
+		t.Fatalf("cancel of a running task: %v", err)
+	}
+	if code, v := a.rawCall(t, http.MethodDelete, "key-a", "/"+second.ID, ""); code != http.StatusForbidden || errorCode(v) != "OperationDenied.UnsupportedPhase" {
+		t.Fatalf("DELETE of a running task: %d %v", code, v)
+	}
+
+	clk.advance(time.Minute)
+	body, _, err := a.client.Download(ctx, credA, second.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = body.Close()
+	if err := a.client.Cancel(ctx, credA, second.ID); !errors.Is(err, upstream.ErrNotCancellable) {
+		t.Fatalf("cancel of a succeeded task: %v", err)
+	}
+	if code, _ := a.rawCall(t, http.MethodDelete, "key-a", "/"+second.ID, ""); code != http.StatusOK {
+		t.Fatalf("DELETE of a succeeded task: %d", code)
+	}
+	if _, err := a.client.Poll(ctx, credA, second.ID); !errors.Is(err, upstream.ErrUnknownTask) {
+		t.Fatalf("a deleted task: %v", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*", second.ID+"*")); len(files) != 0 {
+		t.Fatalf("a deleted task left %v", files)
+	}
+}
+
+// TestArkExpiresAfter: execution_expires_after bounds a task; one still unfinished then ends expired.
+func TestArkExpiresAfter(t *testing.T) {
+	ctx := context.Background()
+	clk := &fakeClock{now: time.Now()}
+	a := startArk(t, sim.Config{Dir: t.TempDir(), Duration: 2 * time.Hour, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	bounded := arkReq("bounded")
+	bounded.Expires = 10 * time.Minute // under Ark's minimum: sent as 3600
+	st, err := a.client.Submit(ctx, credA, bounded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := a.client.Submit(ctx, credA, arkReq("unbounded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := a.rawTask(t, "key-a", st.ID); v["execution_expires_after"] != 3600.0 {
+		t.Fatalf("execution_expires_after %v", v["execution_expires_after"])
+	}
+	if v := a.rawTask(t, "key-a", free.ID); v["execution_expires_after"] != 172800.0 {
+		t.Fatalf("Ark's default execution_expires_after is 172800, got %v", v["execution_expires_after"])
+	}
+	clk.advance(time.Hour)
+	if got := waitState(t, a.client, credA, st.ID, upstream.StateFailed); got.ErrorCode != "expired" {
+		t.Fatalf("an expired task reads %+v", got)
+	}
+	if got, err := a.client.Poll(ctx, credA, free.ID); err != nil || got.State != upstream.StateInProgress {
+		t.Fatalf("the unbounded task: %+v %v", got, err)
+	}
+	if code, v := a.rawCall(t, http.MethodPost, "key-a", "", `{"model":"m","content":[{"type":"text","text":"x"}],"execution_expires_after":60}`); code != http.StatusBadRequest || errorCode(v) != "InvalidParameter" {
+		t.Fatalf("execution_expires_after under 3600: %d %v", code, v)
+	}
+}
+
+// TestArkRendered: a succeeded task reports what it rendered, and its last frame — the video's last
+// frame, as a PNG of the video's size — when return_last_frame was asked; fetched without the credential.
+func TestArkRendered(t *testing.T) {
+	ctx := context.Background()
+	clk := &fakeClock{now: time.Now()}
+	a := startArk(t, sim.Config{Dir: t.TempDir(), Duration: time.Minute, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	seed := int64(5)
+	req := arkReq("rendered")
+	req.Seed = &seed
+	st, err := a.client.Submit(ctx, credA, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A task created without return_last_frame, as older clients send it.
+	code, created := a.rawCall(t, http.MethodPost, "key-a", "", `{"model":"m","content":[{"type":"text","text":"no last frame"}],"resolution":"480p","duration":4}`)
+	if code != http.StatusOK {
+		t.Fatalf("create: %d %v", code, created)
+	}
+	clk.advance(2 * time.Minute)
+	done, err := a.client.Poll(ctx, credA, st.ID)
+	want := upstream.Rendered{Seed: &seed, Resolution: "480p", Ratio: "16:9", Seconds: 4, FPS: 24, Size: "864x496"}
+	if err != nil || done.State != upstream.StateCompleted || !reflect.DeepEqual(done.Rendered, want) {
+		t.Fatalf("rendered %+v %v, want %+v", done, err, want)
+	}
+	body, contentType, _, err := a.client.DownloadLastFrame(ctx, credA, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(body)
+	_ = body.Close()
+	if err != nil || contentType != "image/png" || img.Bounds() != image.Rect(0, 0, 864, 496) {
+		t.Fatalf("last frame %s %v: %v", contentType, img.Bounds(), err)
+	}
+	last, err := mp4synth.Frame(mp4synth.Params{Width: 864, Height: 496, Seconds: 4, FPS: 24, Seed: seed}, 4*24-1, 864, 496)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := mp4synth.Frame(mp4synth.Params{Width: 864, Height: 496, Seconds: 4, FPS: 24, Seed: seed}, 0, 864, 496)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstDiffers := false
+	for y := range 496 {
+		for x := range 864 {
+			if color.RGBAModel.Convert(img.At(x, y)) != last.At(x, y) {
+				t.Fatalf("pixel %d,%d is %v, the video's last frame has %v", x, y, img.At(x, y), last.At(x, y))
+			}
+			firstDiffers = firstDiffers || first.At(x, y) != last.At(x, y)
+		}
+	}
+	if !firstDiffers {
+		t.Fatal("the first and last frames are the same picture: this test could not tell them apart")
+	}
+	if _, _, _, err := a.client.DownloadLastFrame(ctx, credA, created["id"].(string)); !errors.Is(err, upstream.ErrUnknownTask) {
+		t.Fatalf("last frame of a task that did not ask for one: %v", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.fileAuth) != 1 || a.fileAuth[0] != "" {
+		t.Fatalf("file URLs got Authorization %q", a.fileAuth)
 	}
 }

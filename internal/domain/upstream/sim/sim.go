@@ -90,6 +90,11 @@ type Task struct {
 	// RequestDigest identifies the body of an Ark submission, which carries no idempotency key: a
 	// [sim:5xx-once] body is answered 503 once, and its retry creates a second task.
 	RequestDigest string `json:"request_digest,omitempty"`
+	// Ark only: whether return_last_frame was asked; execution_expires_after (a task unfinished then
+	// ends expired); when a DELETE cancelled the task while it was queued.
+	LastFrame    bool          `json:"last_frame,omitempty"`
+	ExpiresAfter time.Duration `json:"expires_after,omitempty"`
+	CancelledAt  *time.Time    `json:"cancelled_at,omitempty"`
 }
 
 // Sim is the simulator. It is an http.Handler.
@@ -247,6 +252,8 @@ const (
 	stInProgress = "in_progress"
 	stCompleted  = "completed"
 	stFailed     = "failed"
+	stCancelled  = "cancelled" // Ark only
+	stExpired    = "expired"   // Ark only
 )
 
 // state is a task's status and progress at now: the simulator derives it from the clock, so it needs no
@@ -255,6 +262,10 @@ func (t *Task) state(now time.Time) (status string, progress int) {
 	elapsed := now.Sub(t.CreatedAt)
 	d := t.Duration
 	switch {
+	case t.CancelledAt != nil:
+		return stCancelled, 0
+	case t.expires() && elapsed >= t.ExpiresAfter:
+		return stExpired, 0
 	case (t.Fail || t.FailPolicy) && elapsed >= d/2:
 		return stFailed, 50
 	case elapsed >= d:
@@ -269,6 +280,8 @@ func (t *Task) state(now time.Time) (status string, progress int) {
 // changedAt is when the task entered its state at now.
 func (t *Task) changedAt(now time.Time) time.Time {
 	switch st, _ := t.state(now); st {
+	case stCancelled, stExpired:
+		return t.endsAt()
 	case stFailed:
 		return t.CreatedAt.Add(t.Duration / 2)
 	case stCompleted:
@@ -282,10 +295,25 @@ func (t *Task) changedAt(now time.Time) time.Time {
 
 // endsAt is when the task finishes, one way or the other; its video and URLs last Keep from then.
 func (t *Task) endsAt() time.Time {
+	switch {
+	case t.CancelledAt != nil:
+		return *t.CancelledAt
+	case t.expires():
+		return t.CreatedAt.Add(t.ExpiresAfter)
+	}
 	if t.Fail || t.FailPolicy {
 		return t.CreatedAt.Add(t.Duration / 2)
 	}
 	return t.CreatedAt.Add(t.Duration)
+}
+
+// expires reports whether the task outlives its execution_expires_after, ending expired at it.
+func (t *Task) expires() bool {
+	end := t.Duration
+	if t.Fail || t.FailPolicy {
+		end = t.Duration / 2
+	}
+	return t.ExpiresAfter > 0 && t.ExpiresAfter < end
 }
 
 // renderSeed is the seed the task's video is drawn with: the one asked for, so a repeated request
@@ -386,11 +414,19 @@ func (s *Sim) pruneLocked(now time.Time) {
 			continue
 		}
 		_ = os.Remove(filepath.Join(s.taskDir(), id+".json"))
-		_ = os.Remove(filepath.Join(s.outputDir(), id+".mp4"))
+		s.removeOutputs(id)
 		delete(s.tasks, id)
 		if t.IdemKey != "" {
 			delete(s.byKey, t.Owner+"\x00"+t.IdemKey)
 		}
+	}
+}
+
+// removeOutputs deletes every file rendered for task id: its video and its stills.
+func (s *Sim) removeOutputs(id string) {
+	files, _ := filepath.Glob(filepath.Join(s.outputDir(), id+".*"))
+	for _, f := range files {
+		_ = os.Remove(f)
 	}
 }
 
