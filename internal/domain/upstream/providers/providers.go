@@ -12,6 +12,7 @@ import (
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/ark"
 	"videogen/internal/domain/upstream/httpapi"
+	"videogen/internal/domain/upstream/openai"
 	"videogen/internal/domain/upstream/poolfile"
 	"videogen/models"
 )
@@ -31,7 +32,7 @@ type Kind struct {
 var Kinds = map[string]Kind{
 	// The simulator (`videogen upstream-sim`) in its OpenAI-style protocol; refused in production.
 	"sim":    {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("sim", base, t) }, Defaults: everything},
-	"openai": {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("openai", base, t) }, Defaults: openAIDefaults},
+	"openai": {New: func(base string, t time.Duration) upstream.Provider { return openai.New(base, t) }, Defaults: openAIDefaults},
 	"ark":    {New: func(base string, t time.Duration) upstream.Provider { return ark.New(base, t) }, Check: ark.Check, Defaults: arkDefaults},
 }
 
