@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,6 +185,46 @@ func TestDocumentedAnswers(t *testing.T) {
 					t.Fatalf("poll: %+v %v\nwant %+v %v", st, err, tc.want, tc.err)
 				}
 			})
+		}
+	})
+
+	t.Run("content on another host", func(t *testing.T) {
+		// A compatible provider may answer the content endpoint with a redirect to its object storage.
+		// The video is fetched from there without the key; a URL that has expired is a video the
+		// provider no longer has for us.
+		var mu sync.Mutex
+		var auth []string
+		storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			auth = append(auth, r.Header.Get("Authorization"))
+			mu.Unlock()
+			if r.URL.Query().Get("sig") == "expired" {
+				http.Error(w, "AccessDenied", http.StatusForbidden)
+				return
+			}
+			w.Header().Set("Content-Type", "video/mp4")
+			_, _ = io.WriteString(w, "mp4!")
+		}))
+		defer storage.Close()
+		_, c := serve(t, map[string]answer{
+			"GET /v1/videos/video_123/content": {302, map[string]string{"Location": storage.URL + "/v/video_123.mp4?sig=fresh"}, ""},
+			"GET /v1/videos/video_old/content": {307, map[string]string{"Location": storage.URL + "/v/video_old.mp4?sig=expired"}, ""},
+		})
+		body, size, err := c.Download(ctx, cred, "video_123")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := readAll(t, body); string(b) != "mp4!" || size != 4 {
+			t.Fatalf("redirected download %q, size %d", b, size)
+		}
+		_ = body.Close()
+		if _, _, err := c.Download(ctx, cred, "video_old"); !errors.Is(err, upstream.ErrUnknownTask) || strings.Contains(err.Error(), "sig=") {
+			t.Fatalf("expired storage URL: %v, want ErrUnknownTask without the URL's signature", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(auth) != 2 || auth[0] != "" || auth[1] != "" {
+			t.Fatalf("object storage got Authorization %q: the key must never leave the provider's API host", auth)
 		}
 	})
 

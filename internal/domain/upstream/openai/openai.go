@@ -45,7 +45,11 @@ func New(base string, timeout time.Duration) *Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 32
 	tr.ResponseHeaderTimeout = timeout
-	return &Client{base: base, http: &http.Client{Transport: tr}, fetch: &http.Client{Transport: tr}, timeout: timeout}
+	// A redirect reaches the adapter instead of being followed: the SDK refuses to follow one to another
+	// host (it guards the key), and a provider may serve its content from object storage elsewhere,
+	// which the adapter then fetches without the key (content).
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{base: base, http: &http.Client{Transport: tr, CheckRedirect: noRedirect}, fetch: &http.Client{Transport: tr}, timeout: timeout}
 }
 
 // videos is the SDK's Videos service for one call with cred. The SDK's own retries are off: the worker
@@ -249,7 +253,41 @@ func (c *Client) content(ctx context.Context, cred upstream.Credential, id strin
 	if err != nil {
 		return nil, classify("download "+string(variant), err, raw, true)
 	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return c.redirected(ctx, resp, variant)
+	}
 	return resp, nil
+}
+
+// redirected follows a content answer that points elsewhere (a provider's object storage), without the
+// key: the URL is the provider's grant. One that no longer serves the file (an expired signature) is
+// ErrUnknownTask, as the provider no longer has it for us; the URL, which may carry a signature, is
+// never put in an error.
+func (c *Client) redirected(ctx context.Context, resp *http.Response, variant sdk.VideoDownloadContentParamsVariant) (*http.Response, error) {
+	_ = resp.Body.Close()
+	loc, err := resp.Location()
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w: HTTP %d without a usable Location", variant, upstream.ErrTransient, resp.StatusCode)
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w: bad Location", variant, upstream.ErrTransient)
+	}
+	out, err := c.fetch.Do(r)
+	if err != nil {
+		return nil, fmt.Errorf("download %s from %s: %w: %v", variant, loc.Host, upstream.ErrTransient, errors.Unwrap(err))
+	}
+	switch {
+	case out.StatusCode == http.StatusOK:
+		return out, nil
+	case out.StatusCode == http.StatusForbidden || out.StatusCode == http.StatusNotFound || out.StatusCode == http.StatusGone:
+		_ = out.Body.Close()
+		return nil, fmt.Errorf("download %s from %s: %w: HTTP %d", variant, loc.Host, upstream.ErrUnknownTask, out.StatusCode)
+	default:
+		_ = out.Body.Close()
+		return nil, fmt.Errorf("download %s from %s: %w: HTTP %d", variant, loc.Host, upstream.ErrTransient, out.StatusCode)
+	}
 }
 
 // status maps a Video object (VideoResource) onto ours.
