@@ -12,6 +12,7 @@ import (
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/ark"
 	"videogen/internal/domain/upstream/httpapi"
+	"videogen/internal/domain/upstream/openai"
 	"videogen/internal/domain/upstream/poolfile"
 	"videogen/models"
 )
@@ -29,9 +30,9 @@ type Kind struct {
 
 // Kinds lists the protocols by the name the upstreams file gives them.
 var Kinds = map[string]Kind{
-	// The simulator (`videogen upstream-sim`) in its OpenAI-style protocol; refused in production.
+	// The simulator (`videogen upstream-sim`) in the platform's own protocol (`--protocol videogen`); refused in production.
 	"sim":    {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("sim", base, t) }, Defaults: Everything},
-	"openai": {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("openai", base, t) }, Defaults: openAIDefaults},
+	"openai": {New: func(base string, t time.Duration) upstream.Provider { return openai.New(base, t) }, Defaults: openAIDefaults},
 	"ark":    {New: func(base string, t time.Duration) upstream.Provider { return ark.New(base, t) }, Check: ark.Check, Defaults: arkDefaults},
 }
 

@@ -1,6 +1,7 @@
 // Package sim is the built-in upstream simulator: it behaves like a real video provider — per-credential
 // concurrency, progress over time, a real playable MP4 of the requested size — behind either of the
-// wire protocols videogen speaks: OpenAI-style /v1/videos (the default) or BytePlus/Volcengine Ark's
+// wire protocols videogen speaks: the platform's own /v1/videos protocol (the default, for kind sim),
+// OpenAI's Videos API exactly as its spec has it, or BytePlus/Volcengine Ark's
 // /api/v3/contents/generations/tasks, with the video on a presigned URL as Ark serves it. Its tasks are
 // kept on disk, so they outlive a restart of the platform and of the simulator as a real provider's
 // would. Prompt directives trigger faults deterministically (docs/upstreams.md#simulator).
@@ -27,6 +28,11 @@ import (
 
 // Protocols the simulator speaks.
 const (
+	// ProtocolVideogen is the platform's own superset of OpenAI's /v1/videos, which kind sim speaks: the
+	// whole video request, so the built-in simulator renders the whole catalog. The default.
+	ProtocolVideogen = "videogen"
+	// ProtocolOpenAI is OpenAI's Videos API as its spec has it, which kind openai speaks: it accepts only
+	// what OpenAI accepts and answers as OpenAI answers.
 	ProtocolOpenAI = "openai"
 	ProtocolArk    = "ark"
 )
@@ -48,7 +54,7 @@ type Config struct {
 	Duration    time.Duration // queued → completed
 	Concurrency int           // unfinished tasks per credential
 	Secrets     []string      // accepted Bearer credentials
-	// Protocol is the wire protocol: ProtocolOpenAI (default) or ProtocolArk.
+	// Protocol is the wire protocol: ProtocolVideogen (default), ProtocolOpenAI or ProtocolArk.
 	Protocol string
 	// Keep is how long a finished task and its video stay available, like a provider's retention
 	// (default 24 h, as Ark's video URLs); older ones are deleted, so a long-running simulator does not
@@ -95,6 +101,16 @@ type Task struct {
 	LastFrame    bool          `json:"last_frame,omitempty"`
 	ExpiresAfter time.Duration `json:"expires_after,omitempty"`
 	CancelledAt  *time.Time    `json:"cancelled_at,omitempty"`
+	// InputReference is the first frame uploaded as a file part of OpenAI's create form (ProtocolOpenAI).
+	InputReference *Upload `json:"input_reference,omitempty"`
+}
+
+// Upload is a file a submission carried in its body rather than by URL.
+type Upload struct {
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	SHA256      string `json:"sha256"`
 }
 
 // Sim is the simulator. It is an http.Handler.
@@ -125,10 +141,10 @@ func New(cfg Config) (*Sim, error) {
 	}
 	switch cfg.Protocol {
 	case "":
-		cfg.Protocol = ProtocolOpenAI
-	case ProtocolOpenAI, ProtocolArk:
+		cfg.Protocol = ProtocolVideogen
+	case ProtocolVideogen, ProtocolOpenAI, ProtocolArk:
 	default:
-		return nil, fmt.Errorf("simulator protocol %q: want %s or %s", cfg.Protocol, ProtocolOpenAI, ProtocolArk)
+		return nil, fmt.Errorf("simulator protocol %q: want %s, %s or %s", cfg.Protocol, ProtocolVideogen, ProtocolOpenAI, ProtocolArk)
 	}
 	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}, revoked: map[string]bool{}, tripped: map[string]bool{}}
 	for _, sec := range cfg.Secrets {
@@ -147,10 +163,13 @@ func New(cfg Config) (*Sim, error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
-	if cfg.Protocol == ProtocolArk {
+	switch cfg.Protocol {
+	case ProtocolArk:
 		s.handler = s.arkMux()
-	} else {
+	case ProtocolOpenAI:
 		s.handler = s.openaiMux()
+	default:
+		s.handler = s.videogenMux()
 	}
 	return s, nil
 }
@@ -377,9 +396,13 @@ func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
 	return t, true, nil
 }
 
-// newID names a task as the protocol's provider would: Ark's ids read cgt-<time>-<5 characters>.
+// newID names a task as the protocol's provider would: OpenAI's ids read video_<hex> (VideoResource's
+// example, video_123), Ark's cgt-<time>-<5 characters>.
 func (s *Sim) newID(now time.Time) string {
-	if s.cfg.Protocol != ProtocolArk {
+	switch s.cfg.Protocol {
+	case ProtocolOpenAI:
+		return "video_" + strings.TrimPrefix(ids.NewSimTaskID(), "simtask_")
+	case ProtocolVideogen:
 		return ids.NewSimTaskID()
 	}
 	return "cgt-" + now.UTC().Format("20060102150405") + "-" + strings.ToLower(ids.NewSimTaskID()[len("simtask_"):][:5])
