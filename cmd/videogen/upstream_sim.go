@@ -24,7 +24,7 @@ func simCmd() *cobra.Command {
 	var addr, keys, protocol, dir string
 	c := &cobra.Command{
 		Use:   "upstream-sim",
-		Short: "run the upstream simulator standalone, speaking the OpenAI-style or the Ark protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_DATA_DIR apply)",
+		Short: "run the upstream simulator standalone, speaking the OpenAI-style, the Ark or the Gemini API protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_DATA_DIR apply)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(nil)
 			if err != nil {
@@ -80,7 +80,7 @@ func simCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&protocol, "protocol", sim.ProtocolOpenAI, "wire protocol: openai (/v1/videos) or ark (/api/v3/contents/generations/tasks)")
+	c.Flags().StringVar(&protocol, "protocol", sim.ProtocolOpenAI, "wire protocol: openai (/v1/videos), ark (/api/v3/contents/generations/tasks) or gemini (/v1beta/models/{model}:predictLongRunning, keys in x-goog-api-key)")
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:9090", "listen address (port 0: any free port, printed on stdout)")
 	c.Flags().StringVar(&keys, "keys", os.Getenv("UPSTREAM_API_KEYS"), "accepted credentials, comma-separated (default UPSTREAM_API_KEYS)")
 	c.Flags().StringVar(&dir, "dir", "", "where the simulator keeps its tasks (default SIM_DATA_DIR)")

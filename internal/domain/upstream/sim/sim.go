@@ -1,7 +1,8 @@
 // Package sim is the built-in upstream simulator: it behaves like a real video provider — per-credential
-// concurrency, progress over time, a real playable MP4 of the requested size — behind either of the
-// wire protocols videogen speaks: OpenAI-style /v1/videos (the default) or BytePlus/Volcengine Ark's
-// /api/v3/contents/generations/tasks, with the video on a presigned URL as Ark serves it. Its tasks are
+// concurrency, progress over time, a real playable MP4 of the requested size — behind one of the
+// wire protocols videogen speaks: OpenAI-style /v1/videos (the default), BytePlus/Volcengine Ark's
+// /api/v3/contents/generations/tasks, with the video on a presigned URL as Ark serves it, or the Gemini
+// API's Veo operations (models/{model}:predictLongRunning), with the video a file of the API. Its tasks are
 // kept on disk, so they outlive a restart of the platform and of the simulator as a real provider's
 // would. Prompt directives trigger faults deterministically (docs/upstreams.md#simulator).
 package sim
@@ -29,6 +30,7 @@ import (
 const (
 	ProtocolOpenAI = "openai"
 	ProtocolArk    = "ark"
+	ProtocolGemini = "gemini" // the Gemini API's Veo operations (gemini.go)
 )
 
 // Prompt directives, understood in both protocols.
@@ -121,9 +123,9 @@ func New(cfg Config) (*Sim, error) {
 	switch cfg.Protocol {
 	case "":
 		cfg.Protocol = ProtocolOpenAI
-	case ProtocolOpenAI, ProtocolArk:
+	case ProtocolOpenAI, ProtocolArk, ProtocolGemini:
 	default:
-		return nil, fmt.Errorf("simulator protocol %q: want %s or %s", cfg.Protocol, ProtocolOpenAI, ProtocolArk)
+		return nil, fmt.Errorf("simulator protocol %q: want %s, %s or %s", cfg.Protocol, ProtocolOpenAI, ProtocolArk, ProtocolGemini)
 	}
 	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}, revoked: map[string]bool{}, tripped: map[string]bool{}}
 	for _, sec := range cfg.Secrets {
@@ -142,9 +144,12 @@ func New(cfg Config) (*Sim, error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
-	if cfg.Protocol == ProtocolArk {
+	switch cfg.Protocol {
+	case ProtocolArk:
 		s.handler = s.arkMux()
-	} else {
+	case ProtocolGemini:
+		s.handler = s.geminiMux()
+	default:
 		s.handler = s.openaiMux()
 	}
 	return s, nil
@@ -351,6 +356,11 @@ func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
 
 // newID names a task as the protocol's provider would: Ark's ids read cgt-<time>-<5 characters>.
 func (s *Sim) newID(now time.Time) string {
+	if s.cfg.Protocol == ProtocolGemini {
+		// Lowercase letters and digits: the id is also the video's file id, which the genai SDK reads
+		// as [a-z0-9]+.
+		return strings.ToLower(ids.NewSimTaskID()[len("simtask_"):])
+	}
 	if s.cfg.Protocol != ProtocolArk {
 		return ids.NewSimTaskID()
 	}
