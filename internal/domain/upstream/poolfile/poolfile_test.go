@@ -10,7 +10,7 @@ import (
 	"videogen/internal/money"
 )
 
-var kinds = poolfile.Options{Kinds: []string{"ark", "openai", "sim"}}
+var kinds = poolfile.Options{Kinds: []string{"ark", "gemini", "openai", "sim"}}
 
 // A pool file as docs/upstreams.md shows one, verbatim in shape.
 const example = `upstreams:
@@ -194,7 +194,7 @@ func TestDocumentedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 3 || !specs[2].Draining || specs[0].Models["videogen-2.0-1080p"].CostPerMillionTokens != 2_500_000 {
+	if len(specs) != 4 || !specs[2].Draining || specs[0].Models["videogen-2.0-1080p"].CostPerMillionTokens != 2_500_000 || specs[3].Kind != "gemini" {
 		t.Fatalf("example specs %+v", specs)
 	}
 }
