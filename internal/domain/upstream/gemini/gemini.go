@@ -92,6 +92,11 @@ func New(baseURL string, timeout time.Duration) *Client {
 // sdk returns the SDK client of the credential, built once per credential id and key. A reload that
 // changes the key makes a new one; the SDK client holds nothing but its configuration.
 func (c *Client) sdk(ctx context.Context, cred upstream.Credential) (*genai.Client, error) {
+	if cred.Secret == "" {
+		// The SDK would fall back to GEMINI_API_KEY or GOOGLE_API_KEY from the server's environment:
+		// a credential is only ever its own key.
+		return nil, fmt.Errorf("%w: gemini credential %s has no key", upstream.ErrAuth, cred.ID)
+	}
 	sum := sha256.Sum256([]byte(cred.Secret))
 	key := cred.ID + "\x00" + hex.EncodeToString(sum[:8])
 	c.mu.Lock()
@@ -111,8 +116,9 @@ func (c *Client) sdk(ctx context.Context, cred upstream.Credential) (*genai.Clie
 		},
 	})
 	if err != nil {
-		// NewClient fails only on configuration; its message names no key.
-		return nil, fmt.Errorf("gemini: client for %s: %v", cred.ID, err)
+		// NewClient fails only on configuration, and its messages print the whole configuration, key
+		// included (ClientConfig %#v): none of it is kept.
+		return nil, fmt.Errorf("gemini: the SDK refused the client configuration of %s", cred.ID)
 	}
 	c.clients[key] = g
 	return g, nil
