@@ -54,9 +54,12 @@ type Client struct {
 	clients map[string]*genai.Client // credential id + key digest → client
 }
 
-// New returns a Gemini adapter for baseURL (the host, e.g. DefaultBaseURL, without /v1beta). timeout
-// bounds submit and poll calls; a download is bounded by its context only.
+// New returns a Gemini adapter for baseURL (the host without /v1beta; DefaultBaseURL when empty).
+// timeout bounds submit and poll calls; a download is bounded by its context only.
 func New(baseURL string, timeout time.Duration) *Client {
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
 	base, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || base.Host == "" {
 		// The upstreams file checks base URLs before any adapter is built; this keeps a bad one from
