@@ -24,7 +24,7 @@ func simCmd() *cobra.Command {
 	var addr, keys, protocol, dir string
 	c := &cobra.Command{
 		Use:   "upstream-sim",
-		Short: "run the upstream simulator standalone, speaking the platform's own, OpenAI's or Ark's protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_DATA_DIR apply)",
+		Short: "run the upstream simulator standalone, speaking the platform's own, OpenAI's, Ark's or the Gemini API's protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_DATA_DIR apply)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(nil)
 			if err != nil {
@@ -81,7 +81,7 @@ func simCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&protocol, "protocol", sim.ProtocolVideogen,
-		"wire protocol: videogen (the platform's own /v1/videos, for kind sim), openai (OpenAI's Videos API as its spec has it, for kind openai) or ark (/api/v3/contents/generations/tasks)")
+		"wire protocol: videogen (the platform's own /v1/videos, for kind sim), openai (OpenAI's Videos API as its spec has it, for kind openai), ark (/api/v3/contents/generations/tasks) or gemini (/v1beta/models/{model}:predictLongRunning, keys in x-goog-api-key)")
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:9090", "listen address (port 0: any free port, printed on stdout)")
 	c.Flags().StringVar(&keys, "keys", os.Getenv("UPSTREAM_API_KEYS"), "accepted credentials, comma-separated (default UPSTREAM_API_KEYS)")
 	c.Flags().StringVar(&dir, "dir", "", "where the simulator keeps its tasks (default SIM_DATA_DIR)")

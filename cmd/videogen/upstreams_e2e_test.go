@@ -28,18 +28,22 @@ const (
 	e2eOAISecret  = "sk-e2e-oai-7f3a91c2d4e5"
 	e2eArkSecret1 = "ark-e2e-one-5b8e2a61f0d3"
 	e2eArkSecret2 = "ark-e2e-two-c4d80e37b9a6"
+	e2eGemSecret  = "AIza-e2e-gem-9d41c07be2f8"
 	// e2eOAISecretEnv names the variable the platform reads the OpenAI-style secret from: a secret_env
 	// credential is resolved by the instances, never by `upstreams reload`.
 	e2eOAISecretEnv = "E2E_OAI_SECRET"
 )
 
-// TestUpstreamsMixedPoolSurvivesKills runs the real binary as three processes — the platform and two
-// standalone simulators, one per wire protocol — and shows that (1) a pool mixing an OpenAI-style and an
-// Ark credential serves both aliases, each task under its credential's provider model and cost; (2) a
-// SIGKILL of the platform with tasks in flight on both loses nothing: after a restart every task ends
-// once, on the credential it had, with one settlement and one upstream task each; (3) a SIGKILL of the
-// Ark simulator only delays the tasks it holds: their polls fail further and further apart, and once
-// the simulator is back on the same address every task completes.
+// TestUpstreamsMixedPoolSurvivesKills runs the real binary as four processes — the platform and three
+// standalone simulators, one per wire protocol — and shows that (1) a pool mixing an OpenAI-style, an
+// Ark and a Gemini credential serves every alias, each task under its credential's provider model and
+// cost; (2) a SIGKILL of the platform with tasks in flight on all three loses nothing: after a restart
+// every task ends once, on the credential it had, with one settlement and one upstream task each; (3) a
+// SIGKILL of the Ark and the Gemini simulators only delays the tasks they hold: their polls fail further
+// and further apart, and once the simulators are back on the same addresses every task completes.
+//
+// Every create fits every route of its alias: Veo renders 4, 6 or 8 seconds and OpenAI 4, 8 or 12, so
+// the standard alias, served by all three, is asked 4 or 8 seconds at 16:9 720p.
 func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
@@ -47,19 +51,24 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 		// just after submitting them, short enough for the whole test.
 		oai := startUpstreamSim(t, "openai", freeAddr(t), filepath.Join(dir, "oai-sim"), "2s", e2eOAISecret)
 		ark := startUpstreamSim(t, "ark", freeAddr(t), filepath.Join(dir, "ark-sim"), "2s", e2eArkSecret1)
+		gem := startUpstreamSim(t, "gemini", freeAddr(t), filepath.Join(dir, "gem-sim"), "2s", e2eGemSecret)
 		file := filepath.Join(dir, "upstreams.yaml")
 		writeUpstreams(t, file,
+			e2eCred("gem-main", "gemini", gem.base(), "secret: "+e2eGemSecret, 8,
+				e2eRoute("videogen-2.0-720p", "veo-3.1-generate-preview", "0.15")+e2eRoute("videogen-2.0-mini-720p", "veo-3.1-fast-generate-preview", "0.1")),
 			e2eCred("oai-main", "openai", oai.base(), "secret_env: "+e2eOAISecretEnv, 8,
 				e2eRoute("videogen-2.0-720p", "sora-2", "0.1")),
 			e2eCred("ark-main", "ark", ark.base(), "secret: "+e2eArkSecret1, 8,
 				e2eRoute("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+e2eRoute("videogen-2.0-fast-720p", "seedance-2-0-fast", "0.09")))
 		upstreamModel := map[string]string{
 			"oai-main/videogen-2.0-720p": "sora-2", "ark-main/videogen-2.0-720p": "seedance-2-0-pro", "ark-main/videogen-2.0-fast-720p": "seedance-2-0-fast",
+			"gem-main/videogen-2.0-720p": "veo-3.1-generate-preview", "gem-main/videogen-2.0-mini-720p": "veo-3.1-fast-generate-preview",
 		}
 		costPerSecond := map[string]int64{ // micro-dollars
 			"oai-main/videogen-2.0-720p": 100_000, "ark-main/videogen-2.0-720p": 180_000, "ark-main/videogen-2.0-fast-720p": 90_000,
+			"gem-main/videogen-2.0-720p": 150_000, "gem-main/videogen-2.0-mini-720p": 100_000,
 		}
-		sims := map[string]*upstreamSim{"oai-main": oai, "ark-main": ark}
+		sims := map[string]*upstreamSim{"oai-main": oai, "ark-main": ark, "gem-main": gem}
 
 		d := testkit.OpenDB(t, dbURL)
 		acct := testkit.NewAccount(t, d, "200")
@@ -67,23 +76,24 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 		p := serve(t, dir, env)
 
 		// 1. Mixed traffic. The Ark-only alias first, so that least-loaded routing then sends standard
-		// tasks to the idle OpenAI-style credential: both credentials get work whatever the timing.
+		// tasks to the idle OpenAI-style and Gemini credentials: every credential gets work whatever the
+		// timing.
 		var ids []string
 		prompts := map[string]string{} // task → its prompt, unique, to find its upstream task
-		for i := range 8 {
+		for i := range 9 {
 			model := "videogen-2.0-720p"
 			if i < 3 {
 				model = "videogen-2.0-fast-720p"
 			}
 			prompt := fmt.Sprintf("mixed pool %d", i)
-			id := createVideo(t, p.url, acct.Key, model, prompt, 4+i%5)
+			id := createVideo(t, p.url, acct.Key, model, prompt, []int{4, 8}[i%2])
 			ids = append(ids, id)
 			prompts[id] = prompt
 		}
-		// 2. Kill the platform once every task is submitted (the pool has room for all eight) and before
-		// they finish. Not earlier: Ark has no idempotency key, so a kill between Ark accepting a
-		// submission and the platform recording its id makes a second upstream task by design
-		// (docs/upstreams.md#idempotency).
+		// 2. Kill the platform once every task is submitted (the pool has room for all nine) and before
+		// they finish. Not earlier: Ark and the Gemini API have no idempotency key, so a kill between the
+		// provider accepting a submission and the platform recording its id makes a second upstream task
+		// by design (docs/upstreams.md#idempotency).
 		before := waitSubmitted(t, d, p, ids...)
 		used := map[string]int{}
 		unfinished := map[string]int{}
@@ -94,10 +104,10 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 				unfinished[before[id]]++
 			}
 		}
-		if used["ark-main"] < 3 || used["oai-main"] < 1 {
-			t.Fatalf("tasks per credential %v: want the three Ark-only tasks on ark-main and standard ones on the idle oai-main", used)
+		if used["ark-main"] < 3 || used["oai-main"] < 1 || used["gem-main"] < 1 {
+			t.Fatalf("tasks per credential %v: want the three Ark-only tasks on ark-main and standard ones on the idle oai-main and gem-main", used)
 		}
-		if unfinished["ark-main"] == 0 || unfinished["oai-main"] == 0 {
+		if unfinished["ark-main"] == 0 || unfinished["oai-main"] == 0 || unfinished["gem-main"] == 0 {
 			t.Fatalf("precondition: no task still in flight on one credential at the kill (%v); SIM_DURATION is too short for this machine", unfinished)
 		}
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -111,11 +121,16 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 		checkUpstreamTasks(t, d, sims, prompts, before, upstreamModel, costPerSecond)
 		testkit.CheckLedger(t, d)
 
-		// 3. Kill the Ark simulator with tasks in flight on it.
+		// 3. Kill the Ark and the Gemini simulators with tasks in flight on each (the fast alias is served
+		// by Ark alone, the mini one by Gemini alone).
 		var outage []string
-		for i := range 3 {
+		for i := range 5 {
+			model := "videogen-2.0-fast-720p"
+			if i >= 3 {
+				model = "videogen-2.0-mini-720p"
+			}
 			prompt := fmt.Sprintf("through an outage %d", i)
-			id := createVideo(t, p.url, acct.Key, "videogen-2.0-fast-720p", prompt, 4)
+			id := createVideo(t, p.url, acct.Key, model, prompt, 4)
 			outage = append(outage, id)
 			prompts[id] = prompt
 		}
@@ -126,16 +141,18 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 			}
 		}
 		ark.kill(t)
+		gem.kill(t)
 		// The task log shows the lost polls, each further apart (×1.5 from POLL_INTERVAL_MIN): the
 		// platform neither gives up on the task nor hammers the provider.
-		testkit.Eventually(t, 30*time.Second, "three failed polls, further apart each time, in an affected task's log", func() bool {
+		testkit.Eventually(t, 30*time.Second, "three failed polls, further apart each time, in the log of an affected task of each simulator", func() bool {
+			growing := map[string]bool{}
 			for _, id := range outage {
 				waits := pollFailures(t, d, id)
 				if len(waits) >= 3 && waits[0] < waits[1] && waits[1] < waits[2] {
-					return true
+					growing[held[id]] = true
 				}
 			}
-			return false
+			return growing["ark-main"] && growing["gem-main"]
 		}, func() string {
 			return "failed polls: " + fmt.Sprint(pollFailuresOf(t, d, outage)) + "\n" + lastChars(p.stderr.String(), 3000)
 		})
@@ -148,6 +165,7 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 			}
 		}
 		ark.start(t) // the same address and --dir: its tasks survived on disk
+		gem.start(t)
 		waitEnded(t, p, acct.Key, 60*time.Second, outage...)
 		for _, id := range outage {
 			task := testkit.Task(t, d, id)
@@ -165,7 +183,7 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 		checkUpstreamTasks(t, d, sims, prompts, before, upstreamModel, costPerSecond)
 		testkit.CheckLedger(t, d)
 		noSecrets(t, "the platform's log", killed.stderr.String()+p.stderr.String())
-		noDataRace(t, []*process{killed, p}, oai, ark)
+		noDataRace(t, []*process{killed, p}, oai, ark, gem)
 	})
 }
 
@@ -389,6 +407,15 @@ func (s *upstreamSim) base() string {
 	return "http://" + s.addr
 }
 
+// upstreamID is the id the provider gives the platform for a task the simulator keeps: its id, or for
+// the Gemini API the operation's name, models/{model}/operations/{id}.
+func (s *upstreamSim) upstreamID(st sim.Task) string {
+	if s.protocol == sim.ProtocolGemini {
+		return "models/" + st.Model + "/operations/" + st.ID
+	}
+	return st.ID
+}
+
 // start runs the simulator and returns once it listens.
 func (s *upstreamSim) start(t *testing.T) {
 	t.Helper()
@@ -607,7 +634,7 @@ func checkUpstreamTasks(t *testing.T, d *db.DB, sims map[string]*upstreamSim, pr
 			t.Errorf("task %q: %d settlements, billing %s; want one", prompt, settles, task.BillingState)
 		}
 		ups := held[cred][prompt]
-		if len(ups) != 1 || ups[0].ID != deref(task.UpstreamTaskID) || ups[0].Model != upstreamModel[route] {
+		if len(ups) != 1 || sims[cred].upstreamID(ups[0]) != deref(task.UpstreamTaskID) || ups[0].Model != upstreamModel[route] {
 			t.Errorf("task %q (upstream %s on %s): the simulator holds %+v, want exactly that task", prompt, deref(task.UpstreamTaskID), cred, ups)
 		}
 	}
@@ -704,7 +731,7 @@ func lastChars(s string, n int) string {
 // noSecrets fails if any credential secret of these tests appears in s.
 func noSecrets(t *testing.T, where, s string) {
 	t.Helper()
-	for _, secret := range []string{e2eOAISecret, e2eArkSecret1, e2eArkSecret2} {
+	for _, secret := range []string{e2eOAISecret, e2eArkSecret1, e2eArkSecret2, e2eGemSecret} {
 		if strings.Contains(s, secret) {
 			t.Errorf("%s holds the secret %s…", where, secret[:8])
 		}

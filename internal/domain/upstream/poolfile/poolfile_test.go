@@ -10,7 +10,7 @@ import (
 	"videogen/internal/money"
 )
 
-var kinds = poolfile.Options{Kinds: []string{"ark", "openai", "sim"}}
+var kinds = poolfile.Options{Kinds: []string{"ark", "gemini", "openai", "sim"}}
 
 // A pool file as docs/upstreams.md shows one, verbatim in shape.
 const example = `upstreams:
@@ -77,7 +77,7 @@ func TestParseRefusals(t *testing.T) {
 		{"no list", "servers: []\n", kinds, []string{"upstreams.yaml:1: servers: unknown key", "upstreams.yaml:1: upstreams: missing"}},
 		{"empty list", "upstreams: []\n", kinds, []string{"upstreams.yaml:1: upstreams: must be a non-empty list"}},
 		{"unknown key", entry("    region: eu\n"), kinds, []string{"upstreams.yaml:9: upstreams[0].region: unknown key"}},
-		{"bad kind", strings.Replace(entry(""), "kind: ark", "kind: runway", 1), kinds, []string{`upstreams.yaml:3: upstreams[0].kind: "runway" is not a known kind (known: ark, openai, sim)`}},
+		{"bad kind", strings.Replace(entry(""), "kind: ark", "kind: runway", 1), kinds, []string{`upstreams.yaml:3: upstreams[0].kind: "runway" is not a known kind (known: ark, gemini, openai, sim)`}},
 		{"missing kind", strings.Replace(entry(""), "    kind: ark\n", "", 1), kinds, []string{"upstreams.yaml:2: upstreams[0].kind: missing"}},
 		{"bad id", strings.Replace(entry(""), "id: a", "id: Ark Main", 1), kinds, []string{`upstreams.yaml:2: upstreams[0].id: "Ark Main" must be`}},
 		{"duplicate id", entry("  - id: a\n    kind: openai\n    base_url: https://y.example\n    secret: s\n    max_concurrency: 1\n    models:\n      videogen-2.0-480p: {upstream_model: m, cost_per_second: \"0\"}\n"), kinds,
@@ -194,7 +194,7 @@ func TestDocumentedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 3 || !specs[2].Draining || specs[0].Models["videogen-2.0-1080p"].CostPerMillionTokens != 2_500_000 {
+	if len(specs) != 4 || !specs[2].Draining || specs[0].Models["videogen-2.0-1080p"].CostPerMillionTokens != 2_500_000 || specs[3].Kind != "gemini" {
 		t.Fatalf("example specs %+v", specs)
 	}
 }

@@ -5,12 +5,14 @@ package providers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"videogen/internal/domain/catalog"
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/ark"
+	"videogen/internal/domain/upstream/gemini"
 	"videogen/internal/domain/upstream/httpapi"
 	"videogen/internal/domain/upstream/openai"
 	"videogen/internal/domain/upstream/poolfile"
@@ -34,6 +36,7 @@ var Kinds = map[string]Kind{
 	"sim":    {New: func(base string, t time.Duration) upstream.Provider { return httpapi.New("sim", base, t) }, Defaults: Everything},
 	"openai": {New: func(base string, t time.Duration) upstream.Provider { return openai.New(base, t) }, Defaults: openAIDefaults},
 	"ark":    {New: func(base string, t time.Duration) upstream.Provider { return ark.New(base, t) }, Check: ark.Check, Defaults: arkDefaults},
+	"gemini": {New: func(base string, t time.Duration) upstream.Provider { return gemini.New(base, t) }, Check: gemini.Check, Defaults: geminiDefaults},
 }
 
 // Everything is what the simulator renders: every duration, size and input the API sells, with sound.
@@ -53,6 +56,27 @@ func openAIDefaults(alias string) upstream.Capabilities {
 // resolution, take every input role, and render sound on request (docs/upstreams.md#ark).
 func arkDefaults(alias string) upstream.Capabilities {
 	return upstream.Capabilities{Seconds: secondsRange(4, 15), Sizes: catalogSizes(alias), Inputs: upstream.Inputs, Audio: true}
+}
+
+// geminiDefaults: Veo 3.1 on the Gemini API (ai.google.dev/gemini-api/docs/video, "Veo API parameters
+// and specifications", read 2026-11-26) renders 16:9 or 9:16 at 720p or 1080p — 1280x720, 720x1280,
+// 1920x1080, 1080x1920, of which the alias's catalog sizes are kept — for 4, 6 or 8 seconds, and only 8
+// at 1080p; it takes a first frame (image), a last frame (lastFrame) and up to three reference images
+// (referenceImages), and always renders sound. A route on Veo 3.0 (no last frame, no references)
+// declares its inputs in the upstreams file (docs/upstreams.md#gemini).
+func geminiDefaults(alias string) upstream.Capabilities {
+	secs := []int{4, 6, 8}
+	if m, ok := catalog.Lookup(alias); ok && m.Resolution == "1080p" {
+		secs = []int{8}
+	}
+	var sizes []string
+	for _, s := range catalogSizes(alias) {
+		if slices.Contains(gemini.Sizes, s) {
+			sizes = append(sizes, s)
+		}
+	}
+	return upstream.Capabilities{Seconds: secs, Sizes: sizes,
+		Inputs: []string{upstream.InputFirstFrame, upstream.InputLastFrame, upstream.InputReferenceImages}, Audio: true}
 }
 
 func secondsRange(lo, hi int) []int {

@@ -1,8 +1,9 @@
 // Package sim is the built-in upstream simulator: it behaves like a real video provider — per-credential
-// concurrency, progress over time, a real playable MP4 of the requested size — behind either of the
+// concurrency, progress over time, a real playable MP4 of the requested size — behind one of the
 // wire protocols videogen speaks: the platform's own /v1/videos protocol (the default, for kind sim),
-// OpenAI's Videos API exactly as its spec has it, or BytePlus/Volcengine Ark's
-// /api/v3/contents/generations/tasks, with the video on a presigned URL as Ark serves it. Its tasks are
+// OpenAI's Videos API exactly as its spec has it, BytePlus/Volcengine Ark's
+// /api/v3/contents/generations/tasks, with the video on a presigned URL as Ark serves it, or the Gemini
+// API's Veo operations (models/{model}:predictLongRunning), with the video a file of the API. Its tasks are
 // kept on disk, so they outlive a restart of the platform and of the simulator as a real provider's
 // would. Prompt directives trigger faults deterministically (docs/upstreams.md#simulator).
 package sim
@@ -35,6 +36,7 @@ const (
 	// what OpenAI accepts and answers as OpenAI answers.
 	ProtocolOpenAI = "openai"
 	ProtocolArk    = "ark"
+	ProtocolGemini = "gemini" // the Gemini API's Veo operations (gemini.go)
 )
 
 // Prompt directives, understood in both protocols.
@@ -142,9 +144,9 @@ func New(cfg Config) (*Sim, error) {
 	switch cfg.Protocol {
 	case "":
 		cfg.Protocol = ProtocolVideogen
-	case ProtocolVideogen, ProtocolOpenAI, ProtocolArk:
+	case ProtocolVideogen, ProtocolOpenAI, ProtocolArk, ProtocolGemini:
 	default:
-		return nil, fmt.Errorf("simulator protocol %q: want %s, %s or %s", cfg.Protocol, ProtocolVideogen, ProtocolOpenAI, ProtocolArk)
+		return nil, fmt.Errorf("simulator protocol %q: want %s, %s, %s or %s", cfg.Protocol, ProtocolVideogen, ProtocolOpenAI, ProtocolArk, ProtocolGemini)
 	}
 	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}, revoked: map[string]bool{}, tripped: map[string]bool{}}
 	for _, sec := range cfg.Secrets {
@@ -166,6 +168,8 @@ func New(cfg Config) (*Sim, error) {
 	switch cfg.Protocol {
 	case ProtocolArk:
 		s.handler = s.arkMux()
+	case ProtocolGemini:
+		s.handler = s.geminiMux()
 	case ProtocolOpenAI:
 		s.handler = s.openaiMux()
 	default:
@@ -400,6 +404,10 @@ func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
 // example, video_123), Ark's cgt-<time>-<5 characters>.
 func (s *Sim) newID(now time.Time) string {
 	switch s.cfg.Protocol {
+	case ProtocolGemini:
+		// Lowercase letters and digits: the id is also the video's file id, which the genai SDK reads
+		// as [a-z0-9]+.
+		return strings.ToLower(ids.NewSimTaskID()[len("simtask_"):])
 	case ProtocolOpenAI:
 		return "video_" + strings.TrimPrefix(ids.NewSimTaskID(), "simtask_")
 	case ProtocolVideogen:
