@@ -1,10 +1,8 @@
 package sim_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -34,20 +32,6 @@ func startGemini(t *testing.T, concurrency int) (*sim.Sim, *httptest.Server, *ge
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	return s, hs, gemini.New(hs.URL, 5*time.Second)
-}
-
-// mp4Size reads the width and height of an MP4's first track header (tkhd: 16.16 fixed-point width
-// and height at its end, ISO/IEC 14496-12).
-func mp4Size(t *testing.T, b []byte) string {
-	t.Helper()
-	i := bytes.Index(b, []byte("tkhd"))
-	if i < 4 {
-		t.Fatalf("no track header in %d bytes", len(b))
-	}
-	size := int(binary.BigEndian.Uint32(b[i-4:]))
-	end := i - 4 + size
-	w, h := binary.BigEndian.Uint32(b[end-8:])>>16, binary.BigEndian.Uint32(b[end-4:])>>16
-	return fmt.Sprintf("%dx%d", w, h)
 }
 
 // TestGeminiSimulatorWithTheSDK drives the simulator with Google's own SDK, as the Gemini API's Veo
@@ -83,7 +67,7 @@ func TestGeminiSimulatorWithTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := mp4Size(t, video); got != "720x1280" {
+	if got := mp4SizeText(t, video); got != "720x1280" {
 		t.Errorf("the video is %s, want 720x1280 (9:16 at 720p)", got)
 	}
 
@@ -156,7 +140,7 @@ func TestGeminiSimulatorWithTheAdapter(t *testing.T) {
 	}
 	video, _ := io.ReadAll(body)
 	_ = body.Close()
-	if got := mp4Size(t, video); got != "1280x720" {
+	if got := mp4SizeText(t, video); got != "1280x720" {
 		t.Errorf("video %s, want 1280x720", got)
 	}
 	if tasks := s.Tasks(); len(tasks) != 1 || tasks[0].InputBytes != int64(len(png)) || tasks[0].Media[0].Role != "first_frame" || tasks[0].Seconds != 4 {
@@ -257,4 +241,10 @@ func TestGeminiSimulatorRefusesUnknownFields(t *testing.T) {
 			t.Errorf("%s: HTTP %d, want 400", body, resp.StatusCode)
 		}
 	}
+}
+
+// mp4SizeText is the video's size as "WxH".
+func mp4SizeText(t *testing.T, b []byte) string {
+	w, h := mp4Size(t, b)
+	return fmt.Sprintf("%dx%d", w, h)
 }
