@@ -107,7 +107,8 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 				route("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+
 					"      videogen-2.0-fast-720p: {upstream_model: seedance-2-0-fast, cost_per_second: \"0.09\", cost_per_million_tokens: \"1.234567\"}\n")+
 			cred("oai-main", "openai", oaiSim.Base, "oai-secret-0001", 2,
-				route("videogen-2.0-720p", "sora-2", "0.1")+route("videogen-2.0-mini-480p", "sora-2-mini", "0.05")))
+				// OpenAI renders none of the 480p sizes: the route sells 480p 16:9 as its 1280x720.
+				route("videogen-2.0-720p", "sora-2", "0.1")+"      videogen-2.0-mini-480p: {upstream_model: sora-2-mini, cost_per_second: \"0.05\", size_map: {864x496: 1280x720}}\n"))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
 		acct := s.NewAccount(t, "100")
 
@@ -135,13 +136,22 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		if n := taskCount(t, s); n != 0 {
 			t.Fatalf("%d tasks written by refusals", n)
 		}
-		// The same inputs are fine where an OpenAI-style credential serves the alias: it goes there.
+		// Where OpenAI serves the alias too, it takes no references at all (a first frame only), so the same
+		// inputs are still refused; references alone only Ark renders, so they go there.
 		mixed["model"] = "videogen-2.0-720p"
-		onlyOAI := s.CreateVideo(t, acct.Key, mixed)["id"].(string)
+		if r := s.Do(t, "POST", "/v1/videos", acct.Key, mixed); r.Status != 400 || r.ErrorCode() != "unsupported_input_combination" {
+			t.Fatalf("frames with references for a shared alias: %d %s", r.Status, r.Body)
+		}
+		onlyArk := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "references only", "image_urls": up.ImageURLs})["id"].(string)
 
 		var ids []string
+		// 4 seconds, which both 720p routes render (OpenAI: 4, 8 or 12); 5 for Ark's fast model.
 		for i, model := range []string{"videogen-2.0-720p", "videogen-2.0-720p", "videogen-2.0-720p", "videogen-2.0-fast-720p", "videogen-2.0-mini-480p"} {
-			ids = append(ids, s.CreateVideo(t, acct.Key, map[string]any{"model": model, "prompt": fmt.Sprintf("harbour %d", i), "seconds": 5, "seed": 42})["id"].(string))
+			secs := 4
+			if model == "videogen-2.0-fast-720p" {
+				secs = 5
+			}
+			ids = append(ids, s.CreateVideo(t, acct.Key, map[string]any{"model": model, "prompt": fmt.Sprintf("harbour %d", i), "seconds": secs, "seed": 42})["id"].(string))
 		}
 		policy := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-fast-720p", "prompt": "something [sim:policy]"})["id"].(string)
 		rejected := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "bad parameters [sim:reject]"})["id"].(string)
@@ -165,7 +175,7 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 			return costs[*task.CredentialID][task.Model] * int64(task.Seconds)
 		}
 		used := map[string]int{}
-		for _, id := range append([]string{onlyOAI}, ids...) {
+		for _, id := range append([]string{onlyArk}, ids...) {
 			if v := s.WaitStatus(t, acct.Key, id, 30*time.Second, "completed", "failed"); v["status"] != "completed" {
 				t.Fatalf("task %s: %v", id, v)
 			}
@@ -182,7 +192,7 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 				t.Fatalf("task %s on %s: usage %v (Ark reports tokens, the OpenAI protocol none)", id, c, task.UsageCompletionTokens)
 			}
 			if task.Seed == nil || *task.Seed != 42 {
-				if id != onlyOAI {
+				if id != onlyArk {
 					t.Fatalf("task %s seed %v", id, task.Seed)
 				}
 			}
@@ -190,10 +200,19 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 			// worker made them with ffmpeg. Either way a JPEG thumbnail at the video's size.
 			checkThumbnail(t, s, acct.Key, task)
 		}
-		if testkit.Task(t, s.DB, onlyOAI).CredentialID == nil || *testkit.Task(t, s.DB, onlyOAI).CredentialID != "oai-main" {
-			t.Fatal("frames with references went to the Ark credential")
+		if testkit.Task(t, s.DB, onlyArk).CredentialID == nil || *testkit.Task(t, s.DB, onlyArk).CredentialID != "ark-main" {
+			t.Fatal("references went to the OpenAI credential, which takes none")
 		}
-		if used["ark-main"] < 2 || used["oai-main"] < 3 {
+		// The 480p task was sold at its size and rendered at the mapped one, and its log says so.
+		mini := testkit.Task(t, s.DB, ids[4])
+		if mini.Size != "864x496" || mini.RenderedSize == nil || *mini.RenderedSize != "1280x720" {
+			t.Fatalf("mapped size: sold %s, rendered %v", mini.Size, mini.RenderedSize)
+		}
+		var noted []models.TaskEvent
+		if s.DB.R.Where("task_id = ? AND detail LIKE ?", mini.ID, "%rendered size 1280x720 (sold 864x496)%").Find(&noted); len(noted) != 1 {
+			t.Fatal("the task log does not say the rendered size differs")
+		}
+		if used["ark-main"] < 3 || used["oai-main"] < 2 {
 			t.Fatalf("tasks per credential %v: the 720p tasks were not spread least-loaded first", used)
 		}
 		// The providers saw their own model names.
@@ -256,8 +275,12 @@ func checkThumbnail(t *testing.T, s *testkit.Server, key string, task models.Tas
 		if err != nil {
 			t.Fatalf("%s of %s is not a JPEG: %v", variant, task.ID, err)
 		}
-		if got := fmt.Sprintf("%dx%d", img.Bounds().Dx(), img.Bounds().Dy()); variant == "thumbnail" && got != task.Size {
-			t.Fatalf("thumbnail of %s (on %s) is %s, the video %s", task.ID, *task.CredentialID, got, task.Size)
+		size := task.Size
+		if task.RenderedSize != nil {
+			size = *task.RenderedSize // a route's size map
+		}
+		if got := fmt.Sprintf("%dx%d", img.Bounds().Dx(), img.Bounds().Dy()); variant == "thumbnail" && got != size {
+			t.Fatalf("thumbnail of %s (on %s) is %s, the video %s", task.ID, *task.CredentialID, got, size)
 		}
 	}
 }

@@ -170,11 +170,11 @@ func (p *Pool) Offer(alias string, sizes map[string]string) (Offer, bool) {
 	seconds := map[int]bool{}
 	inputs := map[string]bool{}
 	for _, c := range p.Configured() {
-		if !p.routeUsable(c, alias) {
-			continue
+		caps := c.Models[alias].Caps
+		if !p.routeUsable(c, alias) || len(caps.SellableSizes(valuesOf(sizes))) == 0 {
+			continue // a route that renders none of the alias's sizes sells nothing
 		}
 		found = true
-		caps := c.Models[alias].Caps
 		for _, n := range caps.Seconds {
 			seconds[n] = true
 		}
@@ -201,6 +201,14 @@ func (p *Pool) Offer(alias string, sizes map[string]string) (Offer, bool) {
 		}
 	}
 	return o, true
+}
+
+func valuesOf(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 // Aliases lists the aliases served by the credentials with these ids.

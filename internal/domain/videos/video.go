@@ -57,8 +57,8 @@ func ToVideo(t *models.Task) Video {
 		AspectRatio: t.AspectRatio, GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Seed: t.Seed,
 		Billing: Billing{Amount: money.Micros(t.AmountMicros), Currency: "usd", State: t.BillingState},
 	}
-	if t.RenderedSeed != nil {
-		v.Seed = t.RenderedSeed
+	if t.RenderedSeed != nil && *t.RenderedSeed >= 0 && *t.RenderedSeed <= MaxSeed {
+		v.Seed = t.RenderedSeed // a seed outside the API's range is kept for staff, not echoed
 	}
 	if t.CompletedAt != nil {
 		v.CompletedAt = unix(*t.CompletedAt)

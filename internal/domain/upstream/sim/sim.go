@@ -345,14 +345,12 @@ func (t *Task) renderSeed() int64 {
 	if t.Seed != nil && *t.Seed >= 0 {
 		return *t.Seed
 	}
-	var h int64
+	// A seed of the task's own, in the range providers take (0 to 2³²−1, as Ark's seed).
+	var h uint32
 	for _, c := range t.ID {
-		h = h*31 + int64(c)
+		h = h*31 + uint32(c)
 	}
-	if h < 0 {
-		h = -h
-	}
-	return h
+	return int64(h)
 }
 
 // errCapacity is returned by create when the credential runs Concurrency tasks already.
