@@ -177,3 +177,33 @@ func jsonOf(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestReadMarks: an account out of credit reads as such, not as a refused key; the routes a live
+// instance found refused are listed with why, and an instance gone silent no longer counts.
+func TestReadMarks(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		d := testkit.OpenDB(t, url)
+		seedCredential(t, d, models.UpstreamCredential{ID: "oai", Provider: "openai", Label: "oai", MaxConcurrency: 2, Enabled: true,
+			AuthError: ptr("upstream account out of credit: HTTP 429 insufficient_quota"), AuthErrorAt: ptr(now.Add(-time.Minute)), AuthErrorKind: ptr("credit")})
+		seedCredential(t, d, models.UpstreamCredential{ID: "ark", Provider: "ark", Label: "ark", MaxConcurrency: 2, Enabled: true})
+		seedHealth(t, d, models.UpstreamHealth{CredentialID: "ark", Instance: "web-1", Breaker: "closed",
+			ClosedRoutes: "videogen-2.0-1080p: ark submit: HTTP 403 OperationDenied.ServiceNotOpen", UpdatedAt: now.Add(-5 * time.Second)})
+		seedHealth(t, d, models.UpstreamHealth{CredentialID: "ark", Instance: "gone", Breaker: "closed",
+			ClosedRoutes: "videogen-2.0-720p: long ago", UpdatedAt: now.Add(-time.Hour)})
+		rows, err := status.Read(context.Background(), d, now, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]status.Row{}
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		if r := byID["oai"]; r.State != status.StateNoCredit || !strings.Contains(r.AuthError, "insufficient_quota") {
+			t.Fatalf("out of credit: %+v", r)
+		}
+		if r := byID["ark"]; r.State != status.StateInService || len(r.ClosedRoutes) != 1 ||
+			r.ClosedRoutes["videogen-2.0-1080p"] != "ark submit: HTTP 403 OperationDenied.ServiceNotOpen" {
+			t.Fatalf("closed routes: %+v", r)
+		}
+	})
+}
