@@ -199,7 +199,9 @@ func writeMarginCSV(out io.Writer, res margin.Result) error {
 		_ = w.Write(line("model_total", "", m.Model, m.Figures))
 	}
 	_ = w.Write(line("total", "", "", res.Total))
-	_ = w.Write(line("failed_locally", "", "", res.FailedLocally))
+	if res.FailedLocally.Tasks > 0 {
+		_ = w.Write(line("failed_locally", "", "", res.FailedLocally))
+	}
 	w.Flush()
 	if err := w.Error(); err != nil {
 		return fmt.Errorf("write the CSV: %w", err)

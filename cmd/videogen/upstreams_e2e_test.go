@@ -207,7 +207,8 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 			t.Fatal(err)
 		}
 		oaiMain := e2eCred("oai-main", "openai", oai.base(), "secret_env: "+e2eOAISecretEnv, 4,
-			e2eRoute("videogen-2.0-720p", "sora-2", "0.1")+e2eRoute("videogen-2.0-mini-480p", "sora-2-mini", "0.05"))
+			// OpenAI renders none of the 480p sizes: this route sells 480p 16:9 as its 1280x720.
+			e2eRoute("videogen-2.0-720p", "sora-2", "0.1")+"      videogen-2.0-mini-480p: {upstream_model: sora-2-mini, cost_per_second: \"0.05\", size_map: {864x496: 1280x720}}\n")
 		ark1 := e2eCred("ark-1", "ark", ark.base(), "secret: "+e2eArkSecret1, 4,
 			e2eRoute("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+e2eRoute("videogen-2.0-fast-720p", "seedance-2-0-fast", "0.09"))
 		ark2 := e2eCred("ark-2", "ark", ark.base(), "secret_file: "+secretFile, 4,
@@ -230,7 +231,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		}
 
 		// A task only oai-main serves, slow, so that it is still running when oai-main is removed.
-		slow := createVideo(t, p.url, acct.Key, "videogen-2.0-mini-480p", "held through the reloads [sim:slow]", 6)
+		slow := createVideo(t, p.url, acct.Key, "videogen-2.0-mini-480p", "held through the reloads [sim:slow]", 8)
 		if c := waitSubmitted(t, d, p, slow)[slow]; c != "oai-main" {
 			t.Fatalf("the mini task went to %s", c)
 		}

@@ -194,3 +194,24 @@ func TestRefusalsMarkWhatTheyAreAbout(t *testing.T) {
 		}
 	})
 }
+
+// TestRateLimitsCountTowardsTheBreaker: a 429 that is not about credit is a failure of the credential
+// (it keeps coming while the provider is overloaded): enough in a row open the breaker, and the
+// credential takes no new task; its Retry-After is carried to the worker.
+func TestRateLimitsCountTowardsTheBreaker(t *testing.T) {
+	h := upstream.NewHealth(upstream.HealthConfig{Failures: 2, Cooldown: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
+	busy := &upstream.BusyError{RetryAfter: 7 * time.Second, Detail: "HTTP 429 rate_limit_exceeded"}
+	cred := upstream.Credential{ID: "c", Kind: "openai", Secret: "sk-secret-1", MaxConcurrency: 2,
+		Models: map[string]upstream.Route{"videogen-2.0-720p": {UpstreamModel: "m", Caps: openAICaps}}, Provider: &fakeProvider{err: busy}}
+	pool := upstream.NewPool(nil, h, []upstream.Credential{cred})
+	req := models.VideoRequest{Model: "videogen-2.0-720p", Prompt: "p", Seconds: 4, Size: "1280x720"}
+	for i := 0; i < 2; i++ {
+		_, err := pool.Submit(context.Background(), cred, upstream.SubmitRequest{VideoRequest: req})
+		if !errors.Is(err, upstream.ErrBusy) || upstream.RetryAfter(err) != 7*time.Second {
+			t.Fatalf("submission %d: %v (retry after %s)", i, err, upstream.RetryAfter(err))
+		}
+	}
+	if h.Healthy("c") || len(pool.Candidates(req)) != 0 {
+		t.Fatalf("breaker %s after two 429s in a row", h.Snapshot("c").Breaker)
+	}
+}
