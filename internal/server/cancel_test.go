@@ -20,19 +20,22 @@ import (
 // content?variant=last_frame.
 func TestGivingUpCancelsUpstream(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		slow := startSim(t, "ark", 20*time.Second, 4, "key-slow")
+		// RUN_TIMEOUT is 10 s: the slow simulator's tasks are queued for their first 6 s, then run to
+		// 60 s ([sim:slow]: queued 60 s); the fast one's complete at once, with room under load.
+		slow := startSim(t, "ark", 60*time.Second, 4, "key-slow")
 		fast := startSim(t, "ark", 100*time.Millisecond, 4, "key-fast")
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
 			cred("slow", "ark", slow.Base, "key-slow", 4, route("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.18"))+
 			cred("fast", "ark", fast.Base, "key-fast", 4, route("videogen-2.0-480p", "dreamina-seedance-2-0-fast-260128", "0.05")))
-		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"RUN_TIMEOUT": "3s"}))
+		// No ffmpeg: Ark serves no stills, and making them is not what this test is about.
+		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"RUN_TIMEOUT": "10s", "FFMPEG_PATH": "off"}))
 		acct := s.NewAccount(t, "50")
 
 		// Queued upstream at the deadline ([sim:slow]: ten times as long, the first tenth queued), and running.
 		queued := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "still queued [sim:slow]", "seconds": 5})["id"].(string)
 		running := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "already running", "seconds": 5})["id"].(string)
 		for _, id := range []string{queued, running} {
-			if v := s.WaitStatus(t, acct.Key, id, 20*time.Second, "completed", "failed"); v["status"] != "failed" || v["error"].(map[string]any)["code"] != "run_timeout" {
+			if v := s.WaitStatus(t, acct.Key, id, 40*time.Second, "completed", "failed"); v["status"] != "failed" || v["error"].(map[string]any)["code"] != "run_timeout" {
 				t.Fatalf("%s: %v", id, v)
 			}
 		}
