@@ -120,16 +120,6 @@ func (p *Pool) IDs() []string {
 	return out
 }
 
-// Serves reports whether any credential taking new tasks serves the alias.
-func (p *Pool) Serves(alias string) bool {
-	for _, c := range p.Configured() {
-		if !c.Draining && c.Serves(alias) {
-			return true
-		}
-	}
-	return false
-}
-
 // Candidates lists the credentials a new task for req may go to: configured, not draining, serving its
 // alias on a route the provider has not refused and that can render it, accepting its inputs, and
 // healthy on this instance (breaker not open, key not refused, account not out of credit). The database then picks the least
