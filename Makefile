@@ -40,7 +40,9 @@ test: test-deps check-generated ## every test, race detector on; PostgreSQL too 
 	$(GO) test -race -gcflags='modernc.org/...=-d=checkptr=0' -count=1 -timeout 20m ./...
 
 # Tools the tests drive that a fresh machine lacks: ffmpeg decodes the simulator's videos, chromium runs
-# the browser tests, node runs the OpenAI Node SDK (Debian packages); versitygw serves S3 to the storage
+# the browser tests, node runs the OpenAI Node SDK, caddy is the reverse proxy of the replica tests and
+# validates deploy/Caddyfile, promtool (package prometheus) tests deploy/prometheus/alerts.yml (Debian
+# packages); versitygw serves S3 to the storage
 # tests and stripe-mock serves Stripe's API to the payment tests (both built from the Go module proxy,
 # about 3 minutes, once); npm installs the OpenAI Node SDK from its lock file.
 test-deps:
@@ -48,6 +50,8 @@ test-deps:
 	command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || missing="$$missing ffmpeg"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v node >/dev/null && command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	command -v caddy >/dev/null || missing="$$missing caddy"; \
+	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	[ -z "$$missing" ] || { echo "installing$$missing (test-only)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }
 	@[ -x "$(VERSITYGW)" ] || { echo "building versitygw $(VERSITYGW_VERSION) into $(VERSITYGW_DIR) (test-only)"; \

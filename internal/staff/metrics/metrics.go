@@ -34,6 +34,12 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	driftFound prometheus.Counter
+	// The faults of the dependencies this instance met: storage calls that failed, requests refused
+	// because the database was unreachable, and whether rate limits are shared (Redis) or per instance.
+	storageErrors   *prometheus.CounterVec
+	dbUnavailable   prometheus.Counter
+	limitsShared    prometheus.Gauge
+	limitsFallbacks prometheus.Counter
 }
 
 // New returns the metrics of an instance whose database is d; now is its clock.
@@ -54,7 +60,24 @@ func New(d *db.DB, log *slog.Logger, now func() time.Time) *Metrics {
 			Name: "videogen_ledger_drift_found_total",
 			Help: "Ledger self-checks run by this instance that found drift (each is logged as an error).",
 		}),
+		storageErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "videogen_storage_errors_total",
+			Help: "Calls to the file storage (local folder or S3) that failed, by operation (put, get, stat, delete, list).",
+		}, []string{"op"}),
+		dbUnavailable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "videogen_database_unavailable_total",
+			Help: "Requests answered 503 service_unavailable because the database could not be reached.",
+		}),
+		limitsShared: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "videogen_ratelimit_shared",
+			Help: "1 while rate limits are shared through Redis, 0 while this instance limits on its own (Redis unset or unreachable).",
+		}),
+		limitsFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "videogen_ratelimit_fallbacks_total",
+			Help: "Times this instance lost Redis and fell back to limiting on its own.",
+		}),
 	}
+	m.reg.MustRegister(m.storageErrors, m.dbUnavailable, m.limitsShared, m.limitsFallbacks)
 	m.reg.MustRegister(m.requests, m.latency, m.driftFound,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&platform{db: d, log: log, now: now})
@@ -83,6 +106,36 @@ func (m *Metrics) LedgerChecked(drift bool) {
 		return
 	}
 	m.driftFound.Inc()
+}
+
+// StorageFailed counts one failed storage call of the operation op.
+func (m *Metrics) StorageFailed(op string) {
+	if m == nil {
+		return
+	}
+	m.storageErrors.WithLabelValues(op).Inc()
+}
+
+// DatabaseUnavailable counts one request refused because the database could not be reached.
+func (m *Metrics) DatabaseUnavailable() {
+	if m == nil {
+		return
+	}
+	m.dbUnavailable.Inc()
+}
+
+// RateLimitShared hears whether rate limits are shared through Redis now; each change to false counts
+// as a fallback.
+func (m *Metrics) RateLimitShared(shared bool) {
+	if m == nil {
+		return
+	}
+	if shared {
+		m.limitsShared.Set(1)
+		return
+	}
+	m.limitsShared.Set(0)
+	m.limitsFallbacks.Inc()
 }
 
 // statuses are the label values of the statuses HTTP defines, made once rather than on every request.
