@@ -46,6 +46,9 @@ type Deps struct {
 	// Stopping is done when the server stops waiting for requests to finish: one still reading its body
 	// or fetching an import is then answered 503 shutting_down (nil: never).
 	Stopping context.Context
+	// Draining reports that a graceful shutdown has begun (nil: never): /readyz answers 503 so the proxy
+	// stops sending, and every answer closes its connection so none is reused into the closing listener.
+	Draining func() bool
 	// Transfers bounds the uploads and imports running at once, per account and in all (nil: unbounded).
 	Transfers *Transfers
 

@@ -15,8 +15,13 @@ func (h *Base) Healthz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"})
 }
 
-// readyz answers 200 when the database is reachable and its schema current, else 503.
+// readyz answers 200 when the instance should be sent requests: its database reachable and its schema
+// current, and no shutdown begun; else 503 with the reason, which is what a proxy's active health check
+// reads (deploy/Caddyfile). /healthz, the liveness check, keeps answering 200 meanwhile.
 func (h *Base) Readyz(c *fiber.Ctx) error {
+	if h.draining() {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "not_ready", "reason": "shutting down"})
+	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)
 	defer cancel()
 	if err := h.DB.Ready(ctx); err != nil {
@@ -29,4 +34,16 @@ func (h *Base) Readyz(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "not_ready", "reason": reason})
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+func (h *Base) draining() bool { return h.Draining != nil && h.Draining() }
+
+// CloseWhileDraining asks, once a graceful shutdown has begun, that each answer close its connection:
+// the proxy then opens its next connection to a replica still in rotation instead of reusing one that
+// this instance is about to close under it.
+func (h *Base) CloseWhileDraining(c *fiber.Ctx) error {
+	if h.draining() {
+		c.Set(fiber.HeaderConnection, "close")
+	}
+	return c.Next()
 }

@@ -15,6 +15,7 @@ import (
 
 	"videogen/internal/domain/auth"
 	"videogen/internal/infra/ids"
+	"videogen/internal/refusal"
 	"videogen/models"
 	"videogen/views"
 )
@@ -205,6 +206,17 @@ func (h *Base) HTMLError(c *fiber.Ctx, err error) error {
 	if errors.As(err, &fe) && fe.Code < 500 {
 		c.Status(fe.Code)
 		return h.Render(c, views.ErrorPage(h.Viewer(c, ""), fe.Code, "This request could not be handled", fe.Message+". Go back and try again."))
+	}
+	if _, isRefusal := refusal.As(err); !isRefusal {
+		err = h.outage(c, err)
+	}
+	if status, ae, ok := StatusOf(err); ok && status == fiber.StatusServiceUnavailable {
+		c.Status(status)
+		if ae.RetryAfter > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(ae.RetryAfter))
+		}
+		return h.Render(c, views.ErrorPage(h.Viewer(c, ""), status, "Briefly unavailable",
+			"A part of the service is unavailable for a moment. Nothing was changed; try again in a few seconds."))
 	}
 	if status, ae, ok := StatusOf(err); ok && status < 500 {
 		c.Status(status)

@@ -61,6 +61,8 @@ var refusalStatus = map[string]int{
 	// Ours.
 	"internal_error": 500,
 	"shutting_down":  503,
+	// A dependency (the database, file storage) is down for the moment.
+	"service_unavailable": 503,
 }
 
 // notRetried are the codes OpenAI's SDKs must not retry blindly: their answers carry x-should-retry:

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"videogen/internal/infra/blob"
+	"videogen/internal/infra/db"
 	"videogen/internal/infra/ids"
 	"videogen/internal/infra/lingerclose"
 	"videogen/internal/infra/storetext"
@@ -53,6 +55,8 @@ func (h *Base) APIError(c *fiber.Ctx, err error) error {
 			err = refusal.RequestTooBig
 		case errors.As(err, &fe) && fe.Code < 500:
 			err = &httpRefusal{r: refusal.New("invalid_request", "The request could not be read: %s.", fe.Message), status: fe.Code}
+		default:
+			err = h.outage(c, err)
 		}
 	}
 	status, ae, ok := StatusOf(err)
@@ -77,6 +81,22 @@ func (h *Base) APIError(c *fiber.Ctx, err error) error {
 		body.Error.Param = &p
 	}
 	return c.Status(status).JSON(body)
+}
+
+// outage turns an error that says a dependency is down for the moment — the database unreachable, file
+// storage failing — into its 503 service_unavailable refusal, logged as a warning and counted; any other
+// error is returned as it was.
+func (h *Base) outage(c *fiber.Ctx, err error) error {
+	switch {
+	case blob.IsUnavailable(err):
+		h.Log.Warn("storage unavailable", "request_id", RequestID(c), "path", c.Path(), "err", err)
+		return refusal.StorageUnavailable
+	case db.IsUnavailable(err):
+		h.Log.Warn("database unavailable", "request_id", RequestID(c), "path", c.Path(), "err", err)
+		h.Metrics.DatabaseUnavailable()
+		return refusal.DatabaseUnavailable
+	}
+	return err
 }
 
 // lastResortError handles what escapes the route chain, including errors fasthttp raises before any

@@ -64,6 +64,12 @@ var (
 	// ShuttingDown answers a request the server could not finish before it stopped (a body still
 	// arriving, an import still fetching): nothing of it was kept, and another instance, or this one
 	// restarted, takes it.
+	// DatabaseUnavailable and StorageUnavailable answer a request that met a dependency down for the
+	// moment (docs/operations.md, "Dependency faults"): the client is told to come back, not that we failed.
+	DatabaseUnavailable = &Error{Code: "service_unavailable", RetryAfter: 5,
+		Message: "The service cannot reach its database for a moment. Send the request again after Retry-After seconds; for a create, send the same Idempotency-Key so that it cannot run twice."}
+	StorageUnavailable = &Error{Code: "service_unavailable", RetryAfter: 10,
+		Message: "File storage is unavailable for a moment, so nothing was stored or read. Send the request again after Retry-After seconds."}
 	ShuttingDown = &Error{Code: "shutting_down", RetryAfter: 5,
 		Message: "The server is restarting and did not finish this request; nothing of it was kept. Send it again in a few seconds."}
 )

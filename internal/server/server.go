@@ -82,6 +82,7 @@ type Server struct {
 	Metrics *metrics.Metrics
 
 	listener     atomic.Pointer[lingerclose.Listener] // set by Serve
+	draining     atomic.Bool                          // a graceful shutdown has begun: /readyz answers 503
 	stopRequests context.CancelFunc                   // ends handlers' patience: bodies still arriving get 503 shutting_down
 
 	limits    *ratelimit.Store
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 			opt.Now = o.Now
 		}
 	}
-	d, err := db.Open(ctx, cfg.DatabaseURL)
+	d, err := db.Open(ctx, db.WithConnectTimeout(cfg.DatabaseURL, cfg.DatabaseConnectTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	if s.limits, err = ratelimit.Connect(cfg.RedisURL, clock, log.With("part", "ratelimit")); err != nil {
+	if cfg.MetricsAddr != "" {
+		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock)
+	}
+	if s.limits, err = ratelimit.Connect(cfg.RedisURL, clock, ratelimit.Options{Log: log.With("part", "ratelimit"),
+		OnShared: s.Metrics.RateLimitShared}); err != nil {
 		return nil, err
 	}
 	mailer := opt.Mail
@@ -232,9 +237,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MetricsAddr != "" {
-		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock)
-	}
 	stopping, stopRequests := context.WithCancel(context.Background())
 	s.stopRequests = stopRequests
 	importPolicy := mediafetch.Policy{}
@@ -249,7 +251,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
 		TestTopupMin: testTopupMin, TestTopupMax: testTopupMax,
-		Stopping: stopping, Transfers: web.NewTransfers(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
+		Stopping: stopping, Draining: s.draining.Load, Transfers: web.NewTransfers(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 		Metrics: s.Metrics,
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
@@ -410,12 +412,17 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.App.Listener(l)
 }
 
+// BeginDrain takes the instance out of a proxy's rotation before it stops: /readyz answers 503 and every
+// answer closes its connection, while requests are still served. Shutdown begins it too.
+func (s *Server) BeginDrain() { s.draining.Store(true) }
+
 // Shutdown stops gracefully within ctx: no new requests; in-flight requests get half of the time to
 // finish; then requests still waiting for their body (a slow upload) or fetching an import are answered
 // 503 shutting_down with Retry-After, so their clients are told rather than cut off; then the call log
 // and the e-mail in hand are written out, the worker finishes the tasks it holds, and the database
 // closes. A client that keeps a connection busy past all that is cut when the process exits.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.BeginDrain()
 	if s.App != nil {
 		budget := 20 * time.Second
 		if deadline, ok := ctx.Deadline(); ok {
@@ -476,14 +483,22 @@ func (s *Server) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run serves on cfg.Addr until ctx ends (SIGTERM), then shuts down within cfg.ShutdownTimeout.
+// Run serves on cfg.Addr until ctx ends (SIGTERM), then drains and shuts down within cfg.ShutdownTimeout.
+// The port answers from the first moment: while the database is connected and migrated (or unreachable),
+// /healthz says alive and /readyz 503, so a proxy sends nothing yet (startingHandler).
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	// Listen first: a busy port fails at once, before workers start touching the database.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("cannot serve: %w", err)
 	}
-	s, err := New(ctx, cfg, log)
+	hand := newHandoff(ln)
+	starting := &http.Server{Handler: startingHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = starting.Serve(hand.view(false)) }()
+	s, err := newWhenReachable(ctx, cfg, log)
+	stopStarting, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = starting.Shutdown(stopStarting)
+	cancel()
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -491,7 +506,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	s.Start()
 	log.Info("videogen serving", "addr", ln.Addr().String(), "public_base_url", cfg.PublicBaseURL, "database", dbKind(cfg))
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
+	go func() { served <- s.Serve(hand.view(true)) }()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -512,6 +527,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		case <-ctx.Done():
 			waiting = false
 		}
+	}
+	if d := cfg.DrainDelay(); d > 0 {
+		// Out of rotation first: /readyz answers 503 and answers close their connections while the proxy's
+		// health check notices; requests keep being served all the while.
+		s.BeginDrain()
+		log.Info("draining: /readyz answers 503 so the proxy stops sending", "for", d)
+		time.Sleep(d)
 	}
 	log.Info("shutting down: finishing requests and tasks in hand")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

@@ -80,13 +80,16 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		Secure:       u.Scheme == "https",
 		Region:       cfg.Region,
 		BucketLookup: minio.BucketLookupPath,
+		// minio-go's default of 10 retries with backoff keeps a request waiting for about ten seconds on
+		// a storage server that is down; three give a blip its chance and the client its 503 in time.
+		MaxRetries: 3,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", cfg.Endpoint, err)
 	}
 	ok, err := client.BucketExists(ctx, cfg.Bucket)
 	if err != nil {
-		return nil, fmt.Errorf("check S3 bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, err)
+		return nil, s3Error("check bucket", cfg.Bucket+" at "+cfg.Endpoint, err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("S3 bucket %q does not exist at %s", cfg.Bucket, cfg.Endpoint)
@@ -109,7 +112,11 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
 		NumThreads: 1,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("s3 put %s: %w", key, err)
+		if src.err != nil {
+			// The data being stored failed (a client's upload cut off), not the storage.
+			return 0, fmt.Errorf("s3 put %s: %w", key, err)
+		}
+		return 0, s3Error("put", key, err)
 	}
 	return info.Size, nil
 }
@@ -147,7 +154,7 @@ func (s *S3) Open(ctx context.Context, key string) (io.ReadCloser, int64, error)
 	}
 	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, 0, fmt.Errorf("s3 open %s: %w", key, err)
+		return nil, 0, s3Error("open", key, err)
 	}
 	// GetObject only prepares the request: Stat sends it, so a missing key shows here, and the same
 	// response then streams the bytes.
@@ -157,7 +164,7 @@ func (s *S3) Open(ctx context.Context, key string) (io.ReadCloser, int64, error)
 		if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
 			return nil, 0, ErrNotFound
 		}
-		return nil, 0, fmt.Errorf("s3 open %s: %w", key, err)
+		return nil, 0, s3Error("open", key, err)
 	}
 	return obj, info.Size, nil
 }
@@ -169,7 +176,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	}
 	err := s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{})
 	if err != nil && minio.ToErrorResponse(err).Code != minio.NoSuchKey {
-		return fmt.Errorf("s3 delete %s: %w", key, err)
+		return s3Error("delete", key, err)
 	}
 	return nil
 }
@@ -182,7 +189,7 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Object) error) err
 	defer cancel() // stops minio-go's listing goroutine when fn stops early
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if obj.Err != nil {
-			return fmt.Errorf("s3 list %s: %w", prefix, obj.Err)
+			return s3Error("list", prefix, obj.Err)
 		}
 		if err := fn(Object{Key: obj.Key, Size: obj.Size, ModTime: obj.LastModified}); err != nil {
 			return err

@@ -82,6 +82,9 @@ type Config struct {
 	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
 	FFmpegPath      string        `env:"FFMPEG_PATH" envDefault:"ffmpeg" help:"the ffmpeg program (a path, or a name looked up on PATH) that makes the thumbnail and spritesheet of videos whose provider serves none (Seedance on Ark); off = such videos get none"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s" help:"the whole shutdown budget: requests get half of it, then those still receiving a body are answered 503 shutting_down; the rest is for the call log, e-mail and the worker"`
+	// ShutdownDrain is a pointer so that unset (the environment's default) and 0 (no drain) differ.
+	ShutdownDrain          *time.Duration `env:"SHUTDOWN_DRAIN_DELAY" help:"after SIGTERM, how long the instance keeps answering while /readyz already answers 503, so a proxy's health check takes it out of rotation before it stops; longer than the proxy's health interval (deploy/Caddyfile: 1s). Default 5s with APP_ENV=production, 0 in development"`
+	DatabaseConnectTimeout time.Duration  `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"5s" help:"how long one PostgreSQL connection attempt may take; a request that cannot connect in that time is answered 503 service_unavailable"`
 
 	MediaURLTTL       time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`
 	MediaRetention    time.Duration `env:"MEDIA_RETENTION" envDefault:"48h" help:"uploaded and imported files are deleted this long after they arrive (kept while an unfinished task uses them)"`
@@ -119,6 +122,18 @@ func Load(environ map[string]string) (*Config, error) {
 		c.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	return &c, nil
+}
+
+// DrainDelay is SHUTDOWN_DRAIN_DELAY, or its default: 5 s in production (a proxy checking /readyz every
+// second sees the 503 several times over), 0 in development, where Ctrl-C should stop at once.
+func (c *Config) DrainDelay() time.Duration {
+	switch {
+	case c.ShutdownDrain != nil:
+		return *c.ShutdownDrain
+	case c.Production():
+		return 5 * time.Second
+	}
+	return 0
 }
 
 // Production reports whether APP_ENV asks for production safety checks.
@@ -239,6 +254,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PollMin <= 0 || c.PollMax < c.PollMin {
 		errs = append(errs, errors.New("POLL_INTERVAL_MIN must be > 0 and <= POLL_INTERVAL_MAX"))
+	}
+	if d := c.DrainDelay(); d < 0 || d > time.Minute {
+		errs = append(errs, errors.New("SHUTDOWN_DRAIN_DELAY must be from 0 to 1m (a proxy needs a few health checks, not minutes)"))
+	}
+	if c.DatabaseConnectTimeout < time.Second {
+		errs = append(errs, errors.New("DATABASE_CONNECT_TIMEOUT must be at least 1s (PostgreSQL's connect_timeout counts whole seconds)"))
 	}
 	return errors.Join(errs...)
 }

@@ -87,19 +87,36 @@ type Redis struct {
 }
 
 // Store is where limits live: in this process, or in Redis when several instances must share them. One
-// Store holds one Redis connection pool for every limiter made from it.
+// Store holds one Redis connection pool for every limiter made from it, and one view of whether Redis
+// answers: all its limiters fall back together, and the change is logged once.
 type Store struct {
 	client  *redis.Client
 	limiter *redis_rate.Limiter
 	now     func() time.Time // the in-process buckets' clock (Redis keeps its own)
-	log     *slog.Logger     // where a Redis outage is reported
+	redis   *redisState      // nil without Redis
 }
 
+// Options are what a Store tells of Redis' outages.
+type Options struct {
+	Log *slog.Logger // hears when limits stop and start being shared
+	// OnShared hears, once at the start and at each change, whether limits are shared through Redis now
+	// (the metric videogen_ratelimit_shared); nil: nobody listens.
+	OnShared func(shared bool)
+}
+
+// retryRedis is how long limiters stay per instance after Redis failed before one request asks Redis
+// again: during an outage requests do not each wait for a connection attempt.
+const retryRedis = 2 * time.Second
+
 // Connect returns the store of redisURL, or an in-process store when redisURL is empty. now is the clock
-// of in-process buckets; log hears of Redis outages.
-func Connect(redisURL string, now func() time.Time, log *slog.Logger) (*Store, error) {
+// of in-process buckets. A Redis that does not answer at the start is not an error — limits are per
+// instance until it does — but a malformed URL is.
+func Connect(redisURL string, now func() time.Time, o Options) (*Store, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	if redisURL == "" {
-		return &Store{now: now, log: log}, nil
+		return &Store{now: now}, nil
 	}
 	opt, err := redis.ParseURL(redisURL)
 	if err != nil {
@@ -109,13 +126,15 @@ func Connect(redisURL string, now func() time.Time, log *slog.Logger) (*Store, e
 	// request held up by retries to an unreachable Redis.
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.MaxRetries = time.Second, 300*time.Millisecond, 300*time.Millisecond, 1
 	client := redis.NewClient(opt)
+	st := &redisState{log: o.Log, onShared: o.OnShared}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
-		return nil, fmt.Errorf("connect to redis: %w", err)
+		st.failed(fmt.Errorf("connect to redis: %w", err))
+	} else {
+		st.report(true)
 	}
-	return &Store{client: client, limiter: redis_rate.NewLimiter(client), now: now, log: log}, nil
+	return &Store{client: client, limiter: redis_rate.NewLimiter(client), now: now, redis: st}, nil
 }
 
 // Limiter returns a limiter of rate r whose keys start with prefix. In Redis it falls back to an
@@ -125,8 +144,11 @@ func (s *Store) Limiter(prefix string, r Rate) Limiter {
 		return NewLocalClock(r, s.now)
 	}
 	shared := &Redis{limiter: s.limiter, limit: redis_rate.Limit{Rate: r.Events, Burst: r.Burst, Period: r.Per}, prefix: prefix}
-	return WithFallback(shared, NewLocalClock(r, s.now), s.log, prefix)
+	return &Fallback{primary: shared, secondary: NewLocalClock(r, s.now), state: s.redis}
 }
+
+// Shared reports whether limits are shared through Redis now (false without Redis).
+func (s *Store) Shared() bool { return s.redis != nil && !s.redis.down.Load() }
 
 // Close releases the Redis connections.
 func (s *Store) Close() error {
@@ -136,30 +158,79 @@ func (s *Store) Close() error {
 	return s.client.Close()
 }
 
-// Fallback asks its primary limiter and, when that fails (Redis down), the secondary: limits keep
-// holding per instance instead of vanishing, and the outage is logged once a minute.
-type Fallback struct {
-	primary, secondary Limiter
-	log                *slog.Logger
-	name               string
-	lastWarn           atomic.Int64
+// redisState is whether Redis answers, shared by a Store's limiters.
+type redisState struct {
+	log      *slog.Logger
+	onShared func(bool)
+	mu       sync.Mutex // orders the reports of changes
+	down     atomic.Bool
+	retryAt  atomic.Int64 // Unix nanoseconds: until then, limiters do not ask Redis
 }
 
-// WithFallback returns a limiter that uses secondary while primary fails.
-func WithFallback(primary, secondary Limiter, log *slog.Logger, name string) *Fallback {
-	return &Fallback{primary: primary, secondary: secondary, log: log, name: name}
+func (st *redisState) report(shared bool) {
+	if st.onShared != nil {
+		st.onShared(shared)
+	}
+}
+
+// failed notes that Redis did not answer; the first failure after it answered is logged and reported.
+func (st *redisState) failed(err error) {
+	st.retryAt.Store(time.Now().Add(retryRedis).UnixNano())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.down.Swap(true) {
+		return
+	}
+	st.log.Warn("shared rate limits unavailable: Redis does not answer; each instance limits on its own until it does", "err", err)
+	st.report(false)
+}
+
+// answered notes that Redis answered; the first answer after an outage is logged and reported.
+func (st *redisState) answered() {
+	if !st.down.Load() {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.down.Swap(false) {
+		return
+	}
+	st.log.Info("shared rate limits restored: Redis answers again")
+	st.report(true)
+}
+
+// skip reports whether Redis failed too recently to be asked again.
+func (st *redisState) skip() bool {
+	return st.down.Load() && time.Now().UnixNano() < st.retryAt.Load()
+}
+
+// Fallback asks its primary limiter (Redis) and, while that fails, the secondary (this process): limits
+// keep holding per instance instead of vanishing.
+type Fallback struct {
+	primary, secondary Limiter
+	state              *redisState
+}
+
+// WithFallback returns a limiter that uses secondary while primary fails; log hears of the outage.
+func WithFallback(primary, secondary Limiter, log *slog.Logger) *Fallback {
+	return &Fallback{primary: primary, secondary: secondary, state: &redisState{log: log}}
 }
 
 // Allow implements Limiter.
 func (f *Fallback) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
+	if f.state.skip() {
+		return f.secondary.Allow(ctx, key)
+	}
 	ok, wait, err := f.primary.Allow(ctx, key)
 	if err == nil {
+		f.state.answered()
 		return ok, wait, nil
 	}
-	if now := time.Now().Unix(); now-f.lastWarn.Load() >= 60 {
-		f.lastWarn.Store(now)
-		f.log.Warn("shared rate limiter unavailable; limiting per instance meanwhile", "limiter", f.name, "err", err)
+	if ctx.Err() != nil {
+		// The request itself ended (its client went away): no news of Redis.
+		return false, 0, ctx.Err()
 	}
+	f.state.failed(err)
 	return f.secondary.Allow(ctx, key)
 }
 

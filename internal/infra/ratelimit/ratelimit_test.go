@@ -1,15 +1,21 @@
 package ratelimit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestPerSecond(t *testing.T) {
@@ -74,7 +80,7 @@ func (broken) Allow(context.Context, string) (bool, time.Duration, error) {
 
 // TestFallbackKeepsLimiting: while the shared limiter fails, the per-instance one still limits.
 func TestFallbackKeepsLimiting(t *testing.T) {
-	f := WithFallback(broken{}, NewLocal(Rate{Events: 1, Per: time.Hour, Burst: 2}), slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	f := WithFallback(broken{}, NewLocal(Rate{Events: 1, Per: time.Hour, Burst: 2}), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if ok, _, err := f.Allow(ctx, "k"); !ok || err != nil {
@@ -86,36 +92,50 @@ func TestFallbackKeepsLimiting(t *testing.T) {
 	}
 }
 
-// TestRedisLimiterFallsBackWhenRedisStops runs a real Redis, stops it, and shows limits still hold.
+// TestRedisLimiterFallsBackWhenRedisStops runs a real Redis, stops it, and shows limits still hold per
+// instance, quickly, with one warning and one report of the change; when Redis returns on the same port,
+// limits are shared again and that is reported too.
 func TestRedisLimiterFallsBackWhenRedisStops(t *testing.T) {
 	port := freePort(t)
-	srv := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := srv.Start(); err != nil {
-		t.Fatalf("redis-server (installed with the machine's Redis): %v", err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	var store *Store
-	var err error
-	for i := 0; i < 50; i++ {
-		if store, err = Connect("redis://127.0.0.1:"+port+"/0", time.Now, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
-			break
+	startRedis := func() *exec.Cmd {
+		srv := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+		if err := srv.Start(); err != nil {
+			t.Fatalf("redis-server (installed with the machine's Redis): %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port})
+		defer c.Close()
+		for i := 0; c.Ping(context.Background()).Err() != nil; i++ {
+			if i > 100 {
+				t.Fatal("redis-server did not answer")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return srv
 	}
+	srv := startRedis()
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	var reports []bool
+	store, err := Connect("redis://127.0.0.1:"+port+"/0", time.Now, Options{
+		Log:      slog.New(slog.NewTextHandler(&syncWriter{w: &logged, mu: &mu}, nil)),
+		OnShared: func(shared bool) { mu.Lock(); reports = append(reports, shared); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	l := store.Limiter("test:", Rate{Events: 1, Per: time.Hour, Burst: 2})
+	other := store.Limiter("other:", Rate{Events: 1, Per: time.Hour, Burst: 100})
 	ctx := context.Background()
-	if ok, _, _ := l.Allow(ctx, "k"); !ok {
-		t.Fatal("first attempt refused")
+	if ok, _, _ := l.Allow(ctx, "k"); !ok || !store.Shared() {
+		t.Fatalf("first attempt refused, or not shared (%v)", store.Shared())
 	}
 	_ = srv.Process.Kill()
 	_ = srv.Wait()
 	start := time.Now()
 	for i := 0; i < 2; i++ {
 		l.Allow(ctx, "k")
+		other.Allow(ctx, "k")
 	}
 	if ok, _, err := l.Allow(ctx, "k"); ok || err != nil {
 		t.Fatalf("with Redis gone the limit vanished: ok=%v err=%v", ok, err)
@@ -123,6 +143,40 @@ func TestRedisLimiterFallsBackWhenRedisStops(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("attempts took %v with Redis gone", d)
 	}
+	if store.Shared() {
+		t.Fatal("Shared() is true with Redis gone")
+	}
+	srv = startRedis()
+	deadline := time.Now().Add(10 * time.Second)
+	for !store.Shared() {
+		if time.Now().After(deadline) {
+			t.Fatal("limits were not shared again within 10 s of Redis' return")
+		}
+		other.Allow(ctx, "k")
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []bool{true, false, true}; !slices.Equal(reports, want) {
+		t.Fatalf("reports of sharing = %v, want %v (one per change, both limiters together)", reports, want)
+	}
+	if n := strings.Count(logged.String(), "level=WARN"); n != 1 {
+		t.Fatalf("%d warnings for one outage, want 1:\n%s", n, logged.String())
+	}
+	if !strings.Contains(logged.String(), "shared rate limits restored") {
+		t.Fatalf("the return of Redis was not logged:\n%s", logged.String())
+	}
+}
+
+type syncWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 func freePort(t *testing.T) string {

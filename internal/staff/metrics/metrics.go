@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,7 @@ type Metrics struct {
 	dbUnavailable   prometheus.Counter
 	limitsShared    prometheus.Gauge
 	limitsFallbacks prometheus.Counter
+	limitsOnce      sync.Once // the two above are registered at the first report: only with REDIS_URL set
 }
 
 // New returns the metrics of an instance whose database is d; now is its clock.
@@ -77,7 +79,7 @@ func New(d *db.DB, log *slog.Logger, now func() time.Time) *Metrics {
 			Help: "Times this instance lost Redis and fell back to limiting on its own.",
 		}),
 	}
-	m.reg.MustRegister(m.storageErrors, m.dbUnavailable, m.limitsShared, m.limitsFallbacks)
+	m.reg.MustRegister(m.storageErrors, m.dbUnavailable)
 	m.reg.MustRegister(m.requests, m.latency, m.driftFound,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&platform{db: d, log: log, now: now})
@@ -130,6 +132,9 @@ func (m *Metrics) RateLimitShared(shared bool) {
 	if m == nil {
 		return
 	}
+	// Exported only where Redis is configured, so that an instance meant to limit on its own (SQLite,
+	// one replica, no REDIS_URL) does not read as one that lost Redis.
+	m.limitsOnce.Do(func() { m.reg.MustRegister(m.limitsShared, m.limitsFallbacks) })
 	if shared {
 		m.limitsShared.Set(1)
 		return

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"videogen/internal/infra/blob"
+	"videogen/internal/infra/config"
+	"videogen/internal/infra/db"
+	"videogen/internal/refusal"
+)
+
+// handoff shares one listening socket between the server that answers while the instance starts and the
+// real one after it: connections are accepted once, here, and handed to whichever view is open, so the
+// port answers from the first moment — /healthz alive, /readyz 503 — and never refuses a connection
+// while the database is connected and migrated.
+type handoff struct {
+	ln    net.Listener
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	err   error // the listener's error, once done is closed
+}
+
+func newHandoff(ln net.Listener) *handoff {
+	h := &handoff{ln: ln, conns: make(chan net.Conn), done: make(chan struct{})}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				h.err = err
+				h.once.Do(func() { close(h.done) })
+				return
+			}
+			select {
+			case h.conns <- c:
+			case <-h.done:
+				_ = c.Close()
+				return
+			}
+		}
+	}()
+	return h
+}
+
+// view is one server's side of the handoff; closing it (the server shutting down) stops its Accept.
+// owner closes the socket itself with the view: the last server's.
+func (h *handoff) view(owner bool) net.Listener {
+	return &handoffView{h: h, closed: make(chan struct{}), owner: owner}
+}
+
+type handoffView struct {
+	h      *handoff
+	closed chan struct{}
+	once   sync.Once
+	owner  bool
+}
+
+func (v *handoffView) Accept() (net.Conn, error) {
+	select {
+	case c := <-v.h.conns:
+		return c, nil
+	case <-v.closed:
+		return nil, net.ErrClosed
+	case <-v.h.done:
+		if v.h.err != nil {
+			return nil, v.h.err
+		}
+		return nil, net.ErrClosed
+	}
+}
+
+func (v *handoffView) Close() error {
+	v.once.Do(func() { close(v.closed) })
+	if v.owner {
+		v.h.once.Do(func() { close(v.h.done) })
+		return v.h.ln.Close()
+	}
+	return nil
+}
+
+func (v *handoffView) Addr() net.Addr { return v.h.ln.Addr() }
+
+// startingHandler answers while the instance connects to its database and migrates it: alive, not ready,
+// and every other request 503 service_unavailable with Retry-After, which a proxy's health check keeps
+// from arriving at all.
+func startingHandler() http.Handler {
+	mux := http.NewServeMux()
+	writeJSON := func(w http.ResponseWriter, status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": "starting"})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// Read what the client sends (within reason) so the answer reaches it (RFC 9112 §9.6).
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 8<<20))
+		w.Header().Set("Retry-After", strconv.Itoa(refusal.DatabaseUnavailable.RetryAfter))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
+			"code": "service_unavailable", "type": "server_error", "param": nil,
+			"message": "This instance is starting. Send the request again after Retry-After seconds."}})
+	})
+	return mux
+}
+
+// newWhenReachable is New, tried again while the database (or the storage) cannot be reached: an
+// instance started during an outage waits for it to end, answering 503 meanwhile, instead of exiting.
+// Any other error — a bad setting, a failed migration — ends the start at once.
+func newWhenReachable(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
+	wait := time.Second
+	for {
+		s, err := New(ctx, cfg, log)
+		if err == nil || !(db.IsUnavailable(err) || blob.IsUnavailable(err)) || ctx.Err() != nil {
+			return s, err
+		}
+		log.Warn("cannot start yet: a dependency is unreachable; trying again", "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}
