@@ -1,0 +1,564 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"videogen/internal/domain/upstream/sim"
+	"videogen/internal/infra/db"
+	"videogen/internal/testkit"
+	"videogen/models"
+)
+
+// The replica tests run videogen as operators do (docs/operations.md): PostgreSQL-backed replicas that
+// share Redis and an S3 bucket, behind Caddy configured by deploy/Caddyfile itself, with an upstream
+// simulator in a process of its own. They need PostgreSQL: TEST_DATABASE_URL, else the machine's
+// server at its documented address.
+const machinePostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// clusterDB returns a new database of its own on the test PostgreSQL server, dropped when the test ends.
+// A database, not a schema: the fault tests close it to connections and terminate its backends, which
+// must touch nothing of the other tests running beside them.
+func clusterDB(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		base = machinePostgres
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("vg_cluster_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		_ = admin.Close()
+		t.Fatalf("create a database for the replica test (PostgreSQL at TEST_DATABASE_URL or %s): %v", machinePostgres, err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		_ = admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// adminOf returns a connection to the server of dbURL that is not to dbURL's database, for closing that
+// database to connections and terminating its backends.
+func adminOf(t *testing.T, dbURL string) *sql.DB {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/postgres"
+	admin, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
+	return admin
+}
+
+// cluster is the running parts of one replica test.
+type cluster struct {
+	dir      string
+	dbURL    string
+	sim      *upstreamSim
+	replicas []*replica
+	proxy    string // Caddy's base URL
+	caddy    *exec.Cmd
+	caddyLog *testkit.LockedBuffer
+	key      string // a funded account's API key
+	d        *db.DB
+}
+
+type replica struct {
+	name string
+	env  map[string]string
+	p    *process
+}
+
+func (r *replica) url() string { return "http://" + r.env["ADDR"] }
+
+// startCluster starts the simulator, n replicas and Caddy in front of them. over replaces replica
+// settings.
+func startCluster(t *testing.T, n int, over map[string]string) *cluster {
+	t.Helper()
+	c := &cluster{dir: t.TempDir(), dbURL: clusterDB(t)}
+	c.sim = startUpstreamSim(t, sim.ProtocolVideogen, freeAddr(t), filepath.Join(c.dir, "sim"), "300ms", "sim-cluster-key")
+	file := filepath.Join(c.dir, "upstreams.yaml")
+	writeUpstreams(t, file, e2eCred("sim-main", "sim", c.sim.base(), "secret: sim-cluster-key", 8, // the simulator's SIM_CONCURRENCY
+		e2eRoute("videogen-2.0-mini-480p", "videogen-2.0-mini-480p", "0.01")))
+	s3 := testkit.StartS3(t)
+	proxyAddr := freeAddr(t)
+	c.proxy = "http://" + proxyAddr
+	var addrs []string
+	for i := range n {
+		name := string(rune('a' + i))
+		env := map[string]string{
+			"DATABASE_URL": c.dbURL, "REDIS_URL": "redis://127.0.0.1:6379/0",
+			"S3_ENDPOINT": s3.Endpoint, "S3_BUCKET": s3.Bucket, "S3_ACCESS_KEY_ID": s3.AccessKeyID, "S3_SECRET_ACCESS_KEY": s3.SecretAccessKey,
+			"UPSTREAMS_FILE": file, "UPSTREAMS_WATCH_INTERVAL": "200ms",
+			"DATA_DIR": filepath.Join(c.dir, "data-"+name), "WORKER_ID": "replica-" + name, "ADDR": freeAddr(t),
+			"PUBLIC_BASE_URL": c.proxy, "TRUSTED_PROXIES": "127.0.0.1", "APP_SECRET": "cluster-test-secret-0123456789abcdef",
+			"POLL_INTERVAL_MIN": "100ms", "POLL_INTERVAL_MAX": "500ms", "LEASE_DURATION": "2s",
+			"RATE_LIMIT_RPS": "100000", "RATE_LIMIT_BURST": "100000", "MAX_QUEUED_PER_ACCOUNT": "100000",
+			"MAX_UPLOADS_PER_ACCOUNT": "64",
+			// Three of Caddy's one-second health checks see the 503 before the listener closes.
+			"SHUTDOWN_DRAIN_DELAY": "3s", "SHUTDOWN_TIMEOUT": "20s", "LOG_LEVEL": "warn",
+			"GORACE": "atexit_sleep_ms=0",
+		}
+		for k, v := range over {
+			env[k] = v
+		}
+		addrs = append(addrs, env["ADDR"])
+		c.replicas = append(c.replicas, &replica{name: name, env: env})
+	}
+	// The first replica migrates the database before the others start, as docs/operations.md says.
+	for _, r := range c.replicas {
+		r.p = serve(t, c.dir, r.env)
+	}
+	c.d = testkit.OpenDB(t, c.dbURL)
+	c.key = testkit.NewAccount(t, c.d, "1000").Key
+	c.startCaddy(t, proxyAddr, addrs)
+	return c
+}
+
+// startCaddy runs Debian's caddy with deploy/Caddyfile, unchanged, on loopback.
+func (c *cluster) startCaddy(t *testing.T, addr string, replicas []string) {
+	t.Helper()
+	caddyBin, err := exec.LookPath("caddy")
+	if err != nil {
+		t.Fatal("caddy is not installed: run make test-deps (Debian's caddy package)")
+	}
+	home := filepath.Join(c.dir, "caddy-home")
+	cmd := exec.Command(caddyBin, "run", "--config", filepath.Join("..", "..", "deploy", "Caddyfile"), "--adapter", "caddyfile")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home,
+		"VIDEOGEN_SITE=http://" + addr, "VIDEOGEN_REPLICAS=" + strings.Join(replicas, " "), "VIDEOGEN_CADDY_ADMIN=off"}
+	c.caddyLog = &testkit.LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = c.caddyLog, c.caddyLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.caddy = cmd
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	testkit.Eventually(t, 30*time.Second, "Caddy serving the replicas", func() bool {
+		resp, err := http.Get(c.proxy + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}, func() string { return c.caddyLog.String() })
+}
+
+// stop sends sig to the replica and waits for it to exit.
+func (r *replica) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := r.p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("replica %s did not stop within 60 s of %v\n%s", r.name, sig, r.p.stderr.String())
+	}
+}
+
+// drainThenStop sends SIGTERM and checks point 2 of the issue on the replica itself: from the first
+// moment /readyz answers 503 "shutting down" while /healthz and the API still answer; then it waits for
+// the process to exit.
+func (r *replica) drainThenStop(t *testing.T, key string) {
+	t.Helper()
+	if err := r.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, "replica "+r.name+" answering /readyz 503 after SIGTERM", func() bool {
+		resp := testkit.Do(t, r.url(), "GET", "/readyz", "", nil)
+		return resp.Status == 503 && strings.Contains(string(resp.Body), "shutting down")
+	})
+	if resp := testkit.Do(t, r.url(), "GET", "/healthz", "", nil); resp.Status != 200 {
+		t.Errorf("replica %s draining: /healthz %d, want 200 (alive)", r.name, resp.Status)
+	}
+	if resp := testkit.Do(t, r.url(), "GET", "/v1/videos?limit=1", key, nil); resp.Status != 200 {
+		t.Errorf("replica %s draining: the API answered %d, want 200 (still serving while out of rotation)", r.name, resp.Status)
+	}
+	select {
+	case <-r.p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("replica %s did not stop within 60 s of SIGTERM\n%s", r.name, r.p.stderr.String())
+	}
+}
+
+// restart starts the replica again on its address and waits until it is ready.
+func (r *replica) restart(t *testing.T, dir string) { r.p = serve(t, dir, r.env) }
+
+// load is several API clients working through the proxy: creates, each with an Idempotency-Key and
+// retried with the same key after an error; polls; downloads of completed videos; uploads; lists.
+type load struct {
+	base, key string
+	// strict: any failed request counts as a failure (a rolling restart must fail none); otherwise a
+	// failed request is retried and counted as a retry.
+	strict atomic.Bool
+
+	requests, failures, retries, downloads, uploads atomic.Int64
+	mu                                              sync.Mutex
+	tasks                                           map[string]string // Idempotency-Key → task id
+	failed                                          []string          // what the failures were
+	client                                          *http.Client
+	png                                             []byte
+	stop                                            chan struct{}
+	wg                                              sync.WaitGroup
+}
+
+func startLoad(t *testing.T, c *cluster, clients int) *load {
+	l := &load{png: testkit.PNG(t, 64, 36), base: c.proxy, key: c.key, tasks: map[string]string{}, stop: make(chan struct{}),
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
+	for i := range clients {
+		l.wg.Add(1)
+		go l.run(i)
+	}
+	return l
+}
+
+func (l *load) halt() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+// do sends one request and reads its whole answer; a transport error or a 5xx is a failure of the
+// request (status 0 for a transport error).
+func (l *load) do(method, path string, body []byte, headers ...string) (int, []byte, error) {
+	l.requests.Add(1)
+	req, err := http.NewRequest(method, l.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+l.key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("read the answer: %w", err)
+	}
+	if resp.StatusCode >= 500 {
+		return resp.StatusCode, b, fmt.Errorf("status %d: %s", resp.StatusCode, clipBody(b))
+	}
+	return resp.StatusCode, b, nil
+}
+
+// withRetries sends a request until it gets an answer that is not a failure, at most 40 times, 250 ms
+// apart; every attempt after the first is a retry, and in strict mode every failure is counted.
+func (l *load) withRetries(what, method, path string, body []byte, headers ...string) (int, []byte) {
+	for attempt := 0; ; attempt++ {
+		status, b, err := l.do(method, path, body, headers...)
+		if err == nil {
+			return status, b
+		}
+		if l.strict.Load() {
+			l.failures.Add(1)
+			l.note(fmt.Sprintf("%s %s: %v", what, path, err))
+		}
+		if attempt == 40 {
+			l.failures.Add(1)
+			l.note(fmt.Sprintf("%s %s: gave up after %d attempts: %v", what, path, attempt+1, err))
+			return status, b
+		}
+		l.retries.Add(1)
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (l *load) note(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.failed) < 20 {
+		l.failed = append(l.failed, s)
+	}
+}
+
+func (l *load) run(client int) {
+	defer l.wg.Done()
+	rng := rand.New(rand.NewPCG(uint64(client), 7))
+	var mine []string
+	downloaded := map[string]bool{}
+	for n := 0; ; n++ {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		switch {
+		case n%24 == 0:
+			key := fmt.Sprintf("cluster-%d-%d", client, n)
+			body := fmt.Sprintf(`{"model":"videogen-2.0-mini-480p","prompt":"replica test %d %d","seconds":4}`, client, n)
+			status, b := l.withRetries("create", "POST", "/v1/videos", []byte(body), "Content-Type", "application/json", "Idempotency-Key", key)
+			if status != 200 {
+				l.failures.Add(1)
+				l.note(fmt.Sprintf("create %s: %d %s", key, status, clipBody(b)))
+				continue
+			}
+			id := jsonField(b, "id")
+			l.mu.Lock()
+			if prev, ok := l.tasks[key]; ok && prev != id {
+				l.failed = append(l.failed, fmt.Sprintf("key %s gave two tasks: %s and %s", key, prev, id))
+				l.failures.Add(1)
+			}
+			l.tasks[key] = id
+			l.mu.Unlock()
+			mine = append(mine, id)
+		case n%4 == 1 && n%16 == 1:
+			l.upload(rng)
+		case n%4 == 3 && n%8 == 7:
+			if status, b := l.withRetries("list", "GET", "/v1/videos?limit=5", nil); status != 200 {
+				l.failures.Add(1)
+				l.note(fmt.Sprintf("list: %d %s", status, clipBody(b)))
+			}
+		default:
+			if len(mine) == 0 {
+				continue
+			}
+			id := mine[rng.IntN(len(mine))]
+			status, b := l.withRetries("poll", "GET", "/v1/videos/"+id, nil)
+			if status != 200 {
+				l.failures.Add(1)
+				l.note(fmt.Sprintf("poll %s: %d %s", id, status, clipBody(b)))
+				continue
+			}
+			if jsonField(b, "status") == "completed" && !downloaded[id] {
+				status, b := l.withRetries("download", "GET", "/v1/videos/"+id+"/content", nil)
+				if status != 200 || len(b) == 0 {
+					l.failures.Add(1)
+					l.note(fmt.Sprintf("download %s: %d (%d bytes)", id, status, len(b)))
+					continue
+				}
+				downloaded[id] = true
+				l.downloads.Add(1)
+			}
+		}
+		time.Sleep(time.Duration(20+rng.IntN(30)) * time.Millisecond)
+	}
+}
+
+// upload sends one small image through /uploads/v1/files.
+func (l *load) upload(rng *rand.Rand) {
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	part, _ := w.CreateFormFile("image_files", fmt.Sprintf("frame-%d.png", rng.IntN(1e6)))
+	_, _ = part.Write(l.png)
+	_ = w.Close()
+	status, b := l.withRetries("upload", "POST", "/uploads/v1/files", buf.Bytes(), "Content-Type", w.FormDataContentType())
+	if status != 200 {
+		l.failures.Add(1)
+		l.note(fmt.Sprintf("upload: %d %s", status, clipBody(b)))
+		return
+	}
+	l.uploads.Add(1)
+}
+
+func clipBody(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
+
+// jsonField reads one top-level string field of a JSON object without a schema.
+func jsonField(b []byte, name string) string {
+	m := map[string]any{}
+	_ = json.Unmarshal(b, &m)
+	s, _ := m[name].(string)
+	return s
+}
+
+// settle waits until no task of the test is unfinished, then checks what the issue asks after a crash:
+// every task ended exactly once (one reservation, one settlement or release), every key gave one task,
+// each upstream task was created once, the books are balanced (videogen audit), and every completed video
+// downloads through either replica.
+func (c *cluster) settle(t *testing.T, l *load) (completed, failed int) {
+	t.Helper()
+	ctx := context.Background()
+	settleStart := time.Now()
+	testkit.Eventually(t, 90*time.Second, "every task finished", func() bool {
+		var open int64
+		c.d.R.WithContext(ctx).Model(&models.Task{}).Where("status IN ?", []string{"queued", "in_progress"}).Count(&open)
+		return open == 0
+	})
+	t.Logf("every task finished %v after the load stopped", time.Since(settleStart).Round(time.Millisecond))
+	var tasks []models.Task
+	if err := c.d.R.WithContext(ctx).Find(&tasks).Error; err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	known := map[string]bool{}
+	for _, id := range l.tasks {
+		known[id] = true
+	}
+	l.mu.Unlock()
+	if len(tasks) != len(known) {
+		t.Errorf("%d tasks in the database for %d Idempotency-Keys answered: a retry made a second task, or a create answered nothing", len(tasks), len(known))
+	}
+	var entries []models.LedgerEntry
+	if err := c.d.R.WithContext(ctx).Where("task_id IS NOT NULL").Find(&entries).Error; err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string][]string{}
+	for _, e := range entries {
+		kinds[*e.TaskID] = append(kinds[*e.TaskID], e.Kind)
+	}
+	upstreamIDs := map[string]bool{}
+	for _, task := range tasks {
+		switch task.Status {
+		case "completed":
+			completed++
+		case "failed":
+			failed++
+		default:
+			t.Errorf("task %s is %s", task.ID, task.Status)
+		}
+		if got := strings.Join(kinds[task.ID], ","); got != "reserve,settle" && got != "reserve,release" {
+			t.Errorf("task %s (%s) has ledger entries %q, want one reservation and one settlement or release", task.ID, task.Status, got)
+		}
+		if task.UpstreamTaskID != nil {
+			upstreamIDs[*task.UpstreamTaskID] = true
+		}
+	}
+	simTasks := readSimTasks(t, c.sim.dir)
+	if len(simTasks) != len(upstreamIDs) {
+		t.Errorf("the upstream holds %d tasks for %d platform tasks that reached it: some were created twice", len(simTasks), len(upstreamIDs))
+	}
+	if out, errOut, code := cliRun(t, c.dir, map[string]string{"DATABASE_URL": c.dbURL}, "audit"); code != 0 {
+		t.Errorf("videogen audit exited %d:\n%s%s", code, out, errOut)
+	}
+	for i, task := range tasks {
+		if task.Status != "completed" {
+			continue
+		}
+		r := c.replicas[i%len(c.replicas)]
+		resp := testkit.Do(t, r.url(), "GET", "/v1/videos/"+task.ID+"/content", c.key, nil)
+		if resp.Status != 200 || len(resp.Body) == 0 {
+			t.Errorf("completed video %s through replica %s: %d (%d bytes)", task.ID, r.name, resp.Status, len(resp.Body))
+		}
+	}
+	return completed, failed
+}
+
+// TestReplicasBehindCaddy is issue 22's point 3: two PostgreSQL replicas with Redis and S3 behind Caddy
+// (deploy/Caddyfile), six clients creating, polling, downloading, uploading and listing through the proxy.
+// A rolling restart (SIGTERM A, start A, SIGTERM B, start B) fails no request: each replica drains —
+// /readyz 503 while it still answers — before it stops. Then a SIGKILL of A mid-load loses no money and no
+// task: clients retry what failed, creates with the same Idempotency-Key, and every task ends once.
+func TestReplicasBehindCaddy(t *testing.T) {
+	c := startCluster(t, 2, nil)
+	a, b := c.replicas[0], c.replicas[1]
+	l := startLoad(t, c, 6)
+	l.strict.Store(true)
+	waitRequests(t, l, 150)
+
+	// Rolling restart: every request must succeed at its first attempt.
+	for _, r := range []*replica{a, b} {
+		start := time.Now()
+		r.drainThenStop(t, c.key)
+		t.Logf("replica %s drained and stopped in %v", r.name, time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+		r.restart(t, c.dir)
+		t.Logf("replica %s ready again in %v", r.name, time.Since(start).Round(time.Millisecond))
+		waitRequests(t, l, l.requests.Load()+100)
+	}
+	rolling := l.requests.Load()
+	rollingFailures := l.failures.Load()
+	if rollingFailures != 0 {
+		t.Errorf("the rolling restart failed %d of %d requests: %v", rollingFailures, rolling, l.failed)
+	}
+
+	// SIGKILL: in-flight requests to A fail; clients retry them.
+	l.strict.Store(false)
+	// One create is caught mid-request by the kill, for certain: its body is still arriving at A. Its
+	// client sees the connection fail and sends it again, with the same key, through the proxy.
+	conn, err := net.Dial("tcp", a.env["ADDR"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head := "POST /v1/videos HTTP/1.1\r\nHost: " + a.env["ADDR"] + "\r\nAuthorization: Bearer " + c.key +
+		"\r\nContent-Type: application/json\r\nIdempotency-Key: caught-by-the-kill\r\nContent-Length: 200\r\n\r\n" +
+		`{"model":"videogen-2.0-mini-480p",`
+	if _, err := conn.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "A reading the create's first bytes", func() bool { return testkit.PeerHasRead(t, conn) })
+	a.stop(t, syscall.SIGKILL)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := conn.Read(make([]byte, 512)); err == nil {
+		t.Fatalf("the create caught by the kill was answered (%d bytes), want its connection to fail", n)
+	}
+	l.retries.Add(1)
+	retryBody := `{"model":"videogen-2.0-mini-480p","prompt":"caught by the kill","seconds":4}`
+	var firstID string
+	for i := range 2 {
+		status, body := l.withRetries("create", "POST", "/v1/videos", []byte(retryBody), "Content-Type", "application/json", "Idempotency-Key", "caught-by-the-kill")
+		if status != 200 {
+			t.Fatalf("the retried create: %d %s", status, body)
+		}
+		if id := jsonField(body, "id"); i == 0 {
+			firstID = id
+			l.mu.Lock()
+			l.tasks["caught-by-the-kill"] = id
+			l.mu.Unlock()
+		} else if id != firstID {
+			t.Fatalf("the same key gave %s, then %s", firstID, id)
+		}
+	}
+	waitRequests(t, l, l.requests.Load()+200)
+	start := time.Now()
+	a.restart(t, c.dir)
+	t.Logf("replica a ready again after its SIGKILL in %v", time.Since(start).Round(time.Millisecond))
+	waitRequests(t, l, l.requests.Load()+100)
+	l.halt()
+	if n := l.failures.Load() - rollingFailures; n != 0 {
+		t.Errorf("%d requests still failed after their retries around the SIGKILL: %v", n, l.failed)
+	}
+	start = time.Now()
+	completed, failed := c.settle(t, l)
+	t.Logf("settled and checked in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("replicas behind Caddy: %d requests (%d during the rolling restart), %d failures, %d retries after the SIGKILL, "+
+		"%d tasks (%d completed, %d failed), %d downloads and %d uploads through the proxy; drift 0 (videogen audit clean)",
+		l.requests.Load(), rolling, l.failures.Load(), l.retries.Load(), completed+failed, completed, failed, l.downloads.Load(), l.uploads.Load())
+	if completed == 0 {
+		t.Error("no task completed")
+	}
+}
+
+// waitRequests waits until the load has sent n requests.
+func waitRequests(t *testing.T, l *load, n int64) {
+	t.Helper()
+	testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d requests sent", n), func() bool { return l.requests.Load() >= n })
+}
