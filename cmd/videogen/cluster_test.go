@@ -92,6 +92,7 @@ type cluster struct {
 	caddyLog *testkit.LockedBuffer
 	key      string // a funded account's API key
 	d        *db.DB
+	s3       *testkit.S3Server
 }
 
 type replica struct {
@@ -111,7 +112,8 @@ func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 	file := filepath.Join(c.dir, "upstreams.yaml")
 	writeUpstreams(t, file, e2eCred("sim-main", "sim", c.sim.base(), "secret: sim-cluster-key", 8, // the simulator's SIM_CONCURRENCY
 		e2eRoute("videogen-2.0-mini-480p", "videogen-2.0-mini-480p", "0.01")))
-	s3 := testkit.StartS3(t)
+	c.s3 = testkit.StartS3Server(t)
+	s3 := c.s3.Config
 	proxyAddr := freeAddr(t)
 	c.proxy = "http://" + proxyAddr
 	var addrs []string
@@ -229,12 +231,20 @@ type load struct {
 	failed                                          []string          // what the failures were
 	client                                          *http.Client
 	png                                             []byte
+	statuses                                        map[int]int   // answers by status, 0 for a transport error
+	slowest                                         time.Duration // the longest a request took
+	noRetryAfter                                    int           // 503 answers without Retry-After
 	stop                                            chan struct{}
 	wg                                              sync.WaitGroup
 }
 
 func startLoad(t *testing.T, c *cluster, clients int) *load {
-	l := &load{png: testkit.PNG(t, 64, 36), base: c.proxy, key: c.key, tasks: map[string]string{}, stop: make(chan struct{}),
+	return startLoadOn(t, c.proxy, c.key, clients)
+}
+
+// startLoadOn is startLoad against base with key.
+func startLoadOn(t *testing.T, base, key string, clients int) *load {
+	l := &load{png: testkit.PNG(t, 64, 36), base: base, key: key, statuses: map[int]int{}, tasks: map[string]string{}, stop: make(chan struct{}),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
 	for i := range clients {
 		l.wg.Add(1)
@@ -260,7 +270,19 @@ func (l *load) do(method, path string, body []byte, headers ...string) (int, []b
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	start := time.Now()
 	resp, err := l.client.Do(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+	}
+	l.mu.Lock()
+	l.statuses[status]++
+	l.slowest = max(l.slowest, time.Since(start))
+	if status == 503 && resp.Header.Get("Retry-After") == "" {
+		l.noRetryAfter++
+	}
+	l.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -561,4 +583,177 @@ func TestReplicasBehindCaddy(t *testing.T) {
 func waitRequests(t *testing.T, l *load, n int64) {
 	t.Helper()
 	testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d requests sent", n), func() bool { return l.requests.Load() >= n })
+}
+
+// redisServer is a Redis of the test's own, which it stops and starts again on the same port: the
+// machine's shared Redis is never touched.
+type redisServer struct {
+	port string
+	cmd  *exec.Cmd
+}
+
+func startRedisServer(t *testing.T) *redisServer {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	r := &redisServer{port: port}
+	r.start(t)
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *redisServer) url() string { return "redis://127.0.0.1:" + r.port + "/0" }
+
+func (r *redisServer) start(t *testing.T) {
+	t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", r.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("redis-server (installed with the machine's Redis): %v", err)
+	}
+	testkit.Eventually(t, 10*time.Second, "redis-server listening", func() bool {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+r.port)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err == nil
+	})
+}
+
+func (r *redisServer) stop() {
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+// closeDatabase closes dbURL's database to new connections and terminates every backend connected to it,
+// as a database lost under load; reopen undoes it. Only the test's own database is touched.
+func closeDatabase(t *testing.T, dbURL string) (reopen func()) {
+	t.Helper()
+	u, _ := url.Parse(dbURL)
+	name := strings.TrimPrefix(u.Path, "/")
+	admin := adminOf(t, dbURL)
+	if _, err := admin.Exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS false"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := admin.Exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS true"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// describe tells what the load has seen, for a failure message.
+func (l *load) describe() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprintf("%d requests, by status %v, failures %v", l.requests.Load(), l.statuses, l.failed)
+}
+
+func (l *load) status(code int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.statuses[code]
+}
+
+// TestDependencyFaults is issue 22's point 4, on one PostgreSQL replica with its own Redis and S3 server
+// and four clients calling it throughout:
+//   - PostgreSQL lost (the test's database closed to connections, its backends terminated): requests
+//     answer 503 service_unavailable with Retry-After, none hangs, /readyz says 503; once the database is
+//     back the replica recovers by itself within seconds;
+//   - Redis stopped: no request fails; one warning, videogen_ratelimit_shared 0; shared again when Redis
+//     returns;
+//   - S3 stopped: uploads and downloads answer 503 with Retry-After; tasks completed upstream meanwhile
+//     wait and are copied when storage returns, none failed, none charged twice;
+//
+// and then every task has ended once, drift 0.
+func TestDependencyFaults(t *testing.T) {
+	rs := startRedisServer(t)
+	metricsAddr := freeAddr(t)
+	c := startCluster(t, 1, map[string]string{"REDIS_URL": rs.url(), "METRICS_ADDR": metricsAddr})
+	r := c.replicas[0]
+	l := startLoadOn(t, r.url(), c.key, 4)
+	waitRequests(t, l, 100)
+
+	// PostgreSQL lost.
+	reopen := closeDatabase(t, c.dbURL)
+	outage := time.Now()
+	testkit.Eventually(t, 10*time.Second, "/readyz 503 with the database closed", func() bool {
+		resp := testkit.Do(t, r.url(), "GET", "/readyz", "", nil)
+		return resp.Status == 503 && strings.Contains(string(resp.Body), "database unreachable")
+	})
+	base503 := l.status(503)
+	testkit.Eventually(t, 20*time.Second, "requests answered 503 during the database outage", func() bool { return l.status(503) >= base503+20 },
+		l.describe)
+	reopen()
+	back := time.Now()
+	testkit.Eventually(t, 15*time.Second, "the replica ready again after the database returned", func() bool {
+		return testkit.Do(t, r.url(), "GET", "/readyz", "", nil).Status == 200
+	})
+	recovered := time.Since(back)
+	t.Logf("database outage of %v: %d answers of 503; ready again %v after the database returned",
+		back.Sub(outage).Round(time.Millisecond), l.status(503)-base503, recovered.Round(time.Millisecond))
+	// From here on every request must succeed at its first attempt, Redis' outage included.
+	waitRequests(t, l, l.requests.Load()+50)
+	l.strict.Store(true)
+	failuresBefore := l.failures.Load()
+
+	// Redis stopped.
+	scrape := func() float64 {
+		v, ok := testkit.Scrape(t, "http://"+metricsAddr+"/metrics").Value("videogen_ratelimit_shared")
+		if !ok {
+			t.Fatal("videogen_ratelimit_shared is not exported with REDIS_URL set")
+		}
+		return v
+	}
+	if v := scrape(); v != 1 {
+		t.Fatalf("videogen_ratelimit_shared = %v with Redis up, want 1", v)
+	}
+	rs.stop()
+	testkit.Eventually(t, 10*time.Second, "videogen_ratelimit_shared 0 with Redis stopped", func() bool { return scrape() == 0 })
+	waitRequests(t, l, l.requests.Load()+150)
+	rs.start(t)
+	testkit.Eventually(t, 15*time.Second, "videogen_ratelimit_shared 1 again after Redis returned", func() bool { return scrape() == 1 })
+	if n := strings.Count(r.p.stderr.String(), "shared rate limits unavailable"); n != 1 {
+		t.Errorf("%d warnings of the Redis outage in the log, want 1:\n%s", n, r.p.stderr.String())
+	}
+	if n := l.failures.Load() - failuresBefore; n != 0 {
+		t.Errorf("%d requests failed during the Redis outage: %v", n, l.failed)
+	}
+
+	// S3 stopped.
+	l.strict.Store(false)
+	base503 = l.status(503)
+	c.s3.Stop(t)
+	testkit.Eventually(t, 30*time.Second, "uploads or downloads answered 503 with storage stopped", func() bool { return l.status(503) >= base503+5 })
+	// Tasks finish upstream meanwhile: their copies wait for the storage.
+	waitRequests(t, l, l.requests.Load()+100)
+	c.s3.Start(t)
+	waitRequests(t, l, l.requests.Load()+100)
+	l.halt()
+
+	completed, failed := c.settle(t, l)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Logf("dependency faults: %d requests, answers by status %v, %d retries, slowest %v; %d tasks (%d completed, %d failed); drift 0",
+		l.requests.Load(), l.statuses, l.retries.Load(), l.slowest.Round(time.Millisecond), completed+failed, completed, failed)
+	if l.statuses[500] != 0 {
+		t.Errorf("%d answers of 500 during the faults, want 503 service_unavailable", l.statuses[500])
+	}
+	if l.noRetryAfter != 0 {
+		t.Errorf("%d answers of 503 without Retry-After", l.noRetryAfter)
+	}
+	if l.slowest > 15*time.Second {
+		t.Errorf("a request took %v during the faults: it should have been answered, not held", l.slowest)
+	}
+	if failed != 0 {
+		t.Errorf("%d tasks failed: the faults should only have delayed them", failed)
+	}
+	if l.failures.Load() != 0 {
+		t.Errorf("%d requests failed even after their retries: %v", l.failures.Load(), l.failed)
+	}
 }

@@ -36,25 +36,62 @@ func VersitygwPath() string {
 // test ends. The binary is $VERSITYGW, else VersitygwPath, else versitygw on PATH.
 func StartS3(t testing.TB) blob.S3Config {
 	t.Helper()
-	bin := versitygwBinary(t)
+	return StartS3Server(t).Config
+}
+
+// S3Server is a running versitygw a test can stop and start again on the same address and folder, as an
+// outage of the storage would.
+type S3Server struct {
+	Config blob.S3Config
+	bin    string
+	dir    string
+	addr   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	out    *LockedBuffer
+}
+
+// StartS3Server is StartS3 with the handle to stop and restart the server.
+func StartS3Server(t testing.TB) *S3Server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	cfg := blob.S3Config{
+	s := &S3Server{bin: versitygwBinary(t), dir: t.TempDir(), addr: addr, Config: blob.S3Config{
 		Endpoint:        "http://" + addr,
 		Bucket:          "test-" + randHex(6),
 		AccessKeyID:     "test" + randHex(8),
 		SecretAccessKey: randHex(20),
 		Region:          "us-east-1", // versitygw's default
+	}}
+	// Registered after t.TempDir, so it runs before the folder is removed.
+	t.Cleanup(func() { s.Stop(t) })
+	s.Start(t)
+	client, err := minio.New(addr, &minio.Options{
+		Creds:        credentials.NewStaticV4(s.Config.AccessKeyID, s.Config.SecretAccessKey, ""),
+		Region:       s.Config.Region,
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.MakeBucket(ctx, s.Config.Bucket, minio.MakeBucketOptions{Region: s.Config.Region}); err != nil {
+		t.Fatalf("create bucket %s: %v; versitygw said: %s", s.Config.Bucket, err, s.out.String())
+	}
+	return s
+}
 
-	var out LockedBuffer
-	cmd := exec.Command(bin, "--access", cfg.AccessKeyID, "--secret", cfg.SecretAccessKey, "--port", addr, "posix", t.TempDir())
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+// Start runs the server (again) and returns once it answers.
+func (s *S3Server) Start(t testing.TB) {
+	t.Helper()
+	s.out = &LockedBuffer{}
+	cmd := exec.Command(s.bin, "--access", s.Config.AccessKeyID, "--secret", s.Config.SecretAccessKey, "--port", s.addr, "posix", s.dir)
+	cmd.Stdout, cmd.Stderr = s.out, s.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start versitygw: %v", err)
 	}
@@ -63,41 +100,31 @@ func StartS3(t testing.TB) blob.S3Config {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	// Registered after t.TempDir, so it runs before the folder is removed.
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-
+	s.cmd, s.exited = cmd, exited
 	probe := &http.Client{Timeout: time.Second}
-	Eventually(t, 15*time.Second, "versitygw answers on "+addr, func() bool {
+	Eventually(t, 15*time.Second, "versitygw answers on "+s.addr, func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("versitygw exited before answering (%s): %s", cmd.ProcessState, out.String())
+			t.Fatalf("versitygw exited before answering (%s): %s", cmd.ProcessState, s.out.String())
 		default:
 		}
 		// Any HTTP answer (403 for an unsigned request) means it is serving.
-		resp, err := probe.Get(cfg.Endpoint + "/")
+		resp, err := probe.Get(s.Config.Endpoint + "/")
 		if err == nil {
 			_ = resp.Body.Close()
 		}
 		return err == nil
-	}, func() string { return out.String() })
+	}, func() string { return s.out.String() })
+}
 
-	client, err := minio.New(addr, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, ""),
-		Region:       cfg.Region,
-		BucketLookup: minio.BucketLookupPath,
-	})
-	if err != nil {
-		t.Fatal(err)
+// Stop kills the server (nothing to do when it is not running).
+func (s *S3Server) Stop(t testing.TB) {
+	if s.cmd == nil {
+		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := client.MakeBucket(ctx, cfg.Bucket, minio.MakeBucketOptions{Region: cfg.Region}); err != nil {
-		t.Fatalf("create bucket %s: %v; versitygw said: %s", cfg.Bucket, err, out.String())
-	}
-	return cfg
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
 }
 
 func versitygwBinary(t testing.TB) string {

@@ -89,7 +89,10 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	}
 	ok, err := client.BucketExists(ctx, cfg.Bucket)
 	if err != nil {
-		return nil, s3Error("check bucket", cfg.Bucket+" at "+cfg.Endpoint, err)
+		if unavailable(err) {
+			return nil, fmt.Errorf("check S3 bucket %q at %s: %w: %w", cfg.Bucket, cfg.Endpoint, ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("check S3 bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("S3 bucket %q does not exist at %s", cfg.Bucket, cfg.Endpoint)

@@ -34,12 +34,11 @@ func IsUnavailable(err error) bool {
 			return true
 		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // admin shutdown, crash shutdown, cannot connect now
 			return true
-		case pgErr.Code == "55000" && strings.Contains(pgErr.Message, "does not allow connections"):
+		case pgErr.Code == "55000" && strings.Contains(pgErr.Message, "accepting connections"):
 			return true // the database is closed to connections (ALTER DATABASE … ALLOW_CONNECTIONS false) for maintenance
 		case pgErr.Code == "53300": // too many connections
 			return true
 		}
-		return false
 	}
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) {
@@ -55,7 +54,8 @@ func IsUnavailable(err error) bool {
 	}
 	// pgx says so in words when it finds a connection already closed.
 	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "failed to connect to") ||
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "terminating connection") ||
+		strings.Contains(msg, "does not allow connections") || strings.Contains(msg, "the database system is") || strings.Contains(msg, "failed to connect to") ||
 		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "connection reset by peer") ||
 		(errors.Is(err, context.DeadlineExceeded) && strings.Contains(msg, "connect"))
 }
