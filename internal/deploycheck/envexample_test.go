@@ -8,14 +8,6 @@ import (
 	"videogen/internal/infra/config"
 )
 
-// pendingVariables are settings being added to config.Config on other branches while this one was
-// (issue 22). deploy/videogen.env.example documents them already; they are tolerated there until
-// Config has them. Delete this set when merging those branches.
-var pendingVariables = map[string]bool{
-	"SHUTDOWN_DRAIN_DELAY":     true, // how long a stopping replica serves on while /readyz says 503
-	"DATABASE_CONNECT_TIMEOUT": true, // how long a PostgreSQL connection attempt may take before a 503
-}
-
 // setByUnits are the settings the systemd units set (Environment=): the example shows each commented
 // out, with the value videogen.service gives, because a value in the file would override the unit's.
 var setByUnits = []string{"ADDR", "METRICS_ADDR", "DATA_DIR"}
@@ -39,19 +31,10 @@ func TestEnvExampleNamesEverySetting(t *testing.T) {
 	}
 	for _, name := range names {
 		_, known := defaults[name]
-		if !known && !pendingVariables[name] && !upstreamKeys[name] {
+		if !known && !upstreamKeys[name] {
 			t.Errorf("deploy/videogen.env.example names %s, which is not a setting of the service", name)
 		}
 	}
-	for name := range pendingVariables {
-		if _, ok := defaults[name]; ok {
-			t.Errorf("%s is in config.Config now: delete it from pendingVariables", name)
-		}
-		if _, ok := values[name]; !ok {
-			t.Errorf("deploy/videogen.env.example does not name %s", name)
-		}
-	}
-
 	commented := commentedSettings(t)
 	unitEnv := parseUnit(t, "videogen.service").environment()
 	for _, name := range setByUnits {
