@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3/lock"
+
 	"videogen/internal/domain/upstream/sim"
 	"videogen/internal/infra/db"
 	"videogen/internal/testkit"
@@ -631,14 +633,22 @@ func (r *redisServer) stop() {
 // as a database lost under load; reopen undoes it. Only the test's own database is touched.
 func closeDatabase(t *testing.T, dbURL string) (reopen func()) {
 	t.Helper()
+	return closeDatabaseTo(t, dbURL, true)
+}
+
+// closeDatabaseTo closes dbURL's database to new connections, and with terminate ends those it has.
+func closeDatabaseTo(t *testing.T, dbURL string, terminate bool) (reopen func()) {
+	t.Helper()
 	u, _ := url.Parse(dbURL)
 	name := strings.TrimPrefix(u.Path, "/")
 	admin := adminOf(t, dbURL)
 	if _, err := admin.Exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS false"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name); err != nil {
-		t.Fatal(err)
+	if terminate {
+		if _, err := admin.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return func() {
 		if _, err := admin.Exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS true"); err != nil {
@@ -756,4 +766,80 @@ func TestDependencyFaults(t *testing.T) {
 	if l.failures.Load() != 0 {
 		t.Errorf("%d requests failed even after their retries: %v", l.failures.Load(), l.failed)
 	}
+}
+
+// TestReadyOnlyWhenServing is issue 22's point 2 at the start of an instance: the port answers at once,
+// /healthz alive and /readyz 503 "starting", the API 503 service_unavailable with Retry-After, while the
+// database is unreachable and then while another instance holds the migration lock; the instance becomes
+// ready by itself once it has migrated. (The drain, and an outage while serving, are in
+// TestReplicasBehindCaddy and TestDependencyFaults.)
+func TestReadyOnlyWhenServing(t *testing.T) {
+	dbURL := clusterDB(t)
+	// Another instance is migrating: it holds goose's advisory lock, taken before the database closes.
+	holder, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	lockConn, err := holder.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Close()
+	if _, err := lockConn.ExecContext(context.Background(), "SELECT pg_advisory_lock($1)", lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	reopen := closeDatabaseTo(t, dbURL, false)
+
+	dir := t.TempDir()
+	env := map[string]string{"DATABASE_URL": dbURL, "ADDR": freeAddr(t), "DATA_DIR": filepath.Join(dir, "data"),
+		"SIM_DURATION": "100ms", "LOG_LEVEL": "warn", "GORACE": "atexit_sleep_ms=0"}
+	cmd := exec.Command(bin)
+	cmd.Dir, cmd.Env = dir, environ(env)
+	logs := &testkit.LockedBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := "http://" + env["ADDR"]
+	starting := func(when string) {
+		t.Helper()
+		testkit.Eventually(t, 20*time.Second, "/healthz 200 "+when, func() bool {
+			resp, err := http.Get(base + "/healthz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == 200
+		}, logs.String)
+		if r := testkit.Do(t, base, "GET", "/readyz", "", nil); r.Status != 503 || !strings.Contains(string(r.Body), "starting") {
+			t.Fatalf("/readyz %s: %d %s, want 503 starting", when, r.Status, r.Body)
+		}
+		r := testkit.Do(t, base, "POST", "/v1/videos", "vg_whatever", map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "too early"})
+		if r.Status != 503 || r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "service_unavailable") {
+			t.Fatalf("a create %s: %d %q (Retry-After %q), want 503 service_unavailable with Retry-After", when, r.Status, r.Body, r.Header.Get("Retry-After"))
+		}
+	}
+	starting("with the database unreachable")
+	testkit.Eventually(t, 10*time.Second, "a warning that the database is unreachable", func() bool {
+		return strings.Contains(logs.String(), "cannot start yet")
+	}, logs.String)
+
+	reopen()
+	// The instance connects now, and waits for the lock.
+	testkit.Eventually(t, 30*time.Second, "the instance waiting for the migration lock", func() bool {
+		// goose tries the lock (pg_try_advisory_lock) every few seconds; the instance's backend shows it.
+		var waiting int
+		_ = holder.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND pid <> pg_backend_pid() AND query LIKE '%pg_try_advisory_lock%'`).Scan(&waiting)
+		return waiting > 0
+	}, logs.String)
+	starting("while another instance holds the migration lock")
+	if _, err := lockConn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "/readyz 200 once migrated", func() bool {
+		return testkit.Do(t, base, "GET", "/readyz", "", nil).Status == 200
+	}, logs.String)
 }

@@ -15,6 +15,7 @@ import (
 	"videogen/internal/infra/blob"
 	"videogen/internal/infra/config"
 	"videogen/internal/infra/db"
+	reqids "videogen/internal/infra/ids"
 	"videogen/internal/refusal"
 )
 
@@ -106,11 +107,14 @@ func startingHandler() http.Handler {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": "starting"})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// Support finds a request by its id, as on every other answer.
+		rid := reqids.NewRequestID()
+		w.Header().Set("X-Request-Id", rid)
 		// Read what the client sends (within reason) so the answer reaches it (RFC 9112 §9.6).
 		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 8<<20))
 		w.Header().Set("Retry-After", strconv.Itoa(refusal.DatabaseUnavailable.RetryAfter))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
-			"code": "service_unavailable", "type": "server_error", "param": nil,
+			"code": "service_unavailable", "type": "server_error", "param": nil, "request_id": rid,
 			"message": "This instance is starting. Send the request again after Retry-After seconds."}})
 	})
 	return mux
