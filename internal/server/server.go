@@ -172,13 +172,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	s.Pool = pool
+	if cfg.MetricsAddr != "" {
+		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock)
+	}
 	blobs, mediaStore, err := stores(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MetricsAddr != "" {
-		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock)
-	}
+	// Every failed storage call is counted for videogen_storage_errors_total (alert VideogenStorageErrors).
+	blobs, mediaStore = blob.Counted(blobs, s.Metrics.StorageFailed), blob.Counted(mediaStore, s.Metrics.StorageFailed)
 	if s.limits, err = ratelimit.Connect(cfg.RedisURL, clock, ratelimit.Options{Log: log.With("part", "ratelimit"),
 		OnShared: s.Metrics.RateLimitShared}); err != nil {
 		return nil, err
