@@ -45,7 +45,7 @@ func root() *cobra.Command {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
 	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), ledgerCmd(), stripeCmd(), simCmd(),
-		upstreamsCmd(), reportCmd(), generateCmd())
+		upstreamsCmd(), reportCmd(), generateCmd(), backupCmd(), restoreCmd(), migrateToPostgresCmd())
 	return r
 }
 
