@@ -320,24 +320,11 @@ func TestUnitCommandsExist(t *testing.T) {
 	}
 	known := subcommands(t)
 	for command := range commands {
-		if pendingCommands[command] {
-			continue
-		}
 		if !known[command] {
 			t.Errorf("a unit runs `videogen %s`, which the binary does not have", command)
 		}
 	}
-	for command := range pendingCommands {
-		if known[command] {
-			t.Errorf("`videogen %s` exists now: delete it from pendingCommands", command)
-		}
-	}
 }
-
-// pendingCommands are commands being written on other branches while this one was (issue 22): the
-// backup unit runs `videogen backup`, and docs/operations.md names `videogen restore` and `videogen
-// migrate-to-postgres`. They are tolerated until they exist; delete this set when merging them.
-var pendingCommands = map[string]bool{"backup": true, "restore": true, "migrate-to-postgres": true}
 
 // subcommands returns the commands `videogen [parent…] --help` lists under "Available Commands:".
 func subcommands(t *testing.T, parent ...string) map[string]bool {
