@@ -26,6 +26,10 @@ func TestValidate(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"defaults", map[string]string{}, ""},
+		{"drain delay of a minute", map[string]string{"SHUTDOWN_DRAIN_DELAY": "1m"}, ""},
+		{"drain delay too long", map[string]string{"SHUTDOWN_DRAIN_DELAY": "2m"}, "SHUTDOWN_DRAIN_DELAY"},
+		{"negative drain delay", map[string]string{"SHUTDOWN_DRAIN_DELAY": "-1s"}, "SHUTDOWN_DRAIN_DELAY"},
+		{"connect timeout under a second", map[string]string{"DATABASE_CONNECT_TIMEOUT": "500ms"}, "DATABASE_CONNECT_TIMEOUT"},
 		{"test top-ups on loopback", map[string]string{"TEST_TOPUPS": "1"}, ""},
 		{"test top-ups on a public host", map[string]string{"TEST_TOPUPS": "1", "PUBLIC_BASE_URL": "https://videogen.example"}, "loopback"},
 		{"production defaults", map[string]string{"APP_ENV": "production"}, "RESEND_API_KEY"},
@@ -86,5 +90,27 @@ func TestSecretsRotation(t *testing.T) {
 	again := &Config{DataDir: dir}
 	if err := again.EnsureSecret(); err != nil || again.AppSecret != c.AppSecret {
 		t.Fatal("the development secret must be stable across restarts")
+	}
+}
+
+// TestDrainDelayDefault: unset, the drain lasts 5 s in production and nothing in development; set, it is
+// what it says, 0 included.
+func TestDrainDelayDefault(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, "0s"},
+		{map[string]string{"APP_ENV": "production"}, "5s"},
+		{map[string]string{"APP_ENV": "production", "SHUTDOWN_DRAIN_DELAY": "0"}, "0s"},
+		{map[string]string{"SHUTDOWN_DRAIN_DELAY": "3s"}, "3s"},
+	} {
+		c, err := Load(tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.DrainDelay().String(); got != tc.want {
+			t.Errorf("%v: drain %s, want %s", tc.env, got, tc.want)
+		}
 	}
 }
