@@ -233,7 +233,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	if cfg.MetricsAddr != "" {
-		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock)
+		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock, metrics.Limits{RunTimeout: cfg.RunTimeout, QueueTimeout: cfg.QueueTimeout})
 	}
 	stopping, stopRequests := context.WithCancel(context.Background())
 	s.stopRequests = stopRequests
