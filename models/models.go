@@ -507,3 +507,16 @@ type LedgerCheck struct {
 	Detail     string
 	DurationMs int64
 }
+
+// StripeReconcileRun is one completed reconciliation with Stripe (billing/payments).
+type StripeReconcileRun struct {
+	ID             int64
+	At             time.Time
+	Owner          string
+	Since          time.Time // the period compared starts here
+	Sessions       int
+	PaymentIntents int
+	Differences    int    // left after the run: those --apply credited are not counted
+	Applied        int    // credited by --apply during the run
+	Detail         string // the first differences, one a line
+}

@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v76"
@@ -44,7 +45,8 @@ type Report struct {
 // Reconcile compares Stripe's paid Checkout Sessions and succeeded auto-recharge PaymentIntents created
 // since `since` with the credited top-ups of the same period, through Stripe's list API (every page).
 // With apply, a payment whose webhook never arrived is credited through the same exactly-once path as the
-// webhook. Payments not made by videogen (no top-up in their metadata) are not ours and are skipped.
+// webhook. Payments not made by videogen (no top-up in their metadata) are not ours and are skipped. A
+// run that completes is recorded (record); one that fails part-way records nothing.
 func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*Report, error) {
 	if !s.Enabled() {
 		return nil, ErrNotConfigured
@@ -122,7 +124,42 @@ func (s *Service) Reconcile(ctx context.Context, since time.Time, apply bool) (*
 				Credited: money.Micros(t.CreditedMicros), Note: "credited, but Stripe lists no paid payment for it in the period"})
 		}
 	}
+	if err := s.record(ctx, r); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// maxReconcileDetail bounds the detail a run keeps: the first differences say enough, and the command
+// lists them all.
+const maxReconcileDetail = 100
+
+// record keeps the outcome of a completed run in stripe_reconcile_runs, so /metrics (and through it an
+// alert) sees the differences the run otherwise only logs or prints. The differences --apply credited
+// are resolved and not counted.
+func (s *Service) record(ctx context.Context, r *Report) error {
+	row := models.StripeReconcileRun{At: s.now().UTC().Truncate(time.Microsecond), Owner: s.cfg.Owner, Since: r.Since.UTC(),
+		Sessions: r.Sessions, PaymentIntents: r.PaymentIntents}
+	lines := make([]string, 0, min(len(r.Differences), maxReconcileDetail)+1)
+	for _, d := range r.Differences {
+		if d.Applied {
+			row.Applied++
+			continue
+		}
+		row.Differences++
+		if len(lines) == maxReconcileDetail {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s %s top-up %q account %d: %s", d.Kind, d.StripeID, d.TopupID, d.AccountID, d.Note))
+	}
+	if row.Differences > len(lines) {
+		lines = append(lines, fmt.Sprintf("… and %d more (videogen stripe reconcile lists them all)", row.Differences-len(lines)))
+	}
+	row.Detail = strings.Join(lines, "\n")
+	if err := s.db.W.WithContext(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("record the reconciliation: %w", err)
+	}
+	return nil
 }
 
 func (s *Service) reconcileOne(ctx context.Context, r *Report, stripeID string, amountCents int64, currency stripe.Currency, apply bool,

@@ -1,9 +1,10 @@
 // Package metrics exports the platform's figures for Prometheus (docs/support.md): every HTTP request by
 // route and status, counted by the handlers' middleware; the figures of the staff overview — the task
-// queue, the upstream credentials' load, the ledger self-check's last result — read from the database
-// when Prometheus scrapes, through the same functions as the overview (internal/staff/ops); and the drift this
-// instance's self-checks found. It is served on METRICS_ADDR, a listener of its own, never on the public
-// port.
+// queue, the upstream credentials' load and health, the ledger self-check's last result, tasks overdue,
+// the outboxes' backlog, the last Stripe reconciliation — read from the database when Prometheus
+// scrapes, through the same functions as the overview (internal/staff/ops); the limits the alert rules
+// compare them with (deploy/prometheus/alerts.yml); and the drift and faults this instance met. It is
+// served on METRICS_ADDR, a listener of its own, never on the public port.
 package metrics
 
 import (
@@ -13,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"videogen/internal/domain/tasks"
+	"videogen/internal/domain/upstream"
+	"videogen/internal/domain/upstream/status"
 	"videogen/internal/infra/db"
 	"videogen/internal/staff/ops"
 )
@@ -37,15 +39,28 @@ type Metrics struct {
 	driftFound prometheus.Counter
 	// The faults of the dependencies this instance met: storage calls that failed, requests refused
 	// because the database was unreachable, and whether rate limits are shared (Redis) or per instance.
-	storageErrors   *prometheus.CounterVec
-	dbUnavailable   prometheus.Counter
-	limitsShared    prometheus.Gauge
+	storageErrors *prometheus.CounterVec
+	dbUnavailable prometheus.Counter
+	// limitsShared has no labels and no series until RateLimitShared is first called: an instance
+	// without Redis never calls it, so it has nothing to alert on.
+	limitsShared    *prometheus.GaugeVec
 	limitsFallbacks prometheus.Counter
-	limitsOnce      sync.Once // the two above are registered at the first report: only with REDIS_URL set
 }
 
-// New returns the metrics of an instance whose database is d; now is its clock.
-func New(d *db.DB, log *slog.Logger, now func() time.Time) *Metrics {
+// Limits are the settings the alert rules compare the database figures with. They are exported beside
+// the figures so that a rule reads them rather than repeating the configuration, and stays right when
+// an operator changes it.
+type Limits struct {
+	RunTimeout   time.Duration // RUN_TIMEOUT
+	QueueTimeout time.Duration // QUEUE_TIMEOUT
+}
+
+// StorageOps are the operations of videogen_storage_errors_total: each has its series from the start,
+// at 0, so that increase() sees the first failure rather than only the ones after it.
+var StorageOps = []string{"put", "get", "delete", "list", "presign"}
+
+// New returns the metrics of an instance whose database is d; now is its clock, limits its settings.
+func New(d *db.DB, log *slog.Logger, now func() time.Time, limits Limits) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -64,22 +79,35 @@ func New(d *db.DB, log *slog.Logger, now func() time.Time) *Metrics {
 		}),
 		storageErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "videogen_storage_errors_total",
-			Help: "Calls to the file storage (local folder or S3) that failed, by operation (put, get, stat, delete, list).",
+			Help: "Calls to the file storage (local folder or S3) that failed, by operation (put, get, delete, list, presign).",
 		}, []string{"op"}),
 		dbUnavailable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "videogen_database_unavailable_total",
 			Help: "Requests answered 503 service_unavailable because the database could not be reached.",
 		}),
-		limitsShared: prometheus.NewGauge(prometheus.GaugeOpts{
+		limitsShared: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "videogen_ratelimit_shared",
-			Help: "1 while rate limits are shared through Redis, 0 while this instance limits on its own (Redis unset or unreachable).",
-		}),
+			Help: "1 while rate limits are shared through Redis, 0 while Redis is configured (REDIS_URL) but unreachable and this instance limits on its own; absent without REDIS_URL.",
+		}, nil),
 		limitsFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "videogen_ratelimit_fallbacks_total",
 			Help: "Times this instance lost Redis and fell back to limiting on its own.",
 		}),
 	}
-	m.reg.MustRegister(m.storageErrors, m.dbUnavailable)
+	for _, op := range StorageOps {
+		m.storageErrors.WithLabelValues(op)
+	}
+	runTimeout := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "videogen_run_timeout_seconds",
+		Help: "RUN_TIMEOUT: a task running upstream longer than this fails and is refunded.",
+	})
+	runTimeout.Set(limits.RunTimeout.Seconds())
+	queueTimeout := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "videogen_queue_timeout_seconds",
+		Help: "QUEUE_TIMEOUT: a task waiting this long for an upstream slot fails and is refunded.",
+	})
+	queueTimeout.Set(limits.QueueTimeout.Seconds())
+	m.reg.MustRegister(m.storageErrors, m.dbUnavailable, m.limitsShared, m.limitsFallbacks, runTimeout, queueTimeout)
 	m.reg.MustRegister(m.requests, m.latency, m.driftFound,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&platform{db: d, log: log, now: now})
@@ -127,19 +155,17 @@ func (m *Metrics) DatabaseUnavailable() {
 }
 
 // RateLimitShared hears whether rate limits are shared through Redis now; each change to false counts
-// as a fallback.
+// as a fallback. Call it only when REDIS_URL is set: videogen_ratelimit_shared appears with the first
+// call, so an instance meant to limit on its own (one instance, no Redis) exports no 0 to alert on.
 func (m *Metrics) RateLimitShared(shared bool) {
 	if m == nil {
 		return
 	}
-	// Exported only where Redis is configured, so that an instance meant to limit on its own (SQLite,
-	// one replica, no REDIS_URL) does not read as one that lost Redis.
-	m.limitsOnce.Do(func() { m.reg.MustRegister(m.limitsShared, m.limitsFallbacks) })
 	if shared {
-		m.limitsShared.Set(1)
+		m.limitsShared.WithLabelValues().Set(1)
 		return
 	}
-	m.limitsShared.Set(0)
+	m.limitsShared.WithLabelValues().Set(0)
 	m.limitsFallbacks.Inc()
 }
 
@@ -184,13 +210,28 @@ var (
 		"Problems the newest ledger self-check found.", nil, nil)
 	checkTimeDesc = prometheus.NewDesc("videogen_ledger_check_timestamp_seconds",
 		"When the newest ledger self-check ran (Unix time): alert when it is too old.", nil, nil)
+	overdueDesc = prometheus.NewDesc("videogen_tasks_overdue",
+		"Tasks in flight (queued at the provider or in progress) past their run deadline (RUN_TIMEOUT after submission), which the worker's sweep should have ended.", nil, nil)
+	breakerOpenDesc = prometheus.NewDesc("videogen_upstream_breaker_open",
+		"1 when a live instance reports the upstream credential's circuit breaker open (it takes no new task), else 0.", []string{"credential", "label"}, nil)
+	refusedDesc = prometheus.NewDesc("videogen_credential_refused",
+		"1 when the provider refused the credential's key (reason key) or its account is out of credit (reason credit): it takes no new task until a reload.", []string{"credential", "label", "reason"}, nil)
+	outboxPendingDesc = prometheus.NewDesc("videogen_outbox_pending",
+		"Messages of the outbox neither delivered nor given up yet.", []string{"outbox"}, nil)
+	outboxAgeDesc = prometheus.NewDesc("videogen_outbox_oldest_age_seconds",
+		"Age of the outbox's oldest pending message, in seconds (0 when none is pending).", []string{"outbox"}, nil)
+	reconcileDiffDesc = prometheus.NewDesc("videogen_stripe_reconcile_differences",
+		"Differences between Stripe and the credited top-ups the newest completed reconciliation left (any instance, or videogen stripe reconcile).", nil, nil)
+	reconcileTimeDesc = prometheus.NewDesc("videogen_stripe_reconcile_timestamp_seconds",
+		"When the newest completed Stripe reconciliation ran (Unix time).", nil, nil)
 	upDesc = prometheus.NewDesc("videogen_metrics_database_up",
 		"1 when this scrape read every database figure, 0 when the database failed or was too slow.", nil, nil)
 )
 
 func (p *platform) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{tasksDesc, waitingDesc, queueAgeDesc, inFlightDesc, capacityDesc, enabledDesc,
-		driftAccountsDesc, checkProblemsDesc, checkTimeDesc, upDesc} {
+		driftAccountsDesc, checkProblemsDesc, checkTimeDesc, overdueDesc, breakerOpenDesc, refusedDesc, outboxPendingDesc,
+		outboxAgeDesc, reconcileDiffDesc, reconcileTimeDesc, upDesc} {
 		ch <- d
 	}
 }
@@ -241,5 +282,45 @@ func (p *platform) Collect(ch chan<- prometheus.Metric) {
 		gauge(checkProblemsDesc, float64(last.Problems))
 		gauge(checkTimeDesc, float64(last.At.UnixMilli())/1000)
 	}
+	now := p.now()
+	if n, err := ops.OverdueTasks(ctx, p.db, now); err != nil {
+		failed("the overdue tasks", err)
+	} else {
+		gauge(overdueDesc, float64(n))
+	}
+	if ups, err := ops.Upstreams(ctx, p.db, now); err != nil {
+		failed("the upstream health", err)
+	} else {
+		for _, u := range ups {
+			gauge(breakerOpenDesc, flag(u.Breaker == status.BreakerOpen), u.ID, u.Name)
+			// Both reasons always, 1 for the one that applies: a mark that changes kind is a change of
+			// value, not a series that vanishes.
+			gauge(refusedDesc, flag(u.State == status.StateRefused), u.ID, u.Name, upstream.MarkKey)
+			gauge(refusedDesc, flag(u.State == status.StateNoCredit), u.ID, u.Name, upstream.MarkCredit)
+		}
+	}
+	if boxes, err := ops.Outboxes(ctx, p.db); err != nil {
+		failed("the outboxes", err)
+	} else {
+		for _, b := range boxes {
+			gauge(outboxPendingDesc, float64(b.Pending), b.Name)
+			gauge(outboxAgeDesc, b.OldestAge(now).Seconds(), b.Name)
+		}
+	}
+	// No series before the first run, as for the ledger check: "never reconciled" is not "no differences".
+	if run, err := ops.LastReconcile(ctx, p.db); err != nil {
+		failed("the last Stripe reconciliation", err)
+	} else if run != nil {
+		gauge(reconcileDiffDesc, float64(run.Differences))
+		gauge(reconcileTimeDesc, float64(run.At.UnixMilli())/1000)
+	}
 	gauge(upDesc, up)
+}
+
+// flag is a condition as a gauge's value.
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

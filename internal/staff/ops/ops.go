@@ -1,5 +1,6 @@
 // Package ops reads the platform's operating figures for staff: the task queue now, tasks and charges
-// per day, the upstream credentials' load, API errors per endpoint, the ledger self-check's last result.
+// per day, the upstream credentials' load and health, API errors per endpoint, the ledger self-check's
+// last result, tasks overdue, the outboxes' backlog and the last Stripe reconciliation.
 // The staff overview (/support) and the Prometheus collector (/metrics) both read them here, so the two
 // never disagree. Every read is an aggregate over an index, bounded by what it shows, never by the size
 // of the tables: it runs on each page view and each scrape.

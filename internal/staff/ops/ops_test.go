@@ -154,3 +154,75 @@ func TestNormalizePath(t *testing.T) {
 		}
 	}
 }
+
+// TestSignals: the figures the alerts watch. Overdue are the tasks holding a slot — queued upstream or in
+// progress — whose run deadline has passed, not one due later, waiting for a slot or finished; the mail
+// outbox's backlog is what is neither sent nor given up, its age the oldest of those; the last Stripe
+// reconciliation is the newest row, and none before the first.
+func TestSignals(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		d := openDB(t, url)
+		ctx := context.Background()
+		acct := testkit.NewAccount(t, d, "100")
+		now := time.Date(2026, 11, 23, 15, 0, 0, 0, time.UTC)
+		cred := "sim-signals"
+		if err := d.W.Create(&models.UpstreamCredential{ID: cred, Provider: "sim", Label: "s", MaxConcurrency: 9, Enabled: true,
+			CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		task := func(status string, credential *string, deadline *time.Time) {
+			n++
+			created := now.Add(-time.Hour)
+			if err := d.W.Create(&models.Task{ID: fmt.Sprintf("video_signal%04d", n), AccountID: acct.ID, Model: "m", Prompt: "p", Seconds: 4,
+				Size: "1x1", AspectRatio: "1:1", Inputs: "{}", Status: status, PriceMicros: 1, AmountMicros: 4, BillingState: "reserved",
+				CredentialID: credential, RunDeadline: deadline, SubmittedAt: &created, NextCheckAt: created, QueueDeadline: created,
+				CreatedAt: created, UpdatedAt: created}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		past, later, exactly := now.Add(-time.Minute), now.Add(time.Minute), now
+		task("queued", &cred, &past)      // queued upstream, overdue
+		task("in_progress", &cred, &past) // overdue
+		task("in_progress", &cred, &later)
+		task("in_progress", &cred, &exactly) // due now, not past
+		task("queued", nil, nil)             // waiting for a slot
+		task("failed", &cred, &past)         // ended
+		if got, err := ops.OverdueTasks(ctx, d, now); err != nil || got != 2 {
+			t.Errorf("OverdueTasks = %d, %v; want 2", got, err)
+		}
+
+		boxes, err := ops.Outboxes(ctx, d)
+		if err != nil || len(boxes) != 1 || boxes[0].Name != "mail" || boxes[0].Pending != 0 || boxes[0].OldestAge(now) != 0 {
+			t.Fatalf("empty outboxes: %+v, %v", boxes, err)
+		}
+		mail := func(created time.Time, sent, failed *time.Time) {
+			n++
+			if err := d.W.Create(&models.MailOutbox{Kind: "verify", Recipient: "a@example.com", Subject: "s", IdempotencyKey: fmt.Sprintf("k%d", n),
+				CreatedAt: created, NextAttemptAt: created, SentAt: sent, FailedAt: failed}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		mail(now.Add(-3*time.Hour), &now, nil) // sent
+		mail(now.Add(-2*time.Hour), nil, &now) // given up
+		mail(now.Add(-20*time.Minute), nil, nil)
+		mail(now.Add(-time.Minute), nil, nil)
+		boxes, err = ops.Outboxes(ctx, d)
+		if err != nil || len(boxes) != 1 || boxes[0].Pending != 2 || boxes[0].OldestAge(now) != 20*time.Minute {
+			t.Errorf("mail outbox: %+v (oldest %v), %v; want 2 pending, the oldest 20 minutes old", boxes, boxes[0].OldestAge(now), err)
+		}
+
+		if run, err := ops.LastReconcile(ctx, d); err != nil || run != nil {
+			t.Fatalf("before any reconciliation: %+v, %v", run, err)
+		}
+		for i, diffs := range []int{3, 0} {
+			at := now.Add(time.Duration(i) * time.Hour)
+			if err := d.W.Create(&models.StripeReconcileRun{At: at, Owner: "web-1", Since: at.Add(-72 * time.Hour), Differences: diffs}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if run, err := ops.LastReconcile(ctx, d); err != nil || run == nil || run.Differences != 0 || !run.At.Equal(now.Add(time.Hour)) {
+			t.Errorf("the last reconciliation: %+v, %v; want the newest, with no differences", run, err)
+		}
+	})
+}
