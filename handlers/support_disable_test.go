@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"videogen/internal/server"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -16,8 +17,10 @@ import (
 func TestDisabledAccountTakesNothingNew(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		a := testkit.Start(t, dbURL, nil)
-		// The other instance caches keys for a minute, so only the database can refuse.
-		b := testkit.Start(t, dbURL, map[string]string{"API_KEY_CACHE_TTL": "1m", "WORKERS": "false"})
+		// The other instance caches keys for a minute, so only the database can refuse. Either instance's
+		// outbox may send an e-mail: b's go to a's recorder too, with a's links.
+		b := testkit.StartWith(t, dbURL, map[string]string{"API_KEY_CACHE_TTL": "1m", "WORKERS": "false", "PUBLIC_BASE_URL": a.URL},
+			server.Options{Mail: a.Mails})
 		acct := a.NewAccount(t, "10")
 		if r := b.Do(t, "GET", "/v1/models", acct.Key, nil); r.Status != 200 {
 			t.Fatalf("warming the other instance's cache: %d", r.Status)
