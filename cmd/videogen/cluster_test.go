@@ -130,8 +130,9 @@ func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 			"POLL_INTERVAL_MIN": "100ms", "POLL_INTERVAL_MAX": "500ms", "LEASE_DURATION": "2s",
 			"RATE_LIMIT_RPS": "100000", "RATE_LIMIT_BURST": "100000", "MAX_QUEUED_PER_ACCOUNT": "100000",
 			"MAX_UPLOADS_PER_ACCOUNT": "64",
-			// Three of Caddy's one-second health checks see the 503 before the listener closes.
-			"SHUTDOWN_DRAIN_DELAY": "3s", "SHUTDOWN_TIMEOUT": "20s", "LOG_LEVEL": "warn",
+			// Five of Caddy's one-second health checks see the 503 before the listener closes (the
+			// production default).
+			"SHUTDOWN_DRAIN_DELAY": "5s", "SHUTDOWN_TIMEOUT": "20s", "LOG_LEVEL": "warn",
 			"GORACE": "atexit_sleep_ms=0",
 		}
 		for k, v := range over {
@@ -233,9 +234,10 @@ type load struct {
 	failed                                          []string          // what the failures were
 	client                                          *http.Client
 	png                                             []byte
-	statuses                                        map[int]int   // answers by status, 0 for a transport error
-	slowest                                         time.Duration // the longest a request took
-	noRetryAfter                                    int           // 503 answers without Retry-After
+	statuses                                        map[int]int    // answers by status, 0 for a transport error
+	slowest                                         time.Duration  // the longest a request took
+	noRetryAfter                                    int            // 503 answers without Retry-After
+	codes                                           map[string]int // error codes of 5xx answers
 	stop                                            chan struct{}
 	wg                                              sync.WaitGroup
 }
@@ -246,7 +248,7 @@ func startLoad(t *testing.T, c *cluster, clients int) *load {
 
 // startLoadOn is startLoad against base with key.
 func startLoadOn(t *testing.T, base, key string, clients int) *load {
-	l := &load{png: testkit.PNG(t, 64, 36), base: base, key: key, statuses: map[int]int{}, tasks: map[string]string{}, stop: make(chan struct{}),
+	l := &load{png: testkit.PNG(t, 64, 36), base: base, key: key, statuses: map[int]int{}, codes: map[string]int{}, tasks: map[string]string{}, stop: make(chan struct{}),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
 	for i := range clients {
 		l.wg.Add(1)
@@ -294,6 +296,13 @@ func (l *load) do(method, path string, body []byte, headers ...string) (int, []b
 		return resp.StatusCode, nil, fmt.Errorf("read the answer: %w", err)
 	}
 	if resp.StatusCode >= 500 {
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.Unmarshal(b, &e)
+		l.mu.Lock()
+		l.codes[e.Error.Code]++
+		l.mu.Unlock()
 		return resp.StatusCode, b, fmt.Errorf("status %d: %s", resp.StatusCode, clipBody(b))
 	}
 	return resp.StatusCode, b, nil
@@ -480,7 +489,7 @@ func (c *cluster) settle(t *testing.T, l *load) (completed, failed int) {
 		t.Errorf("the upstream holds %d tasks for %d platform tasks that reached it: some were created twice", len(simTasks), len(upstreamIDs))
 	}
 	if out, errOut, code := cliRun(t, c.dir, map[string]string{"DATABASE_URL": c.dbURL}, "audit"); code != 0 {
-		t.Errorf("videogen audit exited %d:\n%s%s", code, out, errOut)
+		t.Fatalf("videogen audit exited %d: the books drifted\n%s%s", code, out, errOut)
 	}
 	for i, task := range tasks {
 		if task.Status != "completed" {
@@ -684,7 +693,8 @@ func (l *load) status(code int) int {
 func TestDependencyFaults(t *testing.T) {
 	rs := startRedisServer(t)
 	metricsAddr := freeAddr(t)
-	c := startCluster(t, 1, map[string]string{"REDIS_URL": rs.url(), "METRICS_ADDR": metricsAddr})
+	// RUN_TIMEOUT 10 s: the storage outage below outlasts it, and the tasks it holds must not fail.
+	c := startCluster(t, 1, map[string]string{"REDIS_URL": rs.url(), "METRICS_ADDR": metricsAddr, "RUN_TIMEOUT": "10s"})
 	r := c.replicas[0]
 	l := startLoadOn(t, r.url(), c.key, 4)
 	waitRequests(t, l, 100)
@@ -696,6 +706,11 @@ func TestDependencyFaults(t *testing.T) {
 		resp := testkit.Do(t, r.url(), "GET", "/readyz", "", nil)
 		return resp.Status == 503 && strings.Contains(string(resp.Body), "database unreachable")
 	})
+	// A console page needs the database too (the session): a page that says so, 503 with Retry-After.
+	page := testkit.Do(t, r.url(), "GET", "/console", "", nil, "Cookie", "vg_session=some-session")
+	if page.Status != 503 || page.Header.Get("Retry-After") == "" || !strings.Contains(string(page.Body), "Briefly unavailable") {
+		t.Errorf("a console page with the database closed: %d (Retry-After %q) %s", page.Status, page.Header.Get("Retry-After"), clipBody(page.Body))
+	}
 	base503 := l.status(503)
 	testkit.Eventually(t, 20*time.Second, "requests answered 503 during the database outage", func() bool { return l.status(503) >= base503+20 },
 		l.describe)
@@ -739,9 +754,14 @@ func TestDependencyFaults(t *testing.T) {
 	l.strict.Store(false)
 	base503 = l.status(503)
 	c.s3.Stop(t)
-	testkit.Eventually(t, 30*time.Second, "uploads or downloads answered 503 with storage stopped", func() bool { return l.status(503) >= base503+5 })
-	// Tasks finish upstream meanwhile: their copies wait for the storage.
-	waitRequests(t, l, l.requests.Load()+100)
+	testkit.Eventually(t, 30*time.Second, "uploads or downloads answered 503 with storage stopped", func() bool { return l.status(503) >= base503+5 },
+		l.describe)
+	// Tasks finish upstream meanwhile: their copies wait for the storage, past RUN_TIMEOUT.
+	testkit.Eventually(t, 60*time.Second, "a task finished upstream held past RUN_TIMEOUT while the storage is down", func() bool {
+		var held int64
+		c.d.R.Model(&models.Task{}).Where("status = ? AND submitted_at < ?", "in_progress", time.Now().Add(-10*time.Second)).Count(&held)
+		return held > 0
+	}, l.describe)
 	c.s3.Start(t)
 	waitRequests(t, l, l.requests.Load()+100)
 	l.halt()
@@ -751,6 +771,14 @@ func TestDependencyFaults(t *testing.T) {
 	defer l.mu.Unlock()
 	t.Logf("dependency faults: %d requests, answers by status %v, %d retries, slowest %v; %d tasks (%d completed, %d failed); drift 0",
 		l.requests.Load(), l.statuses, l.retries.Load(), l.slowest.Round(time.Millisecond), completed+failed, completed, failed)
+	for code, n := range l.codes {
+		if code != "service_unavailable" {
+			t.Errorf("%d answers of 5xx with code %q during the faults, want only service_unavailable", n, code)
+		}
+	}
+	if v, _ := testkit.Scrape(t, "http://"+metricsAddr+"/metrics").Value("videogen_storage_errors_total", "op", "put"); v == 0 {
+		t.Error("no copy of an output failed while the storage was down: the test did not hold any task for the storage")
+	}
 	if l.statuses[500] != 0 {
 		t.Errorf("%d answers of 500 during the faults, want 503 service_unavailable", l.statuses[500])
 	}

@@ -220,6 +220,22 @@ func (s *Store) Reschedule(ctx context.Context, t *models.Task, owner string, ne
 	return nil
 }
 
+// HoldForStorage is Reschedule for a task the provider has finished whose output could not be stored
+// because the storage is down: its run deadline moves to at least deadline, so that an outage of the
+// storage, however long, delays the copy instead of failing the task (docs/operations.md, "When a
+// dependency fails"). The provider's own retention of the output still bounds the wait: once it has
+// deleted the file, the download fails and the task ends at its deadline like any other.
+func (s *Store) HoldForStorage(ctx context.Context, t *models.Task, owner string, next, deadline time.Time) error {
+	err := s.db.W.WithContext(ctx).Exec(`UPDATE tasks SET next_check_at = ?, poll_count = poll_count + 1,
+		run_deadline = CASE WHEN run_deadline IS NULL OR run_deadline < ? THEN ? ELSE run_deadline END,
+		lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE id = ? AND status IN ? AND lease_owner = ?`,
+		next, deadline, deadline, s.Now(), t.ID, Unfinished, owner).Error
+	if err != nil {
+		return fmt.Errorf("hold %s for the storage: %w", t.ID, err)
+	}
+	return nil
+}
+
 // Output is a finished task's video as stored, and the stills stored beside it ("" when none).
 type Output struct {
 	Key                          string

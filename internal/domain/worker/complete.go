@@ -8,6 +8,7 @@ import (
 
 	"videogen/internal/domain/tasks"
 	"videogen/internal/domain/upstream"
+	"videogen/internal/infra/blob"
 	"videogen/internal/infra/ids"
 	"videogen/internal/money"
 	"videogen/models"
@@ -46,6 +47,16 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 	if err != nil {
 		log.Warn("copy output", "err", err)
 		_ = w.Blobs.Delete(ctx, key)
+		if blob.IsUnavailable(err) {
+			// The video is done and waits at the provider; the storage is down. Its deadline moves on
+			// with each attempt, so the outage delays the task rather than failing it.
+			now := w.Tasks.Now()
+			wait := backoff(w.cfg.PollMin, w.cfg.PollMax, t.PollCount, 1.5)
+			if err := w.Tasks.HoldForStorage(ctx, t, w.cfg.ID, now.Add(wait), now.Add(w.cfg.RunTimeout)); err != nil {
+				log.Error("hold for the storage", "err", err)
+			}
+			return
+		}
 		w.reschedule(ctx, t, t.Progress)
 		return
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"gorm.io/driver/postgres"
@@ -50,7 +52,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		TranslateError:         true,
 	}
 	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
-		g, err := gorm.Open(postgres.Open(url), gcfg)
+		pcfg, err := pgx.ParseConfig(url)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		pcfg.DialFunc = dialPostgres(pcfg.ConnectTimeout)
+		g, err := gorm.Open(postgres.New(postgres.Config{Conn: stdlib.OpenDB(*pcfg)}), gcfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sys/unix"
 	"gorm.io/gorm"
 )
 
@@ -54,5 +55,39 @@ func TestWithConnectTimeout(t *testing.T) {
 		if got := WithConnectTimeout(tc.in, 5*time.Second); got != tc.want {
 			t.Errorf("WithConnectTimeout(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestDialBoundsASilentServer: connections to PostgreSQL carry TCP_USER_TIMEOUT and keepalives, so a
+// server that vanishes without closing them fails their queries in deadPeer, not in the kernel's 15
+// minutes.
+func TestDialBoundsASilentServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conn, err := dialPostgres(time.Second)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	raw, err := conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var userTimeout, keepAlive int
+	var gerr error
+	_ = raw.Control(func(fd uintptr) {
+		userTimeout, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
+		if gerr == nil {
+			keepAlive, gerr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		}
+	})
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	if userTimeout != int(deadPeer.Milliseconds()) || keepAlive != 1 {
+		t.Fatalf("TCP_USER_TIMEOUT %d ms, SO_KEEPALIVE %d; want %d ms and 1", userTimeout, keepAlive, deadPeer.Milliseconds())
 	}
 }
