@@ -308,9 +308,11 @@ func (l *load) do(method, path string, body []byte, headers ...string) (int, []b
 	return resp.StatusCode, b, nil
 }
 
-// withRetries sends a request until it gets an answer that is not a failure, at most 40 times, 250 ms
-// apart; every attempt after the first is a retry, and in strict mode every failure is counted.
+// withRetries sends a request until it gets an answer that is not a failure, for at most 90 s (an outage
+// of a dependency in the fault test lasts longer than RUN_TIMEOUT), 250 ms apart; every attempt after the
+// first is a retry, and in strict mode every failure is counted.
 func (l *load) withRetries(what, method, path string, body []byte, headers ...string) (int, []byte) {
+	deadline := time.Now().Add(90 * time.Second)
 	for attempt := 0; ; attempt++ {
 		status, b, err := l.do(method, path, body, headers...)
 		if err == nil {
@@ -320,7 +322,7 @@ func (l *load) withRetries(what, method, path string, body []byte, headers ...st
 			l.failures.Add(1)
 			l.note(fmt.Sprintf("%s %s: %v", what, path, err))
 		}
-		if attempt == 40 {
+		if time.Now().After(deadline) {
 			l.failures.Add(1)
 			l.note(fmt.Sprintf("%s %s: gave up after %d attempts: %v", what, path, attempt+1, err))
 			return status, b

@@ -117,6 +117,8 @@ func TestMigrateToPostgres(t *testing.T) {
 		{"INSERT INTO reset_requests (email, requested_at) VALUES (?, ?)", []any{a.Email, now}},
 		{"INSERT INTO control_signals (name, seq, updated_at) VALUES (?, ?, ?)", []any{"upstreams_reload", 3, now}},
 		{"INSERT INTO upstream_reload_acks (instance, seq, error, at) VALUES (?, ?, ?, ?)", []any{"gone-1", 3, "", now}},
+		{"INSERT INTO stripe_reconcile_runs (at, owner, since, sessions, payment_intents, differences, applied, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			[]any{now, "gone-1", now.Add(-72 * time.Hour), 4, 1, 1, 0, "cs_1 paid but not credited"}},
 		{"UPDATE tasks SET rendered_seconds = ?, rendered_fps = ? WHERE id = ?", []any{4.04, 24, done}},
 	} {
 		if err := d.W.Exec(stmt.sql, stmt.args...).Error; err != nil {
