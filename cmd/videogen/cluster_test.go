@@ -756,13 +756,19 @@ func TestDependencyFaults(t *testing.T) {
 	l.strict.Store(false)
 	base503 = l.status(503)
 	c.s3.Stop(t)
+	s3Down := time.Now()
 	testkit.Eventually(t, 30*time.Second, "uploads or downloads answered 503 with storage stopped", func() bool { return l.status(503) >= base503+5 },
 		l.describe)
 	// Tasks finish upstream meanwhile: their copies wait for the storage, past RUN_TIMEOUT.
 	testkit.Eventually(t, 60*time.Second, "a task finished upstream held past RUN_TIMEOUT while the storage is down", func() bool {
-		var held int64
-		c.d.R.Model(&models.Task{}).Where("status = ? AND submitted_at < ?", "in_progress", time.Now().Add(-10*time.Second)).Count(&held)
-		return held > 0
+		var held []models.Task
+		c.d.R.Where("status = ? AND submitted_at < ?", "in_progress", time.Now().Add(-10*time.Second)).Find(&held)
+		if len(held) > 0 {
+			t.Logf("storage down for %v: task %s, submitted %v ago, held with its deadline moved to %v from now",
+				time.Since(s3Down).Round(time.Millisecond), held[0].ID, time.Since(*held[0].SubmittedAt).Round(time.Millisecond),
+				time.Until(*held[0].RunDeadline).Round(time.Millisecond))
+		}
+		return len(held) > 0
 	}, l.describe)
 	c.s3.Start(t)
 	waitRequests(t, l, l.requests.Load()+100)
