@@ -126,6 +126,7 @@ func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 			"S3_ENDPOINT": s3.Endpoint, "S3_BUCKET": s3.Bucket, "S3_ACCESS_KEY_ID": s3.AccessKeyID, "S3_SECRET_ACCESS_KEY": s3.SecretAccessKey,
 			"UPSTREAMS_FILE": file, "UPSTREAMS_WATCH_INTERVAL": "200ms",
 			"DATA_DIR": filepath.Join(c.dir, "data-"+name), "WORKER_ID": "replica-" + name, "ADDR": freeAddr(t),
+			"METRICS_ADDR":    freeAddr(t),
 			"PUBLIC_BASE_URL": c.proxy, "TRUSTED_PROXIES": "127.0.0.1", "APP_SECRET": "cluster-test-secret-0123456789abcdef",
 			"POLL_INTERVAL_MIN": "100ms", "POLL_INTERVAL_MAX": "500ms", "LEASE_DURATION": "2s",
 			"RATE_LIMIT_RPS": "100000", "RATE_LIMIT_BURST": "100000", "MAX_QUEUED_PER_ACCOUNT": "100000",
@@ -219,6 +220,21 @@ func (r *replica) drainThenStop(t *testing.T, key string) {
 
 // restart starts the replica again on its address and waits until it is ready.
 func (r *replica) restart(t *testing.T, dir string) { r.p = serve(t, dir, r.env) }
+
+// waitInRotation waits until the proxy sends the replica API requests again (its request counter, which
+// starts at zero with the process, counts some): only then may the other replica leave the rotation.
+func (r *replica) waitInRotation(t *testing.T) {
+	t.Helper()
+	testkit.Eventually(t, 30*time.Second, "replica "+r.name+" back in the proxy's rotation", func() bool {
+		served := 0.0
+		for _, sm := range testkit.Scrape(t, "http://"+r.env["METRICS_ADDR"]+"/metrics").Find("videogen_http_requests_total") {
+			if strings.HasPrefix(sm.Labels["route"], "/v1/") {
+				served += sm.Value
+			}
+		}
+		return served >= 5
+	})
+}
 
 // load is several API clients working through the proxy: creates, each with an Idempotency-Key and
 // retried with the same key after an error; polls; downloads of completed videos; uploads; lists.
@@ -526,7 +542,7 @@ func TestReplicasBehindCaddy(t *testing.T) {
 		start = time.Now()
 		r.restart(t, c.dir)
 		t.Logf("replica %s ready again in %v", r.name, time.Since(start).Round(time.Millisecond))
-		waitRequests(t, l, l.requests.Load()+100)
+		r.waitInRotation(t)
 	}
 	rolling := l.requests.Load()
 	rollingFailures := l.failures.Load()
