@@ -45,17 +45,26 @@ func clusterDB(t *testing.T) string {
 	if base == "" {
 		base = machinePostgres
 	}
+	return ownDatabase(t, base, "vg_cluster_")
+}
+
+// ownDatabase creates a database named prefix and random letters on the server of base, dropped (with
+// whatever is still connected to it) when the test ends, and returns its URL.
+func ownDatabase(t *testing.T, base, prefix string) string {
+	t.Helper()
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("vg_cluster_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1e6))
+	name := fmt.Sprintf("%s%d_%d", prefix, time.Now().UnixNano()%1e9, rand.IntN(1e6))
 	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
 		_ = admin.Close()
-		t.Fatalf("create a database for the replica test (PostgreSQL at TEST_DATABASE_URL or %s): %v", machinePostgres, err)
+		t.Fatalf("create a database of the test's own on the PostgreSQL server at %s: %v", base, err)
 	}
 	t.Cleanup(func() {
-		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
 		_ = admin.Close()
 	})
 	u, err := url.Parse(base)
