@@ -487,7 +487,7 @@ func (c *cluster) settle(t *testing.T, l *load) (completed, failed int) {
 		t.Errorf("%d tasks in the database for %d Idempotency-Keys answered: a retry made a second task, or a create answered nothing", len(tasks), len(known))
 	}
 	var entries []models.LedgerEntry
-	if err := c.d.R.WithContext(ctx).Where("task_id IS NOT NULL").Find(&entries).Error; err != nil {
+	if err := c.d.R.WithContext(ctx).Where("task_id IS NOT NULL").Order("id").Find(&entries).Error; err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string][]string{}
@@ -876,6 +876,10 @@ func TestReadyOnlyWhenServing(t *testing.T) {
 		}, logs.String)
 		if r := testkit.Do(t, base, "GET", "/readyz", "", nil); r.Status != 503 || !strings.Contains(string(r.Body), "starting") {
 			t.Fatalf("/readyz %s: %d %s, want 503 starting", when, r.Status, r.Body)
+		}
+		page := testkit.Do(t, base, "GET", "/console", "", nil)
+		if page.Status != 503 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page.Body), "videogen is starting") {
+			t.Fatalf("a console page %s: %d %s %q, want a 503 page that says the server is starting", when, page.Status, page.Header.Get("Content-Type"), clipBody(page.Body))
 		}
 		r := testkit.Do(t, base, "POST", "/v1/videos", "vg_whatever", map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "too early"})
 		if r.Status != 503 || r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "service_unavailable") {

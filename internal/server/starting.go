@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"videogen/handlers/web"
 	"videogen/internal/infra/blob"
 	"videogen/internal/infra/config"
 	"videogen/internal/infra/db"
@@ -113,12 +114,25 @@ func startingHandler() http.Handler {
 		// Read what the client sends (within reason) so the answer reaches it (RFC 9112 §9.6).
 		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 8<<20))
 		w.Header().Set("Retry-After", strconv.Itoa(refusal.DatabaseUnavailable.RetryAfter))
+		if !web.IsAPIPath(r.URL.Path) {
+			// A person at a browser: a page, not JSON.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, startingPage)
+			return
+		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
 			"code": "service_unavailable", "type": "server_error", "param": nil, "request_id": rid,
 			"message": "This instance is starting. Send the request again after Retry-After seconds."}})
 	})
 	return mux
 }
+
+// startingPage is what a browser gets from an instance still starting: plain, with no asset to load
+// (the stylesheet is served by the real server only).
+const startingPage = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>videogen is starting</title>` +
+	`<meta name="viewport" content="width=device-width, initial-scale=1"></head><body style="font-family:sans-serif;max-width:36rem;margin:4rem auto">` +
+	`<h1>videogen is starting</h1><p>This server is starting up and cannot show the page yet. Reload it in a few seconds.</p></body></html>`
 
 // newWhenReachable is New, tried again while the database (or the storage) cannot be reached: an
 // instance started during an outage waits for it to end, answering 503 meanwhile, instead of exiting.

@@ -212,7 +212,7 @@ func (s *S3) PresignGet(ctx context.Context, key string, ttl time.Duration, cont
 	}
 	u, err := s.client.PresignedGetObject(ctx, s.bucket, key, ttl, params)
 	if err != nil {
-		return "", fmt.Errorf("s3 presign %s: %w", key, err)
+		return "", s3Error("presign", key, err)
 	}
 	return u.String(), nil
 }
