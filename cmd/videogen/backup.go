@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"videogen/internal/infra/config"
+	"videogen/internal/infra/db"
 )
 
 // A backup is a folder: the database (a SQLite file or a pg_dump archive), the stored files its rows
@@ -152,7 +152,7 @@ func backup(ctx context.Context, cfg *config.Config, out string) (m *manifest, e
 		named, err = snapshotPostgres(ctx, cfg.DatabaseURL, out, m)
 	} else {
 		m.Engine = engineSQLite
-		named, err = snapshotSQLite(ctx, sqlitePath(cfg.DatabaseURL), out, m)
+		named, err = snapshotSQLite(ctx, db.SQLitePath(cfg.DatabaseURL), out, m)
 	}
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func snapshotSQLite(ctx context.Context, dbPath, out string, m *manifest) ([]sto
 		return nil, fmt.Errorf("no SQLite database at %s (DATABASE_URL, or DATA_DIR/videogen.db): %w", dbPath, err)
 	}
 	// mode=rw: never create a database that is not there.
-	src, err := sql.Open("sqlite", sqliteDSN(dbPath, "mode=rw&_pragma=busy_timeout(10000)"))
+	src, err := sql.Open("sqlite", db.SQLiteDSN(dbPath, "mode=rw&_pragma=busy_timeout(10000)"))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
@@ -238,7 +238,7 @@ func snapshotSQLite(ctx context.Context, dbPath, out string, m *manifest) ([]sto
 	if err := syncFile(dst); err != nil {
 		return nil, err
 	}
-	cp, err := sql.Open("sqlite", sqliteDSN(dst, "mode=ro"))
+	cp, err := sql.Open("sqlite", db.SQLiteDSN(dst, "mode=ro"))
 	if err != nil {
 		return nil, fmt.Errorf("open the copy: %w", err)
 	}
@@ -451,16 +451,6 @@ func binaryVersion() string {
 		}
 	}
 	return v
-}
-
-// sqlitePath is the file a SQLite DATABASE_URL names, as db.Open reads it.
-func sqlitePath(dbURL string) string {
-	return strings.TrimPrefix(strings.TrimPrefix(dbURL, "sqlite://"), "file:")
-}
-
-// sqliteDSN is a database/sql DSN for the SQLite file at path, as db.Open builds them.
-func sqliteDSN(path, params string) string {
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params
 }
 
 // listSome names the first few of names.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -437,7 +436,9 @@ func TestRestoreRefusesWhatItWouldOverwrite(t *testing.T) {
 
 	// A damaged backup is refused, and leaves no database behind.
 	damaged := filepath.Join(t.TempDir(), "damaged")
-	copyTree(t, bk, damaged)
+	if err := os.CopyFS(damaged, os.DirFS(bk)); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.OpenFile(filepath.Join(damaged, "videogen.db"), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -508,28 +509,6 @@ func TestBackupWithS3LeavesTheFilesInTheBucket(t *testing.T) {
 	p2 := serve(t, dir2, env2)
 	if got := testkit.Do(t, p2.url, "GET", "/v1/videos/"+id+"/content", a.Key, nil); got.Status != 200 || !bytes.Equal(got.Body, video.Body) {
 		t.Fatalf("the restored installation's video from the bucket: %d, %d bytes (want %d)", got.Status, len(got.Body), len(video.Body))
-	}
-}
-
-// copyTree copies a folder and everything under it.
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

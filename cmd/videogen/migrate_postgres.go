@@ -76,7 +76,7 @@ func migrateToPostgres(ctx context.Context, cfg *config.Config, to string, w io.
 	if u, err := url.Parse(to); err == nil {
 		shown = u.Redacted()
 	}
-	srcPath := sqlitePath(cfg.DatabaseURL)
+	srcPath := db.SQLitePath(cfg.DatabaseURL)
 	if _, err := os.Stat(srcPath); err != nil {
 		return fmt.Errorf("no SQLite database at %s: %w", srcPath, err)
 	}

@@ -118,7 +118,7 @@ func restore(ctx context.Context, cfg *config.Config, from string, opt restoreOp
 		return err
 	}
 	if m.Engine == engineSQLite {
-		if l.dbPath, err = filepath.Abs(sqlitePath(cfg.DatabaseURL)); err != nil {
+		if l.dbPath, err = filepath.Abs(db.SQLitePath(cfg.DatabaseURL)); err != nil {
 			return err
 		}
 		if err := restoreSQLite(ctx, from, m, l, opt, w); err != nil {

@@ -71,7 +71,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return &DB{W: g, R: g, Postgres: true}, nil
 	}
 
-	path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite://"), "file:")
+	path := SQLitePath(url)
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create database folder: %w", err)
@@ -101,9 +101,19 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	return &DB{W: w, R: r}, nil
 }
 
+// SQLitePath is the file a SQLite DATABASE_URL names ("data/videogen.db", "sqlite://…", "file:…").
+func SQLitePath(databaseURL string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(databaseURL, "sqlite://"), "file:")
+}
+
+// SQLiteDSN is the database/sql data source of the SQLite file at path with the driver's params
+// ("_pragma=…&mode=ro"): the form every opening of the file uses, Open's and the backup's alike.
+func SQLiteDSN(path, params string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params
+}
+
 func openSQLite(path, params string, gcfg *gorm.Config) (*gorm.DB, error) {
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params
-	g, err := gorm.Open(sqlite.Open(dsn), gcfg)
+	g, err := gorm.Open(sqlite.Open(SQLiteDSN(path, params)), gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

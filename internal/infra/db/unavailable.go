@@ -44,12 +44,8 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &connErr) {
 		return true
 	}
-	var netErr net.Error
+	var netErr net.Error // a *net.OpError among them: a dial, read or write that failed
 	if errors.As(err, &netErr) {
-		return true
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
 		return true
 	}
 	// pgx says so in words when it finds a connection already closed.
