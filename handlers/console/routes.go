@@ -57,6 +57,12 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Post("/wallet", h.walletForm)
 	console.Get("/wallet/topups/:id", h.showTopup)
 	console.Get("/wallet/topups/:id/canceled", h.showTopupCanceled)
+	console.Get("/webhooks", h.ShowWebhooks)
+	console.Post("/webhooks", h.addWebhook)
+	console.Get("/webhooks/:id", h.ShowWebhook)
+	console.Get("/webhooks/:id/delete", h.confirmDeleteWebhook)
+	console.Post("/webhooks/:id/deliveries/:delivery/resend", h.resendWebhook)
+	console.Post("/webhooks/:id/:action", h.webhookAction)
 	console.Get("/account", h.showAccount)
 	console.Post("/account", h.updateAccount)
 	return h

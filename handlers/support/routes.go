@@ -38,6 +38,8 @@ func Routes(app *fiber.App, c *console.Handler) {
 	tenant.Get("/calls", h.ShowCalls)
 	tenant.Get("/calls.csv", h.ExportCalls)
 	tenant.Get("/ledger", h.showStaffLedger)
+	tenant.Get("/webhooks", h.ShowWebhooks)
+	tenant.Get("/webhooks/:id", h.ShowWebhook)
 	// What admins may change; every form is confirmed before money moves or access changes.
 	tenant.Post("/balance", h.requireAdmin, h.adjustBalance)
 	tenant.Post("/disable", h.requireAdmin, h.disableAccount)

@@ -19,6 +19,7 @@ import (
 	"videogen/internal/domain/media"
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/videos"
+	"videogen/internal/domain/webhooks"
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/ratelimit"
 	"videogen/internal/money"
@@ -64,6 +65,8 @@ type Deps struct {
 	Payments                   *payments.Service // Stripe top-ups and balance alerts
 	// Metrics counts requests for /metrics (nil: not counted).
 	Metrics *metrics.Metrics
+	// Webhooks is the customers' webhook endpoints and their deliveries.
+	Webhooks *webhooks.Service
 }
 
 // Base is what every audience's handlers share: the dependencies, and the middleware and responders of

@@ -51,6 +51,11 @@ var notices = map[string]string{
 	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
 	"already-verified":  "Your e-mail address is already confirmed.",
 	"email-confirmed":   "Your e-mail address is confirmed. Welcome!",
+	"webhook-disabled":  "The endpoint was disabled. Events are kept for it and sent when you enable it again.",
+	"webhook-enabled":   "The endpoint was enabled. Deliveries that waited go out now.",
+	"webhook-test-sent": "A test event is on its way. Its delivery appears below within a few seconds; reload to see it.",
+	"webhook-deleted":   "The endpoint was deleted. No more events are sent to it.",
+	"webhook-resent":    "The delivery is being sent again, with the same webhook-id. Reload to see the attempt.",
 	// Staff (docs/support.md).
 	"balance-adjusted": "The balance was adjusted. The ledger and the audit log show it.",
 	"account-disabled": "The account was disabled: its keys are refused and its users signed out.",
@@ -128,6 +133,15 @@ func FormValue(c *fiber.Ctx, name string) (string, bool) {
 		return "", false
 	}
 	return string(v), true
+}
+
+// PostedAll is every value of a repeated field of a posted form (checkboxes), in order.
+func PostedAll(c *fiber.Ctx, name string) []string {
+	var out []string
+	for _, v := range c.Request().PostArgs().PeekMulti(name) {
+		out = append(out, string(v))
+	}
+	return out
 }
 
 // posted is a field of a posted form ("" when it was not posted); see formValue.

@@ -41,6 +41,7 @@ import (
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/sim"
 	"videogen/internal/domain/videos"
+	"videogen/internal/domain/webhooks"
 	"videogen/internal/domain/worker"
 	"videogen/internal/infra/blob"
 	"videogen/internal/infra/config"
@@ -80,6 +81,8 @@ type Server struct {
 	Payments *payments.Service
 	// Metrics is what /metrics exports, on METRICS_ADDR (nil when that is unset).
 	Metrics *metrics.Metrics
+	// Webhooks is the customers' endpoints and the outbox of their events.
+	Webhooks *webhooks.Service
 
 	listener     atomic.Pointer[lingerclose.Listener] // set by Serve
 	draining     atomic.Bool                          // a graceful shutdown has begun: /readyz answers 503
@@ -245,6 +248,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if opt.ImportPolicy != nil {
 		importPolicy = *opt.ImportPolicy
 	}
+	// Webhook endpoints pass the import guard (docs/webhooks.md); outside production, http:// to this
+	// machine too, for a receiver under development.
+	hookPolicy := importPolicy
+	hookPolicy.PlainHTTPLoopback = !cfg.Production()
+	if s.Webhooks, err = webhooks.New(d, mediafetch.New(hookPolicy), notifier, log.With("part", "webhooks"), webhooks.Config{
+		Owner: cfg.WorkerID, Secrets: cfg.Secrets(), Now: clock, ConsoleURL: cfg.PublicBaseURL, Lease: cfg.LeaseDuration}); err != nil {
+		return nil, err
+	}
+	s.Tasks.TellEvents(s.Webhooks)
 	s.App = handlers.New(handlers.Deps{
 		DB: d, Log: log, Keys: s.Keys, Limiter: s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst)),
 		CallLog: s.CallLog, Videos: s.Videos, Prices: prices, ModelOffer: pool.Offer,
@@ -254,7 +266,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
 		TestTopupMin: testTopupMin, TestTopupMax: testTopupMax,
 		Stopping: stopping, Draining: s.draining.Load, Transfers: web.NewTransfers(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
-		Metrics: s.Metrics,
+		Metrics: s.Metrics, Webhooks: s.Webhooks,
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
 		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
@@ -288,6 +300,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	s.parts.Add("e-mail delivery", s.Outbox.Job())
+	s.parts.Add("webhook delivery", runner.Func(s.Webhooks.Run))
 	s.parts.Add("upstream watch", s.upstreamWatch(seen))
 	s.parts.Add("payments", s.Payments.Job())
 	s.parts.Add("media retention", jan.RetentionJob())

@@ -25,6 +25,8 @@ const (
 	ViewLedger  = "ledger.view"
 	ViewCalls   = "calls.view"
 	ViewTasks   = "tasks.view"
+	// ViewWebhooks is a look at an account's webhook endpoints or one endpoint's deliveries.
+	ViewWebhooks = "webhooks.view"
 	Export      = "calls.export"
 	Search      = "search"
 
@@ -48,6 +50,7 @@ const (
 	TargetCall    = "call"
 	TargetUser    = "user"
 	TargetPrice   = "price"
+	TargetWebhook = "webhook"
 )
 
 // MaxReasonLen is the longest reason of a staff action, in characters.

@@ -78,3 +78,12 @@ func (n *Notifier) RechargeOff(tx *gorm.DB, to, why, walletURL string) error {
 		why+" We switched auto-recharge off, so nothing more will be charged automatically.",
 		"Open your wallet", walletURL, "Add funds or switch auto-recharge on again on your wallet page.", "recharge-off")
 }
+
+// WebhookDisabled queues the news to an account's owner that one of its webhook endpoints was disabled
+// after failing for three days, and why.
+func (n *Notifier) WebhookDisabled(tx *gorm.DB, to, url, why, link string) error {
+	return n.queue(tx, to, "A videogen webhook endpoint was disabled", "Your webhook endpoint was disabled",
+		why+" We disabled the endpoint, so no more events are sent to "+url+" until you switch it on again.",
+		"Open the endpoint", link, "Events of the past 30 days and every attempt are listed there; fix the receiver, switch the endpoint on, and resend what it missed.",
+		"webhook-disabled")
+}

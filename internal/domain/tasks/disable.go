@@ -21,7 +21,7 @@ import (
 // thrown away. A task that already holds a credential was (or is being) submitted; it runs to its end
 // and settles like any other. A worker may hold a lease on a waiting task while it assigns it a slot:
 // AssignSlot's UPDATE requires status 'queued' and no credential, so whichever commits first wins and
-// the other changes nothing. Lock order is the store's: the tasks first, then (through billing) the
+// the other changes nothing. Each ending writes its webhook event as Fail's does. Lock order is the store's: the tasks first, then (through billing) the
 // account.
 func (s *Store) FailWaiting(tx *gorm.DB, accountID int64, code, message string) ([]models.Task, error) {
 	now := s.Now()
@@ -35,7 +35,7 @@ func (s *Store) FailWaiting(tx *gorm.DB, accountID int64, code, message string) 
 	}
 	failed := waiting[:0]
 	for _, t := range waiting {
-		ok, err := failWaiting(tx, t, code, message, now)
+		ok, err := s.failWaiting(tx, t, code, message, now)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func (s *Store) FailWaiting(tx *gorm.DB, accountID int64, code, message string) 
 	return failed, nil
 }
 
-func failWaiting(tx *gorm.DB, t models.Task, code, message string, now time.Time) (bool, error) {
+func (s *Store) failWaiting(tx *gorm.DB, t models.Task, code, message string, now time.Time) (bool, error) {
 	res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, error_code = ?, error_message = ?, lease_owner = NULL, lease_until = NULL,
 		updated_at = ? WHERE id = ? AND status = ? AND credential_id IS NULL AND billing_state = ?`,
 		Failed, billing.Released, code, message, now, t.ID, Queued, billing.Reserved)
@@ -61,6 +61,9 @@ func failWaiting(tx *gorm.DB, t models.Task, code, message string, now time.Time
 		return false, err
 	}
 	if err := leaveBacklog(tx, t.AccountID); err != nil {
+		return false, err
+	}
+	if err := s.taskEnded(tx, &t, false, now); err != nil {
 		return false, err
 	}
 	if err := logEvent(tx, t.ID, now, Queued, Failed, code+": "+message); err != nil {

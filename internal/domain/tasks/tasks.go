@@ -8,9 +8,13 @@ package tasks
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"videogen/internal/infra/db"
+	"videogen/models"
 )
 
 // Statuses of a task (the four of docs/api.md; docs/design.md §5).
@@ -62,8 +66,39 @@ var ErrBacklogFull = errors.New("the account's backlog is full")
 
 // Store writes tasks. Its clock stamps every time it stores.
 type Store struct {
-	db  *db.DB
-	now func() time.Time
+	db     *db.DB
+	now    func() time.Time
+	events Events
+}
+
+// Events is told of each task's terminal transition inside its transaction — the webhooks outbox
+// (internal/domain/webhooks), so an event is written if and only if the ending commits — and woken
+// once it has committed.
+type Events interface {
+	TaskEnded(tx *gorm.DB, accountID int64, videoID string, completed bool, at time.Time) error
+	Wake()
+}
+
+// TellEvents has every later terminal transition told to e. The assembly calls it once, before anything
+// runs.
+func (s *Store) TellEvents(e Events) { s.events = e }
+
+// taskEnded tells the events of an ending, inside its transaction.
+func (s *Store) taskEnded(tx *gorm.DB, t *models.Task, completed bool, at time.Time) error {
+	if s.events == nil {
+		return nil
+	}
+	if err := s.events.TaskEnded(tx, t.AccountID, t.ID, completed, at); err != nil {
+		return fmt.Errorf("record the event of %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// ended wakes the events' delivery once an ending has committed.
+func (s *Store) ended() {
+	if s.events != nil {
+		s.events.Wake()
+	}
 }
 
 // NewStore returns the task store on d; now is the clock.

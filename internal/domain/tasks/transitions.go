@@ -306,6 +306,9 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expire
 			out.Size, money.Micros(t.AmountMicros).USD(), cost.text())); err != nil {
 			return err
 		}
+		if err := s.taskEnded(tx, t, true, now); err != nil {
+			return err
+		}
 		if note := renderedDiffers(t, r); note != "" {
 			return logEvent(tx, t.ID, now, Completed, Completed, note)
 		}
@@ -315,6 +318,7 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expire
 		return false, fmt.Errorf("complete %s: %w", t.ID, err)
 	}
 	if won {
+		s.ended()
 		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &out.Key
 		t.ThumbnailKey, t.SpritesheetKey = nullable(out.ThumbnailKey), nullable(out.SpritesheetKey)
 		t.LastFrameKey, t.LastFrameType = nullable(out.LastFrameKey), nullable(out.LastFrameType)
@@ -388,6 +392,7 @@ func (c Cost) text() string {
 // backlog — at most once: only the first ending of a task counts.
 func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) error {
 	now := s.Now()
+	ended := false
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		// Read under a row lock: another instance may be assigning the task a credential right now, and the
 		// slot it takes must be freed with the row we fail (SQLite's single writer serialises this anyway).
@@ -421,10 +426,17 @@ func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) 
 				return err
 			}
 		}
+		ended = true
+		if err := s.taskEnded(tx, &cur, false, now); err != nil {
+			return err
+		}
 		return logEvent(tx, t.ID, now, cur.Status, Failed, code+": "+message)
 	})
 	if err != nil {
 		return fmt.Errorf("fail %s: %w", t.ID, err)
+	}
+	if ended {
+		s.ended()
 	}
 	return nil
 }

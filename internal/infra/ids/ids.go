@@ -77,3 +77,12 @@ func NewTopupID() string { return "topup_" + random(24) }
 
 // IsTopupID reports whether s has the shape of a top-up id.
 func IsTopupID(s string) bool { return hasShape(s, "topup_") }
+
+// NewWebhookEndpointID returns a webhook endpoint's id.
+func NewWebhookEndpointID() string { return "we_" + random(24) }
+
+// IsWebhookEndpointID reports whether s has the shape of a webhook endpoint id.
+func IsWebhookEndpointID(s string) bool { return hasShape(s, "we_") }
+
+// NewEventID returns a webhook event's id, which is also every delivery's webhook-id.
+func NewEventID() string { return "evt_" + random(24) }

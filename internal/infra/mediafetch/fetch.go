@@ -26,6 +26,9 @@ type Policy struct {
 	Ports         []uint16       // allowed ports; empty = 443 only
 	RootCAs       *x509.CertPool // nil = system roots
 	Resolver      *net.Resolver  // nil = net.DefaultResolver
+	// PlainHTTPLoopback lets Post and CheckURL (webhooks) use http:// to a loopback address on any port:
+	// development's local receivers. Open never does.
+	PlainHTTPLoopback bool
 
 	// 0 = defaults (10 s, 15 s, 30 s, 2 min). ConnectTimeout covers resolving, connecting and the TLS
 	// handshake; HeaderTimeout runs from the request being sent to the response headers; IdleTimeout is
@@ -68,6 +71,7 @@ type Fetcher struct {
 	guard  *ssrf.Guardian
 	dialer *net.Dialer
 	client *http.Client
+	poster *http.Client // Post's: no redirects
 }
 
 // New returns a Fetcher for p, with p's zero fields set to production's defaults.
@@ -118,6 +122,7 @@ func New(p Policy) *Fetcher {
 		},
 		CheckRedirect: f.checkRedirect,
 	}
+	f.poster = f.newPoster()
 	return f
 }
 

@@ -37,6 +37,9 @@ const (
 	// DeviceCookie signs the cookie by which a browser that signed in before is known again
 	// (internal/domain/auth, trust.go).
 	DeviceCookie Purpose = "videogen device cookie v1"
+	// WebhookSecret seals customers' webhook signing secrets, which must be read back to sign
+	// (internal/domain/webhooks).
+	WebhookSecret Purpose = "videogen webhook secret v1"
 )
 
 // ErrUnsealable says a sealed value opens under none of the configured secrets: it was sealed under a

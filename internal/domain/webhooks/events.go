@@ -1,0 +1,210 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"videogen/internal/infra/ids"
+	"videogen/models"
+)
+
+// event is the body of every delivery, shaped as OpenAI's video events: {"id":"evt_…","object":"event",
+// "created_at":<unix>,"type":"video.completed","data":{"id":"video_…"}}.
+type event struct {
+	ID        string    `json:"id"`
+	Object    string    `json:"object"`
+	CreatedAt int64     `json:"created_at"`
+	Type      string    `json:"type"`
+	Data      eventData `json:"data"`
+}
+
+type eventData struct {
+	ID string `json:"id"`
+}
+
+// TaskEnded is the outbox: called inside the transaction of a task's terminal transition, it writes a
+// video.completed or video.failed event, and a delivery of it to each enabled endpoint of the account
+// that receives that type. With no such endpoint it writes nothing. The caller calls Wake once the
+// transaction has committed; if it never does (a crash), the loop finds the deliveries on its next look.
+func (s *Service) TaskEnded(tx *gorm.DB, accountID int64, videoID string, completed bool, at time.Time) error {
+	typ := VideoFailed
+	if completed {
+		typ = VideoCompleted
+	}
+	var eps []models.WebhookEndpoint
+	if err := tx.Select("id", "events").Where("account_id = ? AND enabled = ?", accountID, true).Find(&eps).Error; err != nil {
+		return fmt.Errorf("find webhook endpoints: %w", err)
+	}
+	var to []string
+	for i := range eps {
+		if eps[i].Receives(typ) {
+			to = append(to, eps[i].ID)
+		}
+	}
+	if len(to) == 0 {
+		return nil
+	}
+	return s.record(tx, accountID, typ, videoID, at, to)
+}
+
+// record writes one event and a delivery of it, due at once, to each endpoint in to.
+func (s *Service) record(tx *gorm.DB, accountID int64, typ, subject string, at time.Time, to []string) error {
+	at = at.UTC().Truncate(time.Microsecond)
+	ev := event{ID: ids.NewEventID(), Object: "event", CreatedAt: at.Unix(), Type: typ, Data: eventData{ID: subject}}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode webhook event: %w", err)
+	}
+	if err := tx.Create(&models.WebhookEvent{ID: ev.ID, AccountID: accountID, Type: typ, SubjectID: subject, Payload: string(body), CreatedAt: at}).Error; err != nil {
+		return fmt.Errorf("record webhook event: %w", err)
+	}
+	ds := make([]models.WebhookDelivery, len(to))
+	for i, ep := range to {
+		ds[i] = models.WebhookDelivery{EventID: ev.ID, EndpointID: ep, CreatedAt: at, NextAttemptAt: &at}
+	}
+	if err := tx.Create(&ds).Error; err != nil {
+		return fmt.Errorf("record webhook deliveries: %w", err)
+	}
+	return nil
+}
+
+// SendTest sends the endpoint a sample event of the type, at once, whether or not it is enabled or
+// receives that type: a video.completed or video.failed whose video id begins video_test, which no video
+// has. It goes through the outbox like any event, so the deliveries list shows how it went.
+func (s *Service) SendTest(ctx context.Context, accountID int64, endpointID, typ string) error {
+	if _, err := checkEvents([]string{typ}); err != nil {
+		return err
+	}
+	if _, err := s.Get(ctx, accountID, endpointID); err != nil {
+		return err
+	}
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		return s.record(tx, accountID, typ, "video_test"+ids.NewToken(20), s.now(), []string{endpointID})
+	})
+	if err != nil {
+		return fmt.Errorf("send a test event: %w", err)
+	}
+	s.Wake()
+	return nil
+}
+
+// Resend sends a delivery of the endpoint again, at once, with the same webhook-id and body; if it
+// fails, retries follow the schedule from the attempts it has had.
+func (s *Service) Resend(ctx context.Context, accountID int64, endpointID string, deliveryID int64) error {
+	if _, err := s.Get(ctx, accountID, endpointID); err != nil {
+		return err
+	}
+	now := s.now()
+	res := s.db.W.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET next_attempt_at = ?, delivered_at = NULL, failed_at = NULL
+		WHERE id = ? AND endpoint_id = ? AND (lease_until IS NULL OR lease_until < ?)`, now, deliveryID, endpointID, now)
+	if res.Error != nil {
+		return fmt.Errorf("resend webhook delivery: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		// Unknown, or being attempted right now (which is a resend already).
+		var n int64
+		if err := s.db.R.WithContext(ctx).Model(&models.WebhookDelivery{}).Where("id = ? AND endpoint_id = ?", deliveryID, endpointID).Count(&n).Error; err != nil {
+			return fmt.Errorf("resend webhook delivery: %w", err)
+		}
+		if n == 0 {
+			return ErrNoEndpoint
+		}
+	}
+	s.Wake()
+	return nil
+}
+
+// Attempt is one line of an endpoint's deliveries list.
+type Attempt struct {
+	models.WebhookAttempt
+	EventID   string
+	EventType string
+	// NextAttemptAt is the delivery's next try, shown on its latest attempt (nil: none planned).
+	NextAttemptAt *time.Time
+	Delivered     bool
+	GivenUp       bool
+}
+
+// Page is a page of an endpoint's attempts, newest first; Before is the cursor of the next (older)
+// page, 0 when there is none.
+type Page struct {
+	Attempts []Attempt
+	// Pending is deliveries not attempted yet (due, or waiting while the endpoint is off).
+	Pending []PendingDelivery
+	Before  int64
+}
+
+// PendingDelivery is a delivery waiting for its first attempt.
+type PendingDelivery struct {
+	ID            int64
+	EventID       string
+	EventType     string
+	NextAttemptAt *time.Time
+}
+
+// Attempts lists an endpoint's attempts, newest first, before the cursor (0: from the newest), at most
+// limit of them (keyset pagination, as the deliveries of a busy endpoint grow).
+func (s *Service) Attempts(ctx context.Context, endpointID string, before int64, limit int) (Page, error) {
+	var p Page
+	q := s.db.R.WithContext(ctx).Table("webhook_attempts AS a").
+		Select("a.*, d.event_id, e.type AS event_type, d.next_attempt_at, d.delivered_at IS NOT NULL AS delivered, d.failed_at IS NOT NULL AS given_up").
+		Joins("JOIN webhook_deliveries d ON d.id = a.delivery_id").Joins("JOIN webhook_events e ON e.id = d.event_id").
+		Where("a.endpoint_id = ?", endpointID)
+	if before > 0 {
+		q = q.Where("a.id < ?", before)
+	}
+	var rows []struct {
+		models.WebhookAttempt `gorm:"embedded"`
+		EventID               string
+		EventType             string
+		NextAttemptAt         *time.Time
+		Delivered, GivenUp    bool
+	}
+	if err := q.Order("a.id DESC").Limit(limit + 1).Scan(&rows).Error; err != nil {
+		return p, fmt.Errorf("list webhook attempts: %w", err)
+	}
+	latest := map[int64]bool{}
+	if before > 0 {
+		// An attempt on an older page is the latest of its delivery only if no newer one exists.
+		var ids []int64
+		for _, r := range rows {
+			ids = append(ids, r.DeliveryID)
+		}
+		var newer []int64
+		if len(ids) > 0 {
+			if err := s.db.R.WithContext(ctx).Model(&models.WebhookAttempt{}).Where("delivery_id IN ? AND id >= ?", ids, before).
+				Distinct().Pluck("delivery_id", &newer).Error; err != nil {
+				return p, fmt.Errorf("list webhook attempts: %w", err)
+			}
+		}
+		for _, id := range newer {
+			latest[id] = true
+		}
+	}
+	for i, r := range rows {
+		if i == limit {
+			p.Before = rows[i-1].ID
+			break
+		}
+		a := Attempt{WebhookAttempt: r.WebhookAttempt, EventID: r.EventID, EventType: r.EventType, Delivered: r.Delivered, GivenUp: r.GivenUp}
+		if !latest[r.DeliveryID] {
+			a.NextAttemptAt = r.NextAttemptAt
+			latest[r.DeliveryID] = true
+		}
+		p.Attempts = append(p.Attempts, a)
+	}
+	if before == 0 {
+		err := s.db.R.WithContext(ctx).Table("webhook_deliveries AS d").Select("d.id, d.event_id, e.type AS event_type, d.next_attempt_at").
+			Joins("JOIN webhook_events e ON e.id = d.event_id").
+			Where("d.endpoint_id = ? AND d.attempts = 0 AND d.next_attempt_at IS NOT NULL", endpointID).
+			Order("d.id DESC").Limit(limit).Scan(&p.Pending).Error
+		if err != nil {
+			return p, fmt.Errorf("list pending webhook deliveries: %w", err)
+		}
+	}
+	return p, nil
+}

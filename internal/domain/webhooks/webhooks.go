@@ -1,0 +1,135 @@
+// Package webhooks tells customers' endpoints when a video is done (docs/webhooks.md). It keeps the
+// endpoints and their signing secrets, writes an event in the transaction of the task's terminal
+// transition (an outbox: TaskEnded), and delivers it, signed the Standard Webhooks way as OpenAI signs
+// its own, from any instance, with retries over about three days.
+package webhooks
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"videogen/internal/infra/db"
+	"videogen/internal/infra/mediafetch"
+	"videogen/internal/infra/seal"
+)
+
+// The event types an endpoint may receive: OpenAI's two video events (openai-go webhooks.go lists them).
+const (
+	VideoCompleted = "video.completed"
+	VideoFailed    = "video.failed"
+)
+
+// EventTypes lists every event type, in the order the console offers them.
+var EventTypes = []string{VideoCompleted, VideoFailed}
+
+// MaxEndpoints is how many endpoints one account may have: enough for production, staging and a
+// colleague's test receiver, few enough that one event cannot fan out into a flood.
+const MaxEndpoints = 10
+
+// Config tunes the service; zero fields take the defaults named beside them.
+type Config struct {
+	Owner   string   // this instance's name in leases
+	Secrets []string // APP_SECRET values: the first seals endpoint secrets, all open them
+	// Now is the clock (tests move it); nil is real time.
+	Now func() time.Time
+	// ConsoleURL is the console's address, for the e-mail that says an endpoint was disabled.
+	ConsoleURL string
+
+	Poll        time.Duration // how often due deliveries are looked for when nothing woke the loop (1 s)
+	Timeout     time.Duration // one attempt, connect to last byte (10 s)
+	Lease       time.Duration // a claimed delivery is another instance's to take after this (1 min)
+	Workers     int           // attempts in flight on this instance (16)
+	PerEndpoint int           // attempts in flight to one endpoint from this instance (2)
+	// Schedule is the wait after each failed attempt; after the last, the delivery is given up
+	// (docs/webhooks.md#retries).
+	Schedule []time.Duration
+	// DisableAfter is how long an endpoint may fail without a success before it is disabled (72 h).
+	DisableAfter time.Duration
+}
+
+// DefaultSchedule is the wait after the 1st, 2nd, … failed attempt: ten attempts over 71 h 36 min,
+// about three days, as Stripe retries.
+var DefaultSchedule = []time.Duration{
+	time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour,
+	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 20 * time.Hour,
+}
+
+// Mailer queues the e-mail that tells an account's owner that an endpoint was disabled, in the
+// transaction that disables it (notify.Notifier).
+type Mailer interface {
+	WebhookDisabled(tx *gorm.DB, to, url, why, link string) error
+	Wake()
+}
+
+// Service is the endpoints, the outbox of events and its delivery loop.
+type Service struct {
+	cfg   Config
+	db    *db.DB
+	seal  *seal.Sealer
+	fetch *mediafetch.Fetcher
+	mail  Mailer
+	log   *slog.Logger
+	wake  chan struct{}
+	freed chan struct{}
+}
+
+// New returns the service. fetch is the guard every URL passes, at save time and on every delivery.
+func New(d *db.DB, fetch *mediafetch.Fetcher, mail Mailer, log *slog.Logger, cfg Config) (*Service, error) {
+	s, err := seal.New(cfg.Secrets, seal.WebhookSecret)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Poll = orDefault(cfg.Poll, time.Second)
+	cfg.Timeout = orDefault(cfg.Timeout, 10*time.Second)
+	cfg.Lease = orDefault(cfg.Lease, time.Minute)
+	// An attempt ends well inside its lease, so no other instance takes a delivery still being attempted.
+	cfg.Timeout = min(cfg.Timeout, cfg.Lease/2)
+	cfg.DisableAfter = orDefault(cfg.DisableAfter, 72*time.Hour)
+	if cfg.Workers <= 0 {
+		cfg.Workers = 16
+	}
+	if cfg.PerEndpoint <= 0 {
+		cfg.PerEndpoint = 2
+	}
+	if len(cfg.Schedule) == 0 {
+		cfg.Schedule = DefaultSchedule
+	}
+	return &Service{cfg: cfg, db: d, seal: s, fetch: fetch, mail: mail, log: log,
+		wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// Wake asks the delivery loop to look for due deliveries now (after a transaction that wrote events
+// committed). It never blocks.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Invalid is a refusal of what a customer asked of an endpoint, in words for the console.
+type Invalid struct {
+	Field   string // "url", "events" or "" (the request as a whole)
+	Message string
+}
+
+func (e *Invalid) Error() string { return e.Message }
+
+// ErrNoEndpoint: the account has no such endpoint (or no such delivery of it).
+var ErrNoEndpoint = errors.New("no such webhook endpoint")
