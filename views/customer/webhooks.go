@@ -46,10 +46,10 @@ type WebhookPage struct {
 	Paged      bool // an older page of attempts
 	// PreviousSigns: a rotation's previous secret still signs beside the current one.
 	PreviousSigns bool
-	NewSecret  string
-	Added      bool // NewSecret is the new endpoint's
-	Rotated    bool // NewSecret replaces the previous one, which signs beside it for 24 hours
-	Error      *webhooks.Invalid
+	NewSecret     string
+	Added         bool // NewSecret is the new endpoint's
+	Rotated       bool // NewSecret replaces the previous one, which signs beside it for 24 hours
+	Error         *webhooks.Invalid
 }
 
 // ErrorText is the refusal's message ("" when none).

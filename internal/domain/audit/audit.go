@@ -27,8 +27,8 @@ const (
 	ViewTasks   = "tasks.view"
 	// ViewWebhooks is a look at an account's webhook endpoints or one endpoint's deliveries.
 	ViewWebhooks = "webhooks.view"
-	Export      = "calls.export"
-	Search      = "search"
+	Export       = "calls.export"
+	Search       = "search"
 
 	Credit        = "balance.credit"
 	Debit         = "balance.debit"
