@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -15,9 +16,39 @@ import (
 // resolve to any address — a private one, or example.com to 127.0.0.1 to match httptest's certificate.
 func StartDNS(t testing.TB, records map[string][]netip.Addr) *net.Resolver {
 	t.Helper()
-	zone := make(map[string][]netip.Addr, len(records))
+	return StartDNSZone(t, records).Resolver()
+}
+
+// DNSZone is a DNS server's records, which a test may change while it serves (DNS rebinding).
+type DNSZone struct {
+	mu       sync.Mutex
+	records  map[string][]netip.Addr
+	resolver *net.Resolver
+}
+
+// Set makes name resolve to addrs from now on.
+func (z *DNSZone) Set(name string, addrs ...netip.Addr) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.records[dns.CanonicalName(name)] = addrs
+}
+
+// Resolver sends every query to the zone's server.
+func (z *DNSZone) Resolver() *net.Resolver { return z.resolver }
+
+func (z *DNSZone) lookup(name string) ([]netip.Addr, bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	a, ok := z.records[dns.CanonicalName(name)]
+	return a, ok
+}
+
+// StartDNSZone is StartDNS with records the test can change.
+func StartDNSZone(t testing.TB, records map[string][]netip.Addr) *DNSZone {
+	t.Helper()
+	zone := &DNSZone{records: make(map[string][]netip.Addr, len(records))}
 	for name, addrs := range records {
-		zone[dns.CanonicalName(name)] = addrs
+		zone.records[dns.CanonicalName(name)] = addrs
 	}
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -40,7 +71,7 @@ func StartDNS(t testing.TB, records map[string][]netip.Addr) *net.Resolver {
 	t.Cleanup(func() { _ = srv.Shutdown() })
 
 	addr := pc.LocalAddr().String()
-	return &net.Resolver{
+	zone.resolver = &net.Resolver{
 		PreferGo: true,
 		// Answers are small, so UDP always suffices; Go's resolver speaks UDP over any PacketConn.
 		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -48,9 +79,10 @@ func StartDNS(t testing.TB, records map[string][]netip.Addr) *net.Resolver {
 			return d.DialContext(ctx, "udp", addr)
 		},
 	}
+	return zone
 }
 
-func answer(zone map[string][]netip.Addr, q *dns.Msg) *dns.Msg {
+func answer(zone *DNSZone, q *dns.Msg) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(q)
 	m.Authoritative = true
@@ -59,7 +91,7 @@ func answer(zone map[string][]netip.Addr, q *dns.Msg) *dns.Msg {
 		return m
 	}
 	question := q.Question[0]
-	addrs, ok := zone[dns.CanonicalName(question.Name)]
+	addrs, ok := zone.lookup(question.Name)
 	if !ok {
 		m.Rcode = dns.RcodeNameError
 		return m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -38,13 +39,10 @@ func (s *Service) Run(ctx context.Context) error {
 	for {
 		mu.Lock()
 		free := s.cfg.Workers - flight
-		var skip []string
-		for ep := range busy {
-			skip = append(skip, ep)
-		}
+		inFlight := maps.Clone(busy)
 		mu.Unlock()
 		if free > 0 {
-			ds, err := s.claim(ctx, free, skip)
+			ds, err := s.claim(ctx, free, inFlight)
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("claim webhook deliveries", "err", err)
 			}
@@ -83,38 +81,55 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// claim leases up to n due deliveries, at most PerEndpoint of any one endpoint and none of the
-// endpoints in skip (this instance has attempts in flight to them), soonest first. Candidates are read
-// first (an idle outbox never takes SQLite's writer); the lease is a guarded UPDATE, so two instances
-// never claim one delivery.
-func (s *Service) claim(ctx context.Context, n int, skip []string) ([]models.WebhookDelivery, error) {
+// claim leases up to n due deliveries, soonest first, so that no endpoint has more than PerEndpoint
+// attempts in flight from this instance counting those in busy. Candidates are read first (an idle
+// outbox never takes SQLite's writer); the lease is a guarded UPDATE, so two instances never claim one
+// delivery.
+func (s *Service) claim(ctx context.Context, n int, busy map[string]int) ([]models.WebhookDelivery, error) {
 	now := s.now()
-	q := `SELECT id FROM (
-		SELECT d.id, d.next_attempt_at, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
+	q := `SELECT id, endpoint_id FROM (
+		SELECT d.id, d.endpoint_id, d.next_attempt_at, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
 		FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
 		WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND e.enabled = ?`
 	args := []any{now, now, true}
-	if len(skip) > 0 {
+	var full []string
+	for ep, k := range busy {
+		if k >= s.cfg.PerEndpoint {
+			full = append(full, ep)
+		}
+	}
+	if len(full) > 0 {
 		q += ` AND d.endpoint_id NOT IN ?`
-		args = append(args, skip)
+		args = append(args, full)
 	}
 	q += `) due WHERE rn <= ? ORDER BY next_attempt_at, id LIMIT ?`
 	args = append(args, s.cfg.PerEndpoint, n)
-	var cand []int64
-	if err := s.db.R.WithContext(ctx).Raw(q, args...).Scan(&cand).Error; err != nil {
+	var rows []struct {
+		ID         int64
+		EndpointID string
+	}
+	if err := s.db.R.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("look for due webhook deliveries: %w", err)
+	}
+	var cand []int64
+	taken := maps.Clone(busy)
+	for _, r := range rows {
+		if taken[r.EndpointID] < s.cfg.PerEndpoint {
+			taken[r.EndpointID]++
+			cand = append(cand, r.ID)
+		}
 	}
 	if len(cand) == 0 {
 		return nil, nil
 	}
-	var rows []models.WebhookDelivery
+	var claimed []models.WebhookDelivery
 	err := s.db.W.WithContext(ctx).Raw(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
 		WHERE id IN ? AND next_attempt_at IS NOT NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) RETURNING *`,
-		s.cfg.Owner, now.Add(s.cfg.Lease), cand, now, now).Scan(&rows).Error
+		s.cfg.Owner, now.Add(s.cfg.Lease), cand, now, now).Scan(&claimed).Error
 	if err != nil {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
-	return rows, nil
+	return claimed, nil
 }
 
 // attempt makes one POST of a claimed delivery and records what came of it.

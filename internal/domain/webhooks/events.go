@@ -72,17 +72,21 @@ func (s *Service) record(tx *gorm.DB, accountID int64, typ, subject string, at t
 	return nil
 }
 
-// SendTest sends the endpoint a sample event of the type, at once, whether or not it is enabled or
-// receives that type: a video.completed or video.failed whose video id begins video_test, which no video
+// SendTest sends the (enabled) endpoint a sample event of the type, at once, whether or not it receives
+// that type: a video.completed or video.failed whose video id begins video_test, which no video
 // has. It goes through the outbox like any event, so the deliveries list shows how it went.
 func (s *Service) SendTest(ctx context.Context, accountID int64, endpointID, typ string) error {
 	if _, err := checkEvents([]string{typ}); err != nil {
 		return err
 	}
-	if _, err := s.Get(ctx, accountID, endpointID); err != nil {
+	ep, err := s.Get(ctx, accountID, endpointID)
+	if err != nil {
 		return err
 	}
-	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+	if !ep.Enabled {
+		return &Invalid{Message: "This endpoint is disabled, so nothing is sent to it. Enable it first, then send the test event."}
+	}
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		return s.record(tx, accountID, typ, "video_test"+ids.NewToken(20), s.now(), []string{endpointID})
 	})
 	if err != nil {

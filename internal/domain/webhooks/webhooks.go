@@ -51,11 +51,12 @@ type Config struct {
 	DisableAfter time.Duration
 }
 
-// DefaultSchedule is the wait after the 1st, 2nd, … failed attempt: ten attempts over 71 h 36 min,
-// about three days, as Stripe retries.
+// DefaultSchedule is the wait after the 1st, 2nd, … failed attempt: ten attempts over 72 h 6 min, about
+// three days as Stripe retries, the last just past DisableAfter, so an endpoint that failed them all is
+// disabled by its last.
 var DefaultSchedule = []time.Duration{
 	time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour,
-	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 20 * time.Hour,
+	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 20*time.Hour + 30*time.Minute,
 }
 
 // Mailer queues the e-mail that tells an account's owner that an endpoint was disabled, in the
