@@ -89,7 +89,7 @@ const createFormLimit = web.MaxJSONBody + media.MaxImageBytes + multipartAllowan
 // is left of the body after a refusal is drained or the connection closed gracefully after the answer
 // (closeIfBodyUnread), so the refusal reaches the client either way.
 func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormValue, *media.Batch, error) {
-	batch := h.Media.NewBatch(web.Principal(c).AccountID, media.SourceCreate)
+	batch := h.Media.NewBatch(web.Principal(c).AccountID, media.SourceUpload)
 	if boundary == "" {
 		return nil, batch, refusal.New("unsupported_content_type", "The multipart/form-data Content-Type has no boundary parameter; let your HTTP client set the Content-Type of a form.")
 	}

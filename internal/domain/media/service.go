@@ -42,12 +42,14 @@ func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microseco
 const (
 	SourceUpload = "upload"
 	SourceImport = "import"
-	// SourceCreate: a file part of a multipart POST /v1/videos (its input_reference), stored exactly as
-	// an upload's.
-	SourceCreate = "create"
-	// SourceRemix: the copy of a completed video (or of its first frame) that a remix sends upstream.
-	SourceRemix = "remix"
 )
+
+// PartRemix is the part of the file a remix sends upstream: a copy of the source video (or of its first
+// frame), recorded as an upload made for the customer (source upload, part remix), so that it is signed,
+// linked, kept and deleted as any input file. The input_reference file part of a multipart create is an
+// upload too, with the part input_reference, exactly as POST /uploads/v1/files records it.
+const PartRemix = "remix"
+
 
 // File is one stored file as the upload and import answers list it.
 type File struct {

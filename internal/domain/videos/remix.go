@@ -127,7 +127,7 @@ func (s *Service) remixInput(req models.VideoRequest) (string, error) {
 // media, through the upload's own code (type from the bytes, size limits), committed, so the new task
 // can link it like any input URL.
 func (s *Service) copyForRemix(ctx context.Context, accountID int64, src *models.Task, key string, kind media.Kind) (*media.Batch, *media.File, error) {
-	batch := s.Media.NewBatch(accountID, media.SourceRemix)
+	batch := s.Media.NewBatch(accountID, media.SourceUpload)
 	body, _, err := s.Blobs.Open(ctx, key)
 	if errors.Is(err, blob.ErrNotFound) {
 		return batch, nil, errRemixExpired // the retention janitor got there first
@@ -136,7 +136,7 @@ func (s *Service) copyForRemix(ctx context.Context, accountID int64, src *models
 		return batch, nil, fmt.Errorf("open %s of %s for a remix: %w", kind, src.ID, err)
 	}
 	defer body.Close()
-	err = batch.Add(ctx, media.Input{Part: "remix", Param: "remix", Kind: kind, Body: body})
+	err = batch.Add(ctx, media.Input{Part: media.PartRemix, Param: "remix", Kind: kind, Body: body})
 	if re, ok := media.AsReadError(err); ok {
 		return batch, nil, fmt.Errorf("copy %s of %s for a remix: %w", kind, src.ID, re.Err)
 	}
