@@ -280,3 +280,139 @@ func TestCreateInputReferenceRules(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenAIGoSDKRemix: openai-go's Videos.Remix, unmodified, makes a new task from a completed video:
+// remixed_from_video_id set, the source's model, seconds and size, a reservation of exactly what a
+// create of those costs (one ledger entry), completed and settled; the simulator (which takes reference
+// videos) is sent the source video itself. Another account's video is 404, an unfinished or failed one
+// 409 video_not_ready, one past its retention 404 video_expired, a short balance 402; an
+// Idempotency-Key replays the first remix.
+func TestOpenAIGoSDKRemix(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, nil)
+		acct := s.NewAccount(t, "10")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		client := sdkClient(t, s, acct.Key)
+
+		src, err := client.Videos.NewAndPoll(ctx, openai.VideoNewParams{Prompt: "a harbour at dawn", Model: "videogen-2.0-720p",
+			Seconds: openai.VideoSeconds("8"), Size: openai.VideoSize("720x1280")}, 50)
+		if err != nil || src.Status != openai.VideoStatusCompleted {
+			t.Fatalf("source: %+v %v", src, err)
+		}
+		v, err := client.Videos.Remix(ctx, src.ID, openai.VideoRemixParams{Prompt: "the harbour at night"})
+		if err != nil {
+			t.Fatalf("Videos.Remix: %v", err)
+		}
+		if v.RemixedFromVideoID != src.ID || v.ID == src.ID || v.Status != openai.VideoStatusQueued || v.Seconds != "8" ||
+			v.Size != "720x1280" || string(v.Model) != "videogen-2.0-720p" || v.Prompt != "the harbour at night" {
+			t.Fatalf("remix %+v", v)
+		}
+		srcTask, task := testkit.Task(t, s.DB, src.ID), testkit.Task(t, s.DB, v.ID)
+		if task.AmountMicros != 8*300_000 || task.AmountMicros != srcTask.AmountMicros || task.AspectRatio != "9:16" {
+			t.Fatalf("remix priced %d (%s), source %d", task.AmountMicros, task.AspectRatio, srcTask.AmountMicros)
+		}
+		es := testkit.Entries(t, s.DB, v.ID)
+		if len(es) != 1 || es[0].Kind != models.KindReserve || es[0].DeltaReserved != task.AmountMicros || es[0].DeltaAvailable != -task.AmountMicros {
+			t.Fatalf("remix ledger %+v", es)
+		}
+		if done := s.WaitStatus(t, acct.Key, v.ID, 30*time.Second, "completed", "failed"); done["status"] != "completed" ||
+			done["remixed_from_video_id"] != src.ID || done["billing"].(map[string]any)["state"] != "settled" {
+			t.Fatalf("remix ended %v", done)
+		}
+		// The simulator was sent the source video as a reference, and reads back its very bytes.
+		resp, err := client.Videos.DownloadContent(ctx, src.ID, openai.VideoDownloadContentParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcMP4, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := fetchInput(t, firstFrameOf(t, s, "the harbour at night", "reference_video")); !bytes.Equal(got, srcMP4) {
+			t.Fatalf("the simulator's reference video (%d bytes) is not the source (%d bytes)", len(got), len(srcMP4))
+		}
+		if got, _ := client.Videos.Get(ctx, src.ID); got.RemixedFromVideoID != "" {
+			t.Fatalf("the source shows remixed_from_video_id %q", got.RemixedFromVideoID)
+		}
+
+		// Idempotency-Key: the same remix again is the first one; another prompt under it a conflict.
+		key := option.WithHeader("Idempotency-Key", "remix-once")
+		first, err := client.Videos.Remix(ctx, src.ID, openai.VideoRemixParams{Prompt: "once"}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := client.Videos.Remix(ctx, src.ID, openai.VideoRemixParams{Prompt: "once"}, key); err != nil || again.ID != first.ID {
+			t.Fatalf("replayed remix: %+v %v", again, err)
+		}
+		if es := testkit.Entries(t, s.DB, first.ID); len(es) != 1 {
+			t.Fatalf("replayed remix reserved again: %v", testkit.Kinds(es))
+		}
+		var copies int64
+		s.DB.R.Model(&models.Media{}).Where("part = ?", "remix").Count(&copies)
+		if copies != 2 { // the two remixes' copies; the replay's was deleted
+			t.Fatalf("%d remix copies stored, want 2", copies)
+		}
+		_, err = client.Videos.Remix(ctx, src.ID, openai.VideoRemixParams{Prompt: "twice"}, key)
+		if e := apiError(t, err); e.StatusCode != 409 || e.Code != "idempotency_conflict" {
+			t.Fatalf("other prompt under the key: %d %s", e.StatusCode, e.Code)
+		}
+
+		// Refusals.
+		other := s.NewAccount(t, "10")
+		otherClient := sdkClient(t, s, other.Key)
+		_, err = otherClient.Videos.Remix(ctx, src.ID, openai.VideoRemixParams{Prompt: "not mine"})
+		if e := apiError(t, err); e.StatusCode != 404 || e.Code != "not_found" {
+			t.Fatalf("another account's video: %d %s", e.StatusCode, e.Code)
+		}
+		slow, err := client.Videos.New(ctx, openai.VideoNewParams{Prompt: "still going [sim:slow]", Model: "videogen-2.0-mini-480p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.Videos.Remix(ctx, slow.ID, openai.VideoRemixParams{Prompt: "too soon"})
+		if e := apiError(t, err); e.StatusCode != 409 || e.Code != "video_not_ready" || e.Response.Header.Get("x-should-retry") != "false" {
+			t.Fatalf("unfinished video: %d %s", e.StatusCode, e.Code)
+		}
+		failed, err := client.Videos.NewAndPoll(ctx, openai.VideoNewParams{Prompt: "breaks [sim:fail]", Model: "videogen-2.0-mini-480p"}, 50)
+		if err != nil || failed.Status != openai.VideoStatusFailed {
+			t.Fatalf("failed source: %+v %v", failed, err)
+		}
+		_, err = client.Videos.Remix(ctx, failed.ID, openai.VideoRemixParams{Prompt: "from a failure"})
+		if e := apiError(t, err); e.StatusCode != 409 || e.Code != "video_not_ready" {
+			t.Fatalf("failed video: %d %s", e.StatusCode, e.Code)
+		}
+		_, err = client.Videos.Remix(ctx, src.ID, openai.VideoRemixParams{Prompt: ""})
+		if e := apiError(t, err); e.StatusCode != 400 || e.Code != "invalid_prompt" {
+			t.Fatalf("empty prompt: %d %s", e.StatusCode, e.Code)
+		}
+		poor := s.NewAccount(t, "1.20")
+		poorClient := sdkClient(t, s, poor.Key)
+		cheap, err := poorClient.Videos.NewAndPoll(ctx, openai.VideoNewParams{Prompt: "cheap", Model: "videogen-2.0-720p", Seconds: openai.VideoSeconds("4")}, 50)
+		if err != nil || cheap.Status != openai.VideoStatusCompleted {
+			t.Fatalf("cheap source: %+v %v", cheap, err)
+		}
+		_, err = poorClient.Videos.Remix(ctx, cheap.ID, openai.VideoRemixParams{Prompt: "cannot pay"})
+		if e := apiError(t, err); e.StatusCode != 402 || e.Code != "insufficient_balance" {
+			t.Fatalf("short balance: %d %s", e.StatusCode, e.Code)
+		}
+		var poorCopies int64
+		s.DB.R.Model(&models.Media{}).Where("account_id = ?", poor.ID).Count(&poorCopies)
+		if poorCopies != 0 {
+			t.Fatalf("a refused remix left %d files", poorCopies)
+		}
+		// Past its retention (expires_at passed): its file is gone.
+		if err := s.DB.W.Model(&models.Task{}).Where("id = ?", cheap.ID).Update("expires_at", time.Now().Add(-time.Minute)).Error; err != nil {
+			t.Fatal(err)
+		}
+		s.Videos.Polls.Forget(poor.ID, cheap.ID)
+		_, err = poorClient.Videos.Remix(ctx, cheap.ID, openai.VideoRemixParams{Prompt: "too late"})
+		if e := apiError(t, err); e.StatusCode != 404 || e.Code != "video_expired" {
+			t.Fatalf("expired video: %d %s", e.StatusCode, e.Code)
+		}
+		if _, err := client.Videos.Delete(ctx, src.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.Videos.Remix(ctx, src.ID, openai.VideoRemixParams{Prompt: "deleted"})
+		if e := apiError(t, err); e.StatusCode != 404 || e.Code != "not_found" {
+			t.Fatalf("deleted video: %d %s", e.StatusCode, e.Code)
+		}
+	})
+}

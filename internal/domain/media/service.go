@@ -50,7 +50,6 @@ const (
 // upload too, with the part input_reference, exactly as POST /uploads/v1/files records it.
 const PartRemix = "remix"
 
-
 // File is one stored file as the upload and import answers list it.
 type File struct {
 	ID          string  `json:"id"`
