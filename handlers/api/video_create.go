@@ -98,9 +98,9 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 		web.CloseUnread(c)
 		return nil, batch, refusal.New("request_too_large", "A multipart create may carry at most %d MiB: its text fields (1 MiB) and one input_reference image (%d MiB). Upload larger media with POST /uploads/v1/files.", createFormLimit/media.MiB, media.MaxImageBytes/media.MiB)
 	}
-	// The limit counts every byte read, framing included, as limitBody counts the JSON body's; the text
-	// fields are counted apart, to the JSON body's limit.
-	body := &uploadBody{r: c.Context().RequestBodyStream(), conn: c.Context().Conn(), start: time.Now(), limit: createFormLimit, stopping: h.Stopping}
+	// The limit counts every byte read, framing included, as limitBody counts the JSON body's: all but the
+	// file's are held to web.MaxJSONBody; while the file streams, the limit is the batch's (20 MiB).
+	body := &uploadBody{r: c.Context().RequestBodyStream(), conn: c.Context().Conn(), start: time.Now(), limit: web.MaxJSONBody, stopping: h.Stopping}
 	if body.r == nil { // the body was read whole already (no stream): read it from memory
 		body.r = bytes.NewReader(c.Request().Body())
 	}
@@ -108,7 +108,7 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 	ctx := c.UserContext()
 	mr := multipart.NewReader(body, boundary)
 	var form []videos.FormValue
-	var text int64
+	var fileBytes int64
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -130,8 +130,12 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 			if err != nil {
 				return nil, batch, err
 			}
+			start := body.n
+			body.limit = createFormLimit
 			err = batch.Add(ctx, media.Input{Part: name, Param: name, Kind: media.Image, Filename: part.FileName(), Body: part})
 			release()
+			fileBytes += body.n - start
+			body.limit = fileBytes + web.MaxJSONBody
 			if re, ok := media.AsReadError(err); ok {
 				return nil, batch, h.createFormReadError(c, body.cause(re.Err))
 			}
@@ -140,13 +144,9 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 			}
 			continue
 		}
-		value, err := io.ReadAll(io.LimitReader(part, web.MaxJSONBody-text+1))
+		value, err := io.ReadAll(part)
 		if err != nil {
 			return nil, batch, h.createFormReadError(c, body.cause(err))
-		}
-		if text += int64(len(value)); text > web.MaxJSONBody {
-			web.CloseUnread(c)
-			return nil, batch, refusal.RequestTooBig
 		}
 		form = append(form, videos.FormValue{Name: name, Value: string(value)})
 	}
