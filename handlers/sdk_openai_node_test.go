@@ -59,7 +59,7 @@ func TestOpenAINodeSDK(t *testing.T) {
 		if err := json.Unmarshal(out, &saw); err != nil {
 			t.Fatalf("the Node SDK check printed %q: %v", out, err)
 		}
-		refusals := map[string][2]any{"retrieve after delete": {404.0, "not_found"}, "remix": {400.0, "remix_not_supported"},
+		refusals := map[string][2]any{"retrieve after delete": {404.0, "not_found"}, "remix": {404.0, "not_found"},
 			"unknown variant": {400.0, "invalid_request"}}
 		for name, got := range map[string]map[string]any{"retrieve after delete": saw.AfterDelete, "remix": saw.Remix, "unknown variant": saw.BadVariant} {
 			if want := refusals[name]; !reflect.DeepEqual([2]any{got["status"], got["code"]}, want) {

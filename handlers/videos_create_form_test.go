@@ -127,13 +127,16 @@ func TestCreateVideoMultipart(t *testing.T) {
 			code   string
 			param  string
 		}{
-			{name: "input_reference file (openai-go)", parts: []formPart{filePart("input_reference", "anonymous_file", "\x89PNG..."), text("model", "videogen-2.0-720p"), text("prompt", "x")},
-				status: 400, code: "file_upload_not_supported", param: "input_reference"},
+			// input_reference is the one file part a create takes (TestOpenAIGoSDKInputReference): held to the
+			// upload's rules, its type decided by its bytes.
+			{name: "input_reference file that is no image", parts: []formPart{filePart("input_reference", "anonymous_file", "\x89PNG..."), text("model", "videogen-2.0-720p"), text("prompt", "x")},
+				status: 415, code: "unsupported_media_type", param: "input_reference"},
 			{name: "file after the text fields", parts: with(filePart("image_files", "cat.png", "\x89PNG...")), status: 400, code: "file_upload_not_supported", param: "image_files"},
 			{name: "file under a field's name", parts: with(filePart("image_urls", "cat.png", "\x89PNG...")), status: 400, code: "file_upload_not_supported", param: "image_urls"},
-			{name: "empty file field of a browser form", parts: with(filePart("input_reference", "", "")), status: 400, code: "file_upload_not_supported", param: "input_reference"},
+			{name: "empty file field of a browser form", parts: with(filePart("input_reference", "", "")), status: 400, code: "invalid_request", param: "input_reference"},
+			{name: "empty file under another name", parts: with(filePart("video_files", "", "")), status: 400, code: "file_upload_not_supported", param: "video_files"},
 			{name: "unknown field", parts: with(text("n", "2")), status: 400, code: "unknown_field", param: "n"},
-			{name: "input_reference as a link", parts: with(text("input_reference[image_url]", "https://x.example/a.png")), status: 400, code: "unknown_field", param: "input_reference[image_url]"},
+			{name: "input_reference as a link not ours", parts: with(text("input_reference[image_url]", "https://x.example/a.png")), status: 400, code: "invalid_media_url", param: "input_reference.image_url"},
 			{name: "seconds out of range", parts: with(text("seconds", "16")), status: 400, code: "invalid_seconds", param: "seconds"},
 			{name: "seconds not digits", parts: with(text("seconds", "8s")), status: 400, code: "invalid_seconds", param: "seconds"},
 			{name: "boolean not true or false", parts: with(text("watermark", "1")), status: 400, code: "invalid_request", param: "watermark"},
@@ -177,12 +180,15 @@ func TestCreateVideoMultipart(t *testing.T) {
 
 // TestCreateVideoMultipartBounded: a multipart create is held to the JSON body's 1 MiB while it is read,
 // announced or chunked, and its refusal reaches the client although the body is left unread; a file part
-// is refused as soon as its headers arrive, whatever follows.
+// other than input_reference is refused as soon as its headers arrive, whatever follows, and an
+// input_reference that is no image as soon as its first bytes are read.
 func TestCreateVideoMultipartBounded(t *testing.T) {
 	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
 	acct := s.NewAccount(t, "10")
 	textHead := "--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nvideogen-2.0-720p\r\n--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\n"
-	fileHead := "--b\r\nContent-Disposition: form-data; name=\"input_reference\"; filename=\"big.mp4\"\r\nContent-Type: video/mp4\r\n\r\n"
+	fileHead := "--b\r\nContent-Disposition: form-data; name=\"video_files\"; filename=\"big.mp4\"\r\nContent-Type: video/mp4\r\n\r\n"
+	// input_reference is streamed to storage as an upload's: its bytes decide (here, not an image).
+	refHead := "--b\r\nContent-Disposition: form-data; name=\"input_reference\"; filename=\"big.png\"\r\nContent-Type: image/png\r\n\r\n"
 	for _, tc := range []struct {
 		name    string
 		head    string
@@ -194,6 +200,8 @@ func TestCreateVideoMultipartBounded(t *testing.T) {
 		{"3 MiB prompt, chunked", textHead, true, 413, "request_too_large"},
 		{"3 MiB file, announced", fileHead, false, 400, "file_upload_not_supported"},
 		{"3 MiB file, chunked", fileHead, true, 400, "file_upload_not_supported"},
+		{"3 MiB input_reference of no image type", refHead, false, 415, "unsupported_media_type"},
+		{"3 MiB input_reference of no image type, chunked", refHead, true, 415, "unsupported_media_type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := postLarge(t, s.URL, acct.Key, "multipart/form-data; boundary=b", tc.head, 3<<20, tc.chunked)

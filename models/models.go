@@ -268,6 +268,10 @@ type Task struct {
 	UsageTotalTokens      *int64
 	UpstreamCostMicros    *int64
 
+	// RemixedFromVideoID is the completed video this task remixes (POST /v1/videos/{id}/remix); nil for
+	// a plain create.
+	RemixedFromVideoID *string
+
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt *time.Time

@@ -30,7 +30,7 @@ func Routes(app *fiber.App, b *web.Base, recoverPanics fiber.Handler) {
 	v1.Get("/videos/:id", h.getVideo)
 	v1.Delete("/videos/:id", h.deleteVideo)
 	v1.Get("/videos/:id/content", h.downloadVideo)
-	v1.Post("/videos/:id/remix", h.refuseRemix)
+	v1.Post("/videos/:id/remix", h.RequireJSON, h.remixVideo)
 
 	uploads := app.Group("/uploads/v1", chain...)
 	uploads.Post("/files", h.LimitTransfers, h.uploadFiles)

@@ -3,15 +3,18 @@ package api
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"videogen/internal/refusal"
+	"videogen/handlers/web"
+	"videogen/internal/domain/videos"
 )
 
-// errRemix answers every remix: OpenAI's SDKs offer it, and a bare 404 would read as a wrong id.
-var errRemix = refusal.New("remix_not_supported",
-	"Remix is not offered in this version of the API. Create a new video with POST /v1/videos, describing the change in its prompt.")
-
-// refuseRemix answers POST /v1/videos/{id}/remix (out of this version) after the key is checked, like
-// every /v1 route, whatever the id.
-func (h *handler) refuseRemix(c *fiber.Ctx) error {
-	return errRemix
+// remixVideo answers POST /v1/videos/{id}/remix: a new video from a completed one of the account, with
+// a new prompt (JSON {"prompt"}), priced, reserved and answered as a create.
+func (h *handler) remixVideo(c *fiber.Ctx) error {
+	p := web.Principal(c)
+	out, err := h.Videos.Remix(c.UserContext(), videos.Caller{AccountID: p.AccountID, KeyID: p.KeyID}, c.Params("id"),
+		c.Request().Body(), c.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	return h.renderCreated(c, out)
 }

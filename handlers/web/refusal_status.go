@@ -36,6 +36,8 @@ var refusalStatus = map[string]int{
 	"import_failed":                 400,
 	"file_upload_not_supported":     400,
 	"remix_not_supported":           400,
+	"conflicting_fields":            400,
+	"file_id_not_supported":         400,
 	// Who is asking.
 	"missing_api_key":  401,
 	"invalid_api_key":  401,

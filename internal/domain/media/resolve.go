@@ -20,6 +20,10 @@ type FieldRef struct {
 	Param    string // "image_urls[1]" or "start_image_url"
 	Kind     Kind
 	ID       string
+	// SHA256, set for a file the request carried in its own body (a multipart create's input_reference)
+	// or a remix's copy, makes the request's Idempotency-Key hash count the file by its bytes, not by
+	// its id: a retry stores the same bytes under a new id and must still be the same request.
+	SHA256 string `json:",omitempty"`
 }
 
 // FieldKind is the kind of file a create request's media field takes.

@@ -44,6 +44,12 @@ const (
 	SourceImport = "import"
 )
 
+// PartRemix is the part of the file a remix sends upstream: a copy of the source video (or of its first
+// frame), recorded as an upload made for the customer (source upload, part remix), so that it is signed,
+// linked, kept and deleted as any input file. The input_reference file part of a multipart create is an
+// upload too, with the part input_reference, exactly as POST /uploads/v1/files records it.
+const PartRemix = "remix"
+
 // File is one stored file as the upload and import answers list it.
 type File struct {
 	ID          string  `json:"id"`
@@ -209,6 +215,44 @@ func (b *Batch) Abort(ctx context.Context) {
 		b.forget(ctx, m)
 	}
 }
+
+// Discard deletes the files of a committed batch that no task uses: those a create stored from its own
+// body (or a remix copied) and then did not attach, because the create was refused (validation, 402,
+// 429) or replayed an earlier task under its Idempotency-Key. A file some task links to stays, for the
+// janitor. It never fails: a file it could not delete is left, marked or ready, to the janitor, under
+// the same retention as any upload.
+func (b *Batch) Discard(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if !b.done {
+		b.Abort(ctx)
+		return
+	}
+	for _, m := range b.files {
+		now := b.s.now()
+		// Marked deleted only when no task links it, in one statement: a create that attached it has
+		// committed its link before this runs (Discard follows the create), so nothing in use is taken.
+		res := b.s.DB.W.WithContext(ctx).Exec("UPDATE media SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL"+
+			" AND NOT EXISTS (SELECT 1 FROM task_media tm WHERE tm.media_id = media.id)", now, m.ID)
+		if res.Error != nil {
+			b.s.Log.Warn("discard an unused media file; the janitor removes it after its retention", "media", m.ID, "err", res.Error)
+			continue
+		}
+		if res.RowsAffected == 0 {
+			continue // in use (or already gone)
+		}
+		if err := b.s.Store.Delete(ctx, m.StorageKey); err != nil {
+			b.s.Log.Warn("delete a discarded media file; the janitor retries", "media", m.ID, "err", err)
+			continue // the marked row stays, so the janitor's next sweep finishes it
+		}
+		if err := b.s.DB.W.WithContext(ctx).Delete(&models.Media{}, "id = ?", m.ID).Error; err != nil {
+			b.s.Log.Warn("delete a discarded media row; the janitor retries", "media", m.ID, "err", err)
+		}
+	}
+}
+
+// Files are the batch's stored files (after Commit, ready), in the order they were added.
+func (b *Batch) Files() []*models.Media { return b.files }
 
 // forget deletes a pending file and its row, even when the request's context has ended.
 func (b *Batch) forget(ctx context.Context, m *models.Media) {

@@ -39,6 +39,8 @@ type CreateRequest struct {
 	models.VideoRequest
 	// Media are the files the URLs refer to, in field order.
 	Media []media.FieldRef
+	// RemixedFromVideoID is the video a remix is made from ("" for a create); Service.Remix sets it.
+	RemixedFromVideoID string
 }
 
 // Hash identifies the normalised request (defaults applied), for Idempotency-Key comparison: two
@@ -62,10 +64,29 @@ func (r *CreateRequest) Hash() string {
 		Files         []media.FieldRef `json:"files"`
 		// Added later, omitted when absent, so every request without a seed hashes as it always did.
 		Seed *int64 `json:"seed,omitempty"`
+		// Added with remix, omitted for a create, for the same reason.
+		RemixOf string `json:"remixed_from_video_id,omitempty"`
 	}{Model: r.Model, Prompt: r.Prompt, Seconds: r.Seconds, AspectRatio: r.AspectRatio, Size: r.Size,
-		GenerateAudio: r.GenerateAudio, Watermark: r.Watermark, Files: r.Media, Seed: r.Seed})
+		GenerateAudio: r.GenerateAudio, Watermark: r.Watermark, Files: hashedFiles(r.Media), Seed: r.Seed,
+		RemixOf: r.RemixedFromVideoID})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// hashedFiles is refs as Hash counts them: a file the request carried in its own body (SHA256 set) by its
+// bytes, since each retry stores it anew under another id; every other file by its id, as always.
+func hashedFiles(refs []media.FieldRef) []media.FieldRef {
+	if refs == nil {
+		return nil // hashed as null, as it always was
+	}
+	out := make([]media.FieldRef, len(refs))
+	for i, r := range refs {
+		if r.SHA256 != "" {
+			r.ID = ""
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // MediaPolicy decides which media URLs a create request may carry: only those this platform signed.
@@ -77,7 +98,7 @@ type MediaPolicy struct {
 var knownFields = map[string]bool{
 	"model": true, "prompt": true, "seconds": true, "duration": true, "aspect_ratio": true, "size": true,
 	"generate_audio": true, "watermark": true, "image_urls": true, "video_urls": true, "audio_urls": true,
-	"start_image_url": true, "end_image_url": true, "seed": true,
+	"start_image_url": true, "end_image_url": true, "seed": true, "input_reference": true,
 }
 
 var sizePattern = regexp.MustCompile(`^([1-9][0-9]{0,4})x([1-9][0-9]{0,4})$`)
@@ -88,6 +109,10 @@ type parsing struct {
 	policy MediaPolicy
 	model  catalog.Model
 	r      CreateRequest
+	// file is the input_reference a multipart create carried as a file part, stored already (nil: none).
+	file *FormFile
+	// startParam names the first frame in refusals: start_image_url, or the input_reference that set it.
+	startParam string
 }
 
 // A rule reads or checks one part of a create body. The rules run in order and the first refusal is the
@@ -96,7 +121,7 @@ type rule func(p *parsing) *refusal.Error
 
 var createRules = []rule{
 	onlyKnownFields, readModel, readPrompt, readSeconds, readRatioAndSize, readFlags, readSeed,
-	readMediaURLs, countMedia, acceptOnlyOurMedia,
+	readMediaURLs, readInputReference, countMedia, acceptOnlyOurMedia,
 }
 
 // ParseCreate decodes and validates a create body: every rule of docs/api.md and of docs/design.md
@@ -106,13 +131,13 @@ func ParseCreate(body []byte, policy MediaPolicy) (*CreateRequest, *refusal.Erro
 	if aerr != nil {
 		return nil, aerr
 	}
-	return parseFields(fields, policy)
+	return parseFields(fields, policy, nil)
 }
 
 // parseFields runs every rule over a create body's members: the one validation path of both forms the
 // body may take (JSON, and multipart text fields turned into JSON members by ParseCreateForm).
-func parseFields(fields map[string]json.RawMessage, policy MediaPolicy) (*CreateRequest, *refusal.Error) {
-	p := &parsing{fields: fields, policy: policy}
+func parseFields(fields map[string]json.RawMessage, policy MediaPolicy, file *FormFile) (*CreateRequest, *refusal.Error) {
+	p := &parsing{fields: fields, policy: policy, file: file, startParam: "start_image_url"}
 	for _, check := range createRules {
 		if aerr := check(p); aerr != nil {
 			return nil, aerr
@@ -123,13 +148,9 @@ func parseFields(fields map[string]json.RawMessage, policy MediaPolicy) (*Create
 
 func onlyKnownFields(p *parsing) *refusal.Error {
 	for _, name := range sortedKeys(p.fields) {
-		if name == "input_reference" || strings.HasPrefix(name, "input_reference[") {
-			// What OpenAI's SDKs send for a first-frame image: say where it goes here.
-			return refusal.Field("unknown_field", truncate(name, 100), "input_reference is not a field of this API. Upload the image with POST /uploads/v1/files (or import it with POST /uploads/v1/import) and send the url it returns as start_image_url.")
-		}
 		if !knownFields[name] {
 			// A field name may be any length (up to the body's limit): the answer quotes at most 100 characters.
-			return refusal.Field("unknown_field", truncate(name, 100), "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url.", truncate(name, 100))
+			return refusal.Field("unknown_field", truncate(name, 100), "Unknown field %q. Accepted fields: model, prompt, seconds (or duration), aspect_ratio, size, generate_audio, watermark, seed, image_urls, video_urls, audio_urls, start_image_url, end_image_url, input_reference.", truncate(name, 100))
 		}
 	}
 	return nil
@@ -279,6 +300,57 @@ func readMediaURLs(p *parsing) *refusal.Error {
 	return aerr
 }
 
+// readInputReference: OpenAI's first-frame image, {"image_url": "<URL>"} (as JSON, or as the multipart
+// text part input_reference[image_url]), or a file part of a multipart create (FormFile). It is the
+// video's first frame, exactly as start_image_url — so it is one of the 9 images, and giving both is
+// ambiguous and refused. OpenAI's {"file_id"} names a file of OpenAI's Files API, which this API has
+// none of: refused with its own code, saying what to send instead.
+func readInputReference(p *parsing) *refusal.Error {
+	raw, given := p.fields["input_reference"]
+	if given && isNull(raw) {
+		given = false
+	}
+	if !given {
+		return nil
+	}
+	if p.r.StartImageURL != "" {
+		return refusal.Field("conflicting_fields", "input_reference", "input_reference and start_image_url both set the video's first frame; send one of them.")
+	}
+	if p.file != nil {
+		p.r.StartImageURL, p.startParam = p.file.URL, "input_reference"
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return refusal.Field("invalid_request", "input_reference", `input_reference must be an object {"image_url": "<URL>"} (or, in a multipart create, a file part holding the image).`)
+	}
+	for _, name := range sortedKeys(obj) {
+		switch name {
+		case "image_url":
+		case "file_id":
+			if !isNull(obj[name]) {
+				return refusal.Field("file_id_not_supported", "input_reference.file_id", "input_reference.file_id names a file of OpenAI's Files API, which this API does not have. Send the image as input_reference.image_url (a URL from POST /uploads/v1/files or POST /uploads/v1/import), or as a file part named input_reference of a multipart create.")
+			}
+		default:
+			return refusal.Field("unknown_field", "input_reference."+truncate(name, 100), "Unknown field %q of input_reference; it takes image_url.", truncate(name, 100))
+		}
+	}
+	u, present, aerr := stringField(obj, "image_url", "invalid_media_url")
+	if aerr != nil {
+		aerr.Param = "input_reference.image_url"
+		aerr.Message = "input_reference.image_url must be a string."
+		return aerr
+	}
+	if !present {
+		return refusal.Field("missing_field", "input_reference.image_url", `input_reference needs image_url: {"image_url": "<URL>"}, the URL of an image from POST /uploads/v1/files or POST /uploads/v1/import.`)
+	}
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(u)), "data:") {
+		return refusal.Field("invalid_media_url", "input_reference.image_url", "input_reference.image_url is a data: URL; this API takes media only by the URLs its media entry points issue. Upload the image with POST /uploads/v1/files (or send it as a file part named input_reference) and use the url it returns.")
+	}
+	p.r.StartImageURL, p.startParam = u, "input_reference.image_url"
+	return nil
+}
+
 // countMedia: at most 9 images over every image field (first and last frames included), 3 videos, 3
 // audio files.
 func countMedia(p *parsing) *refusal.Error {
@@ -309,9 +381,15 @@ func acceptOnlyOurMedia(p *parsing) *refusal.Error {
 			if strings.HasSuffix(list.name, "_urls") {
 				param = fmt.Sprintf("%s[%d]", list.name, i)
 			}
+			if list.name == "start_image_url" {
+				param = p.startParam
+			}
 			ref, aerr := p.policy.check(list.name, i, param, u)
 			if aerr != nil {
 				return aerr
+			}
+			if list.name == "start_image_url" && p.file != nil {
+				ref.SHA256 = p.file.SHA256
 			}
 			p.r.Media = append(p.r.Media, ref)
 		}

@@ -13,6 +13,13 @@ type FormValue struct {
 	Name, Value string
 }
 
+// FormFile is the input_reference file part of a multipart create, already stored (media.Batch) as an
+// upload's would be: its signed URL, and its SHA-256 so that a retry, which stores the bytes anew under
+// another id, hashes as the same request.
+type FormFile struct {
+	URL, SHA256 string
+}
+
 // Kinds of create fields, for reading their text as JSON.
 var (
 	formLists = map[string]bool{"image_urls": true, "video_urls": true, "audio_urls": true}
@@ -31,16 +38,36 @@ var integerText = regexp.MustCompile(`^-?[0-9]{1,20}$`)
 //     forms of arrays in use; OpenAI's SDKs send "name[]");
 //   - generate_audio and watermark are booleans when their text is true or false;
 //   - seed is a number when its text is an integer;
+//   - input_reference[image_url] (and input_reference[file_id], input_reference[…]) are the members of
+//     the object input_reference, as OpenAI's SDKs send the {"image_url"} form of it;
 //
 // and anything else stays a string, refused by the same rule as in JSON. seconds and duration need no
 // case of their own: JSON takes them as strings of digits. A field given twice is refused, where JSON
 // would keep the last silently: a form that repeats it is ambiguous, and guessing could bill the wrong
-// video.
-func ParseCreateForm(form []FormValue, policy MediaPolicy) (*CreateRequest, *refusal.Error) {
+// video. file, when not nil, is the input_reference the form carried as a file part; it may not come
+// with input_reference text parts as well.
+func ParseCreateForm(form []FormValue, file *FormFile, policy MediaPolicy) (*CreateRequest, *refusal.Error) {
 	fields := map[string]json.RawMessage{}
 	lists := map[string][]string{}
+	var ref map[string]json.RawMessage // the members of input_reference given as input_reference[name]
 	for _, f := range form {
 		name := f.Name
+		if member, ok := inputReferenceMember(name); ok {
+			if file != nil {
+				return nil, refusal.Field("conflicting_fields", "input_reference", "input_reference is given both as a file part and as the text part %s; send one of them.", truncate(name, 100))
+			}
+			if ref == nil {
+				ref = map[string]json.RawMessage{}
+			}
+			if _, dup := ref[member]; dup {
+				return nil, refusal.Field("invalid_request", truncate(name, 100), "The field %s is given twice; send it once.", truncate(name, 100))
+			}
+			ref[member], _ = json.Marshal(f.Value)
+			continue
+		}
+		if name == "input_reference" && file != nil {
+			return nil, refusal.Field("conflicting_fields", "input_reference", "input_reference is given both as a file part and as a text part; send the image once.")
+		}
 		if base, ok := strings.CutSuffix(name, "[]"); ok && formLists[base] {
 			name = base
 		}
@@ -56,7 +83,28 @@ func ParseCreateForm(form []FormValue, policy MediaPolicy) (*CreateRequest, *ref
 	for name, values := range lists {
 		fields[name], _ = json.Marshal(values)
 	}
-	return parseFields(fields, policy)
+	if ref != nil {
+		if _, dup := fields["input_reference"]; dup {
+			return nil, refusal.Field("invalid_request", "input_reference", "input_reference is given both as text and as input_reference[…] parts; send input_reference[image_url] only.")
+		}
+		fields["input_reference"], _ = json.Marshal(ref)
+	}
+	if file != nil {
+		// The stored file is the input_reference member; readInputReference takes it from p.file.
+		fields["input_reference"] = json.RawMessage(`{}`)
+	}
+	return parseFields(fields, policy, file)
+}
+
+// inputReferenceMember reads a part named input_reference[member], the SDKs' spelling of a member of
+// the input_reference object.
+func inputReferenceMember(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "input_reference[")
+	if !ok {
+		return "", false
+	}
+	member, ok := strings.CutSuffix(rest, "]")
+	return member, ok && member != "" && !strings.ContainsAny(member, "[]")
 }
 
 // formText is a text field as the JSON member it stands for.

@@ -47,8 +47,12 @@ func TestFormIsTheJSONRequest(t *testing.T) {
 		// refusals: the same code and param as the JSON twin
 		{"no fields", nil, `{}`, "missing_field", "model"},
 		{"unknown field", with(fv{"n", "2"}), `{` + jsonBase + `,"n":"2"}`, "unknown_field", "n"},
-		{"input_reference as a text field", with(fv{"input_reference[image_url]", "https://x.example/a.png"}), "", "unknown_field", "input_reference[image_url]"},
-		{"input_reference as a URL", with(fv{"input_reference", "https://x.example/a.png"}), `{` + jsonBase + `,"input_reference":"https://x.example/a.png"}`, "unknown_field", "input_reference"},
+		{"input_reference[image_url] (openai-go's {image_url} form)", with(fv{"input_reference[image_url]", img1}), `{` + jsonBase + `,"input_reference":{"image_url":"` + img1 + `"}}`, "", ""},
+		{"input_reference[image_url] not ours", with(fv{"input_reference[image_url]", "https://x.example/a.png"}), `{` + jsonBase + `,"input_reference":{"image_url":"https://x.example/a.png"}}`, "invalid_media_url", "input_reference.image_url"},
+		{"input_reference[file_id]", with(fv{"input_reference[file_id]", "file-abc"}), `{` + jsonBase + `,"input_reference":{"file_id":"file-abc"}}`, "file_id_not_supported", "input_reference.file_id"},
+		{"input_reference[image_url] and start_image_url", with(fv{"input_reference[image_url]", img1}, fv{"start_image_url", img2}), `{` + jsonBase + `,"input_reference":{"image_url":"` + img1 + `"},"start_image_url":"` + img2 + `"}`, "conflicting_fields", "input_reference"},
+		{"input_reference[other]", with(fv{"input_reference[url]", img1}), `{` + jsonBase + `,"input_reference":{"url":"` + img1 + `"}}`, "unknown_field", "input_reference.url"},
+		{"input_reference as a URL", with(fv{"input_reference", "https://x.example/a.png"}), `{` + jsonBase + `,"input_reference":"https://x.example/a.png"}`, "invalid_request", "input_reference"},
 		{"bad model", []fv{{"model", "sora-2"}, {"prompt", "x"}}, `{"model":"sora-2","prompt":"x"}`, "invalid_model", "model"},
 		{"seconds 3", with(fv{"seconds", "3"}), `{` + jsonBase + `,"seconds":"3"}`, "invalid_seconds", "seconds"},
 		{"seconds 8.0", with(fv{"seconds", "8.0"}), `{` + jsonBase + `,"seconds":"8.0"}`, "invalid_seconds", "seconds"},
@@ -66,10 +70,11 @@ func TestFormIsTheJSONRequest(t *testing.T) {
 		// a form's own refusals
 		{"a field twice", with(fv{"prompt", "another"}), "", "invalid_request", "prompt"},
 		{"[] on a field that is no list", with(fv{"seconds[]", "8"}), "", "unknown_field", "seconds[]"},
+		{"input_reference[image_url] twice", with(fv{"input_reference[image_url]", img1}, fv{"input_reference[image_url]", img2}), "", "invalid_request", "input_reference[image_url]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, aerr := videos.ParseCreateForm(tc.form, policy)
+			got, aerr := videos.ParseCreateForm(tc.form, nil, policy)
 			if tc.code != "" {
 				if aerr == nil || aerr.Code != tc.code || aerr.Param != tc.param {
 					t.Fatalf("form: got %v (param %q), want %s on %s", aerr, paramOf(aerr), tc.code, tc.param)

@@ -121,6 +121,10 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		NextCheckAt: now, QueueDeadline: now.Add(s.QueueTimeout),
 		CreatedAt: now, UpdatedAt: now,
 	}
+	if req.RemixedFromVideoID != "" {
+		src := req.RemixedFromVideoID
+		task.RemixedFromVideoID = &src
+	}
 	var out *Created
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		if idemKey != "" {
@@ -149,7 +153,11 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		if err := s.admit(req.VideoRequest); err != nil {
 			return err
 		}
-		if err := s.Tasks.Enqueue(tx, task, fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())); err != nil {
+		detail := fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())
+		if req.RemixedFromVideoID != "" {
+			detail += "; remix of " + req.RemixedFromVideoID
+		}
+		if err := s.Tasks.Enqueue(tx, task, detail); err != nil {
 			return err
 		}
 		if len(req.Media) > 0 {

@@ -55,7 +55,8 @@ func ToVideo(t *models.Task) Video {
 		ID: t.ID, Object: "video", Model: t.Model, Status: t.Status, Progress: t.Progress,
 		CreatedAt: t.CreatedAt.Unix(), Prompt: t.Prompt, Size: t.Size, Seconds: strconv.Itoa(t.Seconds),
 		AspectRatio: t.AspectRatio, GenerateAudio: t.GenerateAudio, Watermark: t.Watermark, Seed: t.Seed,
-		Billing: Billing{Amount: money.Micros(t.AmountMicros), Currency: "usd", State: t.BillingState},
+		Billing:            Billing{Amount: money.Micros(t.AmountMicros), Currency: "usd", State: t.BillingState},
+		RemixedFromVideoID: t.RemixedFromVideoID,
 	}
 	if t.RenderedSeed != nil && *t.RenderedSeed >= 0 && *t.RenderedSeed <= MaxSeed {
 		v.Seed = t.RenderedSeed // a seed outside the API's range is kept for staff, not echoed

@@ -66,7 +66,8 @@ async function refusal(call) {
   throw new Error('the call was not refused');
 }
 const afterDelete = await refusal(() => client.videos.retrieve(second.id));
-const remix = await refusal(() => client.videos.remix(first.id, { prompt: 'again' }));
+// A remix of a deleted video is 404, as for any unknown id (remix itself: TestOpenAIGoSDKRemix).
+const remix = await refusal(() => client.videos.remix(second.id, { prompt: 'again' }));
 const badVariant = await refusal(() => client.videos.downloadContent(first.id, { variant: 'poster' }));
 
 console.log(JSON.stringify({ first: first.id, second: second.id, listed, mp4: mp4.length, stills, afterDelete, remix, badVariant }));
