@@ -324,3 +324,49 @@ func TestWebhookDeliveryGuard(t *testing.T) {
 		}
 	})
 }
+
+// TestStaffSeeWebhooks: support staff open an account's endpoints and an endpoint's deliveries from the
+// account's pages, read-only (no form, no secret), and each look is in the audit log.
+func TestStaffSeeWebhooks(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		rcv := &hookReceiver{}
+		s, _ := startHooks(t, dbURL, nil, rcv)
+		acct := s.NewAccount(t, "1")
+		ep, secret, err := s.Webhooks.Add(context.Background(), acct.ID, "https://hooks.example.com/staff", webhooks.EventTypes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Webhooks.SendTest(context.Background(), acct.ID, ep.ID, webhooks.VideoCompleted); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 10*time.Second, "the attempt", func() bool {
+			var n int64
+			s.DB.R.Model(&models.WebhookAttempt{}).Where("endpoint_id = ?", ep.ID).Count(&n)
+			return n == 1
+		})
+		sup := signInStaff(t, s, "hooks-staff@example.com", models.RoleSupport)
+		base := "/support/accounts/" + itoa(int(acct.ID))
+		sup.get(base).contains(t, base+"/webhooks")
+		list := sup.get(base + "/webhooks")
+		list.contains(t, "https://hooks.example.com/staff", base+"/webhooks/"+ep.ID)
+		list.lacks(t, "Add an endpoint", `name="url"`)
+		detail := sup.get(base + "/webhooks/" + ep.ID)
+		detail.contains(t, "video.completed", "delivered", ep.SecretHint)
+		detail.lacks(t, secret, "Rotate secret", "Resend", "Send test event")
+		var actions []string
+		s.DB.R.Model(&models.AuditEntry{}).Where("actor = ? AND account_id = ?", sup.Email, acct.ID).Order("id").Pluck("action", &actions)
+		n := 0
+		for _, a := range actions {
+			if a == "webhooks.view" {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("audit actions %v, want two webhooks.view", actions)
+		}
+		// Staff cannot act on a customer's endpoint through the console's forms: those are the customer's.
+		if p := sup.post(base+"/webhooks/"+ep.ID, "/console/webhooks/"+ep.ID+"/delete", url.Values{}); p.Status != 404 {
+			t.Errorf("staff deleting a customer's endpoint through the console: %d", p.Status)
+		}
+	})
+}
