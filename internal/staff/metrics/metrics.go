@@ -299,7 +299,7 @@ func (p *platform) Collect(ch chan<- prometheus.Metric) {
 			gauge(refusedDesc, flag(u.State == status.StateNoCredit), u.ID, u.Name, upstream.MarkCredit)
 		}
 	}
-	if boxes, err := ops.Outboxes(ctx, p.db); err != nil {
+	if boxes, err := ops.Outboxes(ctx, p.db, now); err != nil {
 		failed("the outboxes", err)
 	} else {
 		for _, b := range boxes {

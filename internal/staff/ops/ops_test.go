@@ -192,8 +192,9 @@ func TestSignals(t *testing.T) {
 			t.Errorf("OverdueTasks = %d, %v; want 2", got, err)
 		}
 
-		boxes, err := ops.Outboxes(ctx, d)
-		if err != nil || len(boxes) != 1 || boxes[0].Name != "mail" || boxes[0].Pending != 0 || boxes[0].OldestAge(now) != 0 {
+		boxes, err := ops.Outboxes(ctx, d, now)
+		if err != nil || len(boxes) != 2 || boxes[0].Name != "mail" || boxes[0].Pending != 0 || boxes[0].OldestAge(now) != 0 ||
+			boxes[1].Name != "webhook" || boxes[1].Pending != 0 || boxes[1].OldestAge(now) != 0 {
 			t.Fatalf("empty outboxes: %+v, %v", boxes, err)
 		}
 		mail := func(created time.Time, sent, failed *time.Time) {
@@ -207,9 +208,37 @@ func TestSignals(t *testing.T) {
 		mail(now.Add(-2*time.Hour), nil, &now) // given up
 		mail(now.Add(-20*time.Minute), nil, nil)
 		mail(now.Add(-time.Minute), nil, nil)
-		boxes, err = ops.Outboxes(ctx, d)
-		if err != nil || len(boxes) != 1 || boxes[0].Pending != 2 || boxes[0].OldestAge(now) != 20*time.Minute {
+		// Webhook deliveries: only those due now, to enabled endpoints, held by no instance, are ours to be
+		// late with; a customer's endpoint waiting for its next retry is not.
+		for _, ep := range []models.WebhookEndpoint{{ID: "we_on", Enabled: true}, {ID: "we_off"}} {
+			ep.AccountID, ep.URL, ep.Events, ep.SecretSealed, ep.SecretHint, ep.CreatedAt, ep.UpdatedAt = acct.ID, "https://h.example.com/", "video.completed", []byte{1}, "h", now, now
+			if err := d.W.Create(&ep).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		hook := func(ep string, due *time.Time, leased *time.Time) {
+			n++
+			ev := fmt.Sprintf("evt_signal%04d", n)
+			if err := d.W.Create(&models.WebhookEvent{ID: ev, AccountID: acct.ID, Type: "video.completed", SubjectID: "video_x", Payload: "{}", CreatedAt: now.Add(-time.Hour)}).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := d.W.Create(&models.WebhookDelivery{EventID: ev, EndpointID: ep, CreatedAt: now.Add(-time.Hour), NextAttemptAt: due, LeaseUntil: leased}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		late, soon, held := now.Add(-7*time.Minute), now.Add(time.Hour), now.Add(time.Minute)
+		hook("we_on", &late, nil)
+		hook("we_on", &past, nil)
+		hook("we_on", &late, &held) // being attempted
+		hook("we_on", &soon, nil)   // waiting for its retry
+		hook("we_on", nil, nil)     // delivered or given up
+		hook("we_off", &late, nil)  // its endpoint is disabled
+		boxes, err = ops.Outboxes(ctx, d, now)
+		if err != nil || len(boxes) != 2 || boxes[0].Pending != 2 || boxes[0].OldestAge(now) != 20*time.Minute {
 			t.Errorf("mail outbox: %+v (oldest %v), %v; want 2 pending, the oldest 20 minutes old", boxes, boxes[0].OldestAge(now), err)
+		}
+		if err != nil || len(boxes) != 2 || boxes[1].Pending != 2 || boxes[1].OldestAge(now) != 7*time.Minute {
+			t.Errorf("webhook outbox: %+v, %v; want 2 due, the oldest 7 minutes late", boxes, err)
 		}
 
 		if run, err := ops.LastReconcile(ctx, d); err != nil || run != nil {

@@ -40,7 +40,7 @@ func Upstreams(ctx context.Context, d *db.DB, now time.Time) ([]status.Row, erro
 
 // Outbox is the backlog of one outbox: messages neither delivered nor given up.
 type Outbox struct {
-	Name    string // "mail"; the label value of videogen_outbox_*
+	Name    string // "mail" or "webhook"; the label value of videogen_outbox_*
 	Pending int64
 	// Oldest is when the oldest pending message was queued; zero when none is.
 	Oldest time.Time
@@ -58,9 +58,9 @@ func (o Outbox) OldestAge(now time.Time) time.Duration {
 // so that SQLite uses the partial index.
 const mailPending = "sent_at IS NULL AND failed_at IS NULL"
 
-// Outboxes reads the backlog of each outbox. There is one today, the e-mail outbox; another (outgoing
-// webhooks) is one more entry here, exported under its own name.
-func Outboxes(ctx context.Context, d *db.DB) ([]Outbox, error) {
+// Outboxes reads the backlog of each outbox: the e-mail outbox, and the webhook outbox's deliveries that
+// are due (webhookBacklog).
+func Outboxes(ctx context.Context, d *db.DB, now time.Time) ([]Outbox, error) {
 	mail := Outbox{Name: "mail"}
 	r := d.R.WithContext(ctx)
 	if err := r.Model(&models.MailOutbox{}).Where(mailPending).Count(&mail.Pending).Error; err != nil {
@@ -75,7 +75,34 @@ func Outboxes(ctx context.Context, d *db.DB) ([]Outbox, error) {
 	if len(oldest) == 1 {
 		mail.Oldest = oldest[0].CreatedAt
 	}
-	return []Outbox{mail}, nil
+	hooks, err := webhookBacklog(ctx, d, now)
+	if err != nil {
+		return nil, err
+	}
+	return []Outbox{mail, hooks}, nil
+}
+
+// webhookBacklog is the webhook outbox's part that is ours to deliver: deliveries due now, to enabled
+// endpoints, that no instance holds. Oldest is when the longest-waiting of them fell due, so its age is
+// how late our delivery runs. A customer's endpoint that is down does not count: its deliveries wait for
+// their next retry, not due (docs/webhooks.md#delivery-and-retries).
+func webhookBacklog(ctx context.Context, d *db.DB, now time.Time) (Outbox, error) {
+	hooks := Outbox{Name: "webhook"}
+	q := func() *gorm.DB {
+		return d.R.WithContext(ctx).Table("webhook_deliveries AS d").Joins("JOIN webhook_endpoints e ON e.id = d.endpoint_id").
+			Where("d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND e.enabled = ?", now, now, true)
+	}
+	if err := q().Count(&hooks.Pending).Error; err != nil {
+		return hooks, fmt.Errorf("count due webhook deliveries: %w", err)
+	}
+	var oldest []models.WebhookDelivery
+	if err := q().Select("d.next_attempt_at").Order("d.next_attempt_at").Limit(1).Find(&oldest).Error; err != nil {
+		return hooks, fmt.Errorf("find the longest-due webhook delivery: %w", err)
+	}
+	if len(oldest) == 1 && oldest[0].NextAttemptAt != nil {
+		hooks.Oldest = *oldest[0].NextAttemptAt
+	}
+	return hooks, nil
 }
 
 // LastReconcile returns the newest completed reconciliation with Stripe, or nil when none has run.
