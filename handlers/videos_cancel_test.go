@@ -244,6 +244,64 @@ func TestCancelRacesCompletion(t *testing.T) {
 	})
 }
 
+// TestCancelRacesSubmission: DELETEs sent the moment tasks are created, while workers assign them
+// credentials and submit them to Ark. Whatever each answered, no task is refunded while Ark goes on
+// generating it: every task Ark still has (not cancelled there) is one still reserved here, and every
+// cancelled task was either never sent or stopped at Ark.
+func TestCancelRacesSubmission(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		const n = 8
+		s, ark := startArk(t, dbURL, n)
+		acct := s.NewAccount(t, "50")
+		var wg sync.WaitGroup
+		ids, answers := make([]string, n), make([]int, n)
+		for i := range n {
+			ids[i] = s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": fmt.Sprintf("take %d", i), "seconds": 5})["id"].(string)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i] = s.Do(t, "DELETE", "/v1/videos/"+ids[i], acct.Key, nil).Status
+			}()
+		}
+		wg.Wait()
+		ours := map[string]models.Task{} // by Ark's id
+		for i, id := range ids {
+			if answers[i] != 200 && answers[i] != 409 {
+				t.Fatalf("%s: answered %d", id, answers[i])
+			}
+			// A refused cancel leaves a task that goes on to Ark.
+			testkit.Eventually(t, 20*time.Second, id+" cancelled or at Ark", func() bool {
+				task := testkit.Task(t, s.DB, id)
+				return task.Status == "failed" || task.UpstreamTaskID != nil
+			})
+			task := testkit.Task(t, s.DB, id)
+			kinds := testkit.Kinds(testkit.Entries(t, s.DB, id))
+			switch {
+			case answers[i] == 200 && task.Status == "failed" && *task.ErrorCode == "cancelled" && reflect.DeepEqual(kinds, []string{"reserve", "release"}):
+			case answers[i] == 409 && task.Status == "queued" && reflect.DeepEqual(kinds, []string{"reserve"}):
+			default:
+				t.Fatalf("%s: answered %d, now %s with %v", id, answers[i], task.Status, kinds)
+			}
+			if task.UpstreamTaskID != nil {
+				ours[*task.UpstreamTaskID] = task
+			}
+		}
+		t.Logf("answers %v; %d of %d tasks reached Ark", answers, len(ours), n)
+		for _, st := range ark.Tasks() {
+			task, known := ours[st.ID]
+			switch {
+			case !known:
+				t.Fatalf("Ark has task %s that no task here names", st.ID)
+			case st.CancelledAt == nil && task.BillingState != "reserved":
+				t.Fatalf("Ark goes on generating %s for %s, which was %s here", st.ID, task.ID, task.BillingState)
+			case st.CancelledAt != nil && task.BillingState != "released":
+				t.Fatalf("Ark cancelled %s, but %s is %s here", st.ID, task.ID, task.BillingState)
+			}
+		}
+		testkit.CheckLedger(t, s.DB)
+	})
+}
+
 func balance(t *testing.T, s *testkit.Server, id int64) [2]int64 {
 	t.Helper()
 	var a models.Account
