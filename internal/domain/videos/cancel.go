@@ -127,7 +127,7 @@ func (s *Service) cancelUpstream(ctx context.Context, c *tasks.Cancellation, by 
 // abandonCancel gives the task back to the worker and logs why; the refusal is what the customer is
 // told.
 func (s *Service) abandonCancel(ctx context.Context, c *tasks.Cancellation, by, why, message string) error {
-	if err := s.Tasks.AbandonCancel(ctx, &c.Task, c.Owner, "cancel asked by "+by+" not done: "+why); err != nil {
+	if err := s.Tasks.AbandonCancel(ctx, &c.Task, c.Owner, "cancel asked by "+by+": not done, "+why); err != nil {
 		return err
 	}
 	return refusal.CannotCancel(message)
