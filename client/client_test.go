@@ -516,7 +516,7 @@ func TestRetryAfterTheNetworkFails(t *testing.T) {
 }
 
 // TestDelete: a finished video is deleted and is gone from Get, Download and List, and a second delete
-// finds nothing; an unfinished one is refused with its own code.
+// finds nothing; one its provider has started and cannot stop is refused with its own code.
 func TestDelete(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		// [sim:slow] takes ten times SIM_DURATION: that video is still generating when it is deleted.
@@ -528,6 +528,12 @@ func TestDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Started at the simulator, which cannot stop a task: the cancel is refused. (One not yet sent to
+		// a provider would be cancelled: handlers' TestCancelQueuedVideo.)
+		testkit.Eventually(t, 20*time.Second, "the slow video starts", func() bool {
+			got, err := c.Get(ctx, slow.ID)
+			return err == nil && got.Status == "in_progress"
+		})
 		_, err = c.Delete(ctx, slow.ID)
 		if e, ok := client.AsAPIError(err); !ok || e.Status != 409 || e.Code != "video_not_finished" || e.RequestID == "" {
 			t.Fatalf("delete of an unfinished video: %v", err)

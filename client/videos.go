@@ -301,7 +301,9 @@ type Deleted struct {
 }
 
 // Delete deletes a finished video's files and hides it from Get and List (the bill stays). A queued or
-// in-progress video is refused (409 video_not_finished).
+// in-progress video is cancelled where it can be stopped (it then shows as failed, code cancelled, its
+// reservation released), else refused (409 video_not_finished). A repeat after a lost answer to a
+// cancel deletes the cancelled video, as it would any failed one.
 //
 // Delete is retried like a GET, which raises one case of its own: when an attempt went through but its
 // answer was lost (a network error after the request was sent, or a 5xx), the repeat finds no video and

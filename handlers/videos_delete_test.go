@@ -53,21 +53,24 @@ func TestDeleteVideo(t *testing.T) {
 		unknown := "video_AAAAAAAAAAAAAAAAAAAAAAAA"
 		notFound := s.Do(t, "GET", "/v1/videos/"+unknown, key, nil)
 
-		// Unfinished: refused, not retried by the SDKs, and nothing changes.
-		for _, id := range []string{running, waiting} {
-			r := s.Do(t, "DELETE", "/v1/videos/"+id, key, nil)
-			if r.Status != 409 || r.ErrorCode() != "video_not_finished" || r.Header.Get("x-should-retry") != "false" {
-				t.Fatalf("delete of an unfinished task: %d %s (x-should-retry %q)", r.Status, r.Body, r.Header.Get("x-should-retry"))
-			}
-			if task := testkit.Task(t, s.DB, id); task.DeletedAt != nil {
-				t.Fatal("a refused delete marked the task deleted")
-			}
-		}
+		// Started at a provider that cannot stop it (the simulator has no cancel): refused, not retried by
+		// the SDKs, and nothing changes.
 		if st := testkit.Task(t, s.DB, waiting).Status; st != "queued" {
 			t.Fatalf("the second task is %s, want queued behind the slow one", st)
 		}
-		if st := testkit.Task(t, s.DB, running).Status; st != "in_progress" {
-			t.Fatalf("the slow task is %s, want in_progress", st)
+		r := s.Do(t, "DELETE", "/v1/videos/"+running, key, nil)
+		if r.Status != 409 || r.ErrorCode() != "video_not_finished" || r.Header.Get("x-should-retry") != "false" || !strings.Contains(string(r.Body), "cannot stop it now") {
+			t.Fatalf("delete of a running task: %d %s (x-should-retry %q)", r.Status, r.Body, r.Header.Get("x-should-retry"))
+		}
+		if task := testkit.Task(t, s.DB, running); task.DeletedAt != nil || task.Status != "in_progress" || task.BillingState != "reserved" {
+			t.Fatalf("a refused delete changed the task: %s %s %v", task.Status, task.BillingState, task.DeletedAt)
+		}
+		// Not yet sent anywhere: cancelled (failed, released), and still shown (TestCancelQueuedVideo).
+		if r := s.Do(t, "DELETE", "/v1/videos/"+waiting, key, nil); r.Status != 200 {
+			t.Fatalf("cancel of the waiting task: %d %s", r.Status, r.Body)
+		}
+		if task := testkit.Task(t, s.DB, waiting); task.DeletedAt != nil || task.Status != "failed" || *task.ErrorCode != "cancelled" {
+			t.Fatalf("the cancelled task: %s %v %v", task.Status, task.ErrorCode, task.DeletedAt)
 		}
 
 		// Another account: the answer of an unknown id, and the task stays.

@@ -198,6 +198,13 @@ func EventDetail(e models.TaskEvent, staff bool) string {
 		// What the upstream said is for staff; the customer learns that we keep asking, and when.
 		_, next, _ := strings.Cut(e.Detail, "; next poll in ")
 		return "the generation service did not answer a status check; asking again in " + next
+	case strings.HasPrefix(e.Detail, "cancel asked by "):
+		// What the provider said is for staff.
+		who, rest, _ := strings.Cut(e.Detail, ": ")
+		if strings.HasPrefix(rest, "not done") {
+			return who + ": not done, it could not be stopped then"
+		}
+		return who + ": stopped by the generation service"
 	case strings.HasPrefix(e.Detail, "deleted through the API by "):
 		// Where the file was stored is ours to know.
 		who, rest, _ := strings.Cut(e.Detail, "; ")

@@ -59,6 +59,8 @@ func TestEventDetailForCustomers(t *testing.T) {
 		{"poll 3 failed (ark poll: connection refused to ark.example.com); next poll in 2.25s", "in_progress", "in_progress", "the generation service did not answer a status check; asking again in 2.25s"},
 		{"returned to the queue: credential ark-main did not take it (HTTP 401 AuthenticationError); nothing was created upstream", "queued", "queued", "waiting for another generation slot (nothing was started or charged)"},
 		{"output copied (1234 bytes); $0.50 charged; upstream cost 0.180000 (108900 tokens)", "in_progress", "completed", "output copied (1234 bytes); $0.50 charged"},
+		{"cancel asked by API key vg_abcdefgh: not done, the provider cannot stop it now (ark cancel cgt-1: upstream cannot cancel the task: it is running)", "in_progress", "in_progress", "cancel asked by API key vg_abcdefgh: not done, it could not be stopped then"},
+		{"cancel asked by console user a@example.com: the provider stopped the task, nothing to pay upstream", "queued", "queued", "cancel asked by console user a@example.com: stopped by the generation service"},
 	}
 	for _, c := range cases {
 		e := models.TaskEvent{Detail: c.detail, FromStatus: c.from, ToStatus: c.to}

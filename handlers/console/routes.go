@@ -50,6 +50,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Get("/tasks", h.ShowTasks)
 	console.Get("/tasks/:id", h.ShowTask)
 	console.Get("/tasks/:id/video", h.streamTaskVideo)
+	console.Post("/tasks/:id/cancel", h.cancelTask)
 	console.Get("/calls", h.ShowCalls)
 	console.Get("/calls.csv", h.ExportCalls)
 	console.Get("/wallet", h.showWallet)

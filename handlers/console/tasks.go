@@ -77,6 +77,41 @@ func (h *Handler) ShowTask(c *fiber.Ctx) error {
 	if err := h.AuditTenantLook(c, audit.ViewTask, audit.TargetTask, p.Task.ID); err != nil {
 		return err
 	}
+	// The customer's own page offers Cancel while the task can be cancelled; staff pages never do.
+	p.CanCancel = who.Staff == nil && tasks.Cancellable(&p.Task)
+	if c.Query("notice") == "cancelled" && p.Task.ErrorCode != nil && *p.Task.ErrorCode == tasks.CodeCancelled {
+		p.Cancelled = true
+	}
+	return h.Render(c, customer.TaskDetail(v, *p))
+}
+
+// cancelTask answers POST /console/tasks/{id}/cancel, the task page's Cancel button: as DELETE
+// /v1/videos/{id} cancels, but it never deletes a finished task. Done, it shows the page saying what
+// was released; refused, the page again with why (409).
+func (h *Handler) cancelTask(c *fiber.Ctx) error {
+	u := web.CurrentUser(c)
+	id := c.Params("id")
+	_, err := h.Videos.Cancel(c.UserContext(), u.AccountID, id, "console user "+u.Email)
+	problem := ""
+	if errors.Is(err, videos.ErrFinished) {
+		problem = "This video had already finished, so there was nothing to cancel."
+	} else if r, ok := refusal.As(err); ok && r.Code == refusal.NotFound.Code {
+		return fiber.ErrNotFound
+	} else if ok {
+		problem = r.Message
+	} else if err != nil {
+		return err
+	}
+	if problem == "" {
+		return web.Redirect(c, "/console/tasks/"+id+"?notice=cancelled")
+	}
+	v := h.Viewer(c, "tasks")
+	p, err := h.TaskPage(c, u.AccountID, id, false, v.Location)
+	if err != nil {
+		return err
+	}
+	p.CanCancel, p.CancelProblem = tasks.Cancellable(&p.Task), problem
+	c.Status(fiber.StatusConflict)
 	return h.Render(c, customer.TaskDetail(v, *p))
 }
 

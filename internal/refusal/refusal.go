@@ -52,11 +52,7 @@ var (
 
 	VideoNotReady = &Error{Code: "video_not_ready", Message: "The video is not completed yet. Keep polling GET /v1/videos/{id} until status is completed."}
 	VideoFailed   = &Error{Code: "video_not_ready", Message: "This video failed, so there is no file to download; its error says why, and its reservation was released. Create a new video to try again."}
-	// VideoNotFinished refuses DELETE of a queued or in-progress task: its generation may already be paid
-	// for upstream, and this version cancels nothing there.
-	VideoNotFinished = &Error{Code: "video_not_finished",
-		Message: "This video is still queued or in progress, so it cannot be deleted yet: generation is not cancelled in this version. Poll GET /v1/videos/{id} until it is completed or failed, then delete it."}
-	VideoExpired = &Error{Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
+	VideoExpired  = &Error{Code: "video_expired", Message: "This video's retention period has ended and it was deleted. Generate it again if you need it."}
 	// InvalidVariant refuses a content download of a variant OpenAI's API does not define.
 	InvalidVariant = &Error{Code: "invalid_request", Param: "variant", Message: "The variant must be video (the default), thumbnail, spritesheet or last_frame."}
 	RequestTooBig  = &Error{Code: "request_too_large", Message: "The request body is larger than 1 MiB. Media go into a request as URLs, never as inline data."}
@@ -73,6 +69,13 @@ var (
 	ShuttingDown = &Error{Code: "shutting_down", RetryAfter: 5,
 		Message: "The server is restarting and did not finish this request; nothing of it was kept. Send it again in a few seconds."}
 )
+
+// CannotCancel refuses to cancel a queued or in-progress video (DELETE /v1/videos/{id}, the console's
+// Cancel): message says why — it is being submitted, its provider cannot stop it now, or could not be
+// asked — and that nothing changed.
+func CannotCancel(message string) *Error {
+	return &Error{Code: "video_not_finished", Message: message}
+}
 
 // VariantUnavailable refuses a still the video has none of: its provider gave none and none could
 // be made (docs/api.md#variants). The video itself is there.

@@ -214,7 +214,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		wakeWorker = s.Worker.Notify
 	}
 	prices := billing.NewPrices(d)
-	s.Videos = &videos.Service{DB: d, Tasks: s.Tasks, Prices: prices, Blobs: blobs, Media: s.Media, Polls: polls,
+	s.Videos = &videos.Service{DB: d, Tasks: s.Tasks, Prices: prices, Blobs: blobs, Media: s.Media, Polls: polls, Pool: pool,
 		MaxQueued: cfg.MaxQueued, QueueTimeout: cfg.QueueTimeout, Admit: pool.Admit, Notify: wakeWorker, Now: clock,
 		Log: log.With("part", "videos")}
 	s.CallLog = calllog.NewWriter(d, log.With("part", "calllog"))

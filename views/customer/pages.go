@@ -82,6 +82,11 @@ type TaskPage struct {
 	Events  []models.TaskEvent
 	Entries []models.LedgerEntry
 	Staff   *StaffTask // what only staff see: set on the staff pages
+	// CanCancel shows the Cancel button (the customer's own page, while the task can be cancelled).
+	CanCancel bool
+	// Cancelled says the customer has just cancelled it; CancelProblem why a cancel just asked was not done.
+	Cancelled     bool
+	CancelProblem string
 }
 
 // CallFilter is the call-log page's query, as typed (times are local to the viewer).

@@ -391,9 +391,17 @@ func (c Cost) text() string {
 // Fail ends the task as failed, refunds its reservation in full, frees its slot or its place in the
 // backlog — at most once: only the first ending of a task counts.
 func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) error {
+	_, err := s.failTx(ctx, t, code, message, nil, nil)
+	return err
+}
+
+// failTx is Fail's transaction, shared by every way a task fails (a customer's cancel too), so that
+// whatever a failure does happens for each. check, when set, looks at the locked row before anything
+// changes: an error from it rolls everything back and is returned as it is. after, when set, runs in the
+// same transaction once the task has failed here. won is false when the task had already ended.
+func (s *Store) failTx(ctx context.Context, t *models.Task, code, message string, check, after func(tx *gorm.DB, cur *models.Task) error) (won bool, err error) {
 	now := s.Now()
-	ended := false
-	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		// Read under a row lock: another instance may be assigning the task a credential right now, and the
 		// slot it takes must be freed with the row we fail (SQLite's single writer serialises this anyway).
 		q := tx
@@ -403,6 +411,11 @@ func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) 
 		var cur models.Task
 		if err := q.Where("id = ?", t.ID).Take(&cur).Error; err != nil {
 			return err
+		}
+		if check != nil {
+			if err := check(tx, &cur); err != nil {
+				return err
+			}
 		}
 		if !CanMove(cur.Status, Failed) {
 			return nil // it already ended: only the first ending counts
@@ -415,6 +428,12 @@ func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) 
 		if res.RowsAffected == 0 {
 			return nil
 		}
+		won = true
+		if after != nil {
+			if err := after(tx, &cur); err != nil {
+				return err
+			}
+		}
 		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
 			return err
 		}
@@ -426,19 +445,18 @@ func (s *Store) Fail(ctx context.Context, t *models.Task, code, message string) 
 				return err
 			}
 		}
-		ended = true
 		if err := s.taskEnded(tx, &cur, false, now); err != nil {
 			return err
 		}
 		return logEvent(tx, t.ID, now, cur.Status, Failed, code+": "+message)
 	})
 	if err != nil {
-		return fmt.Errorf("fail %s: %w", t.ID, err)
+		return false, fmt.Errorf("fail %s: %w", t.ID, err)
 	}
-	if ended {
+	if won {
 		s.ended()
 	}
-	return nil
+	return won, nil
 }
 
 // NoteLateCompletion logs an upstream completion for a task that had already ended here (its deadline

@@ -105,7 +105,7 @@ func TestDeleteReachesAnotherInstancesPollCache(t *testing.T) {
 		if v, err := b.Poll(ctx, acct.ID, id); err != nil || v.Status != tasks.Failed {
 			t.Fatalf("instance b's poll of the failed task: %v, %v", v, err)
 		}
-		if err := a.Delete(ctx, acct.ID, id, "API key test"); err != nil {
+		if _, err := a.Delete(ctx, acct.ID, id, "API key test"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.Poll(ctx, acct.ID, id); !errors.Is(err, refusal.NotFound) {

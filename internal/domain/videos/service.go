@@ -40,6 +40,9 @@ type Service struct {
 	MaxQueued int
 	// QueueTimeout is how long a task may wait for an upstream slot.
 	QueueTimeout time.Duration
+	// Pool asks providers to stop tasks their customers cancel (nil: tasks accepted upstream cannot be
+	// cancelled).
+	Pool *upstream.Pool
 	// Admit, when set, refuses a new task no upstream credential could start (upstream.Pool.Admit).
 	Admit func(models.VideoRequest) error
 	// Notify, when set, is called after a task is created, to wake the worker.
@@ -407,22 +410,23 @@ func (s *Service) OpenContent(ctx context.Context, accountID int64, id, variant 
 	return &Content{Body: body, Size: size, ContentType: contentType, Ext: ext}, nil
 }
 
-// Delete deletes a finished task of the account for DELETE /v1/videos/{id} (by names who, for the task
-// log): from now on the API answers for it as for an unknown id, and its stored video is deleted. The
-// task log and the ledger keep it, and the console shows it as deleted. A queued or in-progress task is
-// refused: its generation may already be paid for upstream, and this version cancels nothing there.
-func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) error {
-	if !ids.IsVideoID(id) {
-		return refusal.NotFound
+// Delete answers DELETE /v1/videos/{id} (by names who asks, for the task log): a task that has not
+// finished is cancelled (Cancel); a finished one is deleted: from then on the API answers for it as for
+// an unknown id, and its stored video is deleted. The task log and the ledger keep it, and the console
+// shows it as deleted. Cancelled is nil when the task was deleted rather than cancelled.
+func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) (*Cancelled, error) {
+	c, err := s.Cancel(ctx, accountID, id, by)
+	if !errors.Is(err, ErrFinished) {
+		return c, err
 	}
 	keys, err := s.Tasks.MarkDeleted(ctx, accountID, id, by)
 	switch {
 	case errors.Is(err, tasks.ErrNoTask):
-		return refusal.NotFound
-	case errors.Is(err, tasks.ErrUnfinished):
-		return refusal.VideoNotFinished
+		return nil, refusal.NotFound
+	case errors.Is(err, tasks.ErrUnfinished): // cannot happen: a task never leaves a final status
+		return nil, refusal.CannotCancel(msgCancelBusy)
 	case err != nil:
-		return err
+		return nil, err
 	}
 	// The poll cache may hold the task: this instance stops showing it at once, the others within their
 	// freshness bound (PollCache).
@@ -435,5 +439,5 @@ func (s *Service) Delete(ctx context.Context, accountID int64, id, by string) er
 			s.Log.Warn("delete a stored file of a deleted video; the storage sweep will remove it", "task", id, "key", key, "err", err)
 		}
 	}
-	return nil
+	return nil, nil
 }
