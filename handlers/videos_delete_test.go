@@ -148,17 +148,17 @@ func TestDeleteVideo(t *testing.T) {
 	})
 }
 
-// TestRemixIsRefused: remix is out of this version, said with its own code — after the key is checked,
-// as on every /v1 route — rather than a 404 that reads as a wrong id.
-func TestRemixIsRefused(t *testing.T) {
+// TestRemixBeforeTheKeyAndTheSource: a remix is checked after the key, as on every /v1 route; a source
+// that is still queued is 409 video_not_ready (remix it once completed), an unknown one 404 not_found.
+func TestRemixBeforeTheKeyAndTheSource(t *testing.T) {
 	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false"})
 	acct := s.NewAccount(t, "10")
 	id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a kite"})["id"].(string)
-	for _, path := range []string{"/v1/videos/" + id + "/remix", "/v1/videos/video_AAAAAAAAAAAAAAAAAAAAAAAA/remix"} {
-		r := s.Do(t, "POST", path, acct.Key, map[string]any{"prompt": "the same kite at night"})
-		if r.Status != 400 || r.ErrorCode() != "remix_not_supported" || !strings.Contains(string(r.Body), "POST /v1/videos") {
-			t.Fatalf("remix: %d %s", r.Status, r.Body)
-		}
+	if r := s.Do(t, "POST", "/v1/videos/"+id+"/remix", acct.Key, map[string]any{"prompt": "the same kite at night"}); r.Status != 409 || r.ErrorCode() != "video_not_ready" {
+		t.Fatalf("remix of a queued video: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do(t, "POST", "/v1/videos/video_AAAAAAAAAAAAAAAAAAAAAAAA/remix", acct.Key, map[string]any{"prompt": "x"}); r.Status != 404 || r.ErrorCode() != "not_found" {
+		t.Fatalf("remix of an unknown video: %d %s", r.Status, r.Body)
 	}
 	if r := s.Do(t, "POST", "/v1/videos/"+id+"/remix", "", map[string]any{"prompt": "x"}); r.Status != 401 || r.ErrorCode() != "missing_api_key" {
 		t.Fatalf("remix without a key: %d %s", r.Status, r.Body)
