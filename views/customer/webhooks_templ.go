@@ -71,7 +71,7 @@ func WebhooksList(v views.Viewer, p WebhooksPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "<p class=\"lead\">We send a signed <code>POST</code> to your endpoints when a video completes or fails, so you need not poll. Events are shaped and signed as OpenAI's: <code>client.Webhooks.Unwrap</code> in openai-go and <code>client.webhooks.unwrap</code> in openai-node verify them. <a href=\"/docs/api#webhooks\">How to verify them</a>.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "<p class=\"lead\">We send a signed <code>POST</code> to your endpoints when a video completes or fails, so you need not poll. Events are shaped and signed as OpenAI's: <code>client.Webhooks.Unwrap</code> in openai-go and <code>client.webhooks.unwrap</code> in openai-node verify them with your endpoint's secret. Verify each delivery on its raw body, and drop repeats by its <code>webhook-id</code>: a retry carries the same one.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
