@@ -38,6 +38,7 @@ type hookReceiver struct {
 // delivery is one request as the receiver got it.
 type delivery struct {
 	Path   string
+	Done   <-chan struct{} // closed when the sender gives up on the request
 	Header http.Header
 	Body   []byte
 	At     time.Time
@@ -45,7 +46,7 @@ type delivery struct {
 
 func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	d := delivery{Path: req.URL.Path, Header: req.Header.Clone(), Body: body, At: time.Now()}
+	d := delivery{Path: req.URL.Path, Done: req.Context().Done(), Header: req.Header.Clone(), Body: body, At: time.Now()}
 	r.mu.Lock()
 	r.got = append(r.got, d)
 	answer := r.answer
