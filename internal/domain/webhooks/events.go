@@ -155,7 +155,7 @@ type PendingDelivery struct {
 func (s *Service) Attempts(ctx context.Context, endpointID string, before int64, limit int) (Page, error) {
 	var p Page
 	q := s.db.R.WithContext(ctx).Table("webhook_attempts AS a").
-		Select("a.*, d.event_id, e.type AS event_type, d.next_attempt_at, d.delivered_at IS NOT NULL AS delivered, d.failed_at IS NOT NULL AS given_up").
+		Select("a.*, d.event_id, e.type AS event_type, d.next_attempt_at, d.attempts, d.delivered_at IS NOT NULL AS delivered, d.failed_at IS NOT NULL AS given_up").
 		Joins("JOIN webhook_deliveries d ON d.id = a.delivery_id").Joins("JOIN webhook_events e ON e.id = d.event_id").
 		Where("a.endpoint_id = ?", endpointID)
 	if before > 0 {
@@ -166,28 +166,11 @@ func (s *Service) Attempts(ctx context.Context, endpointID string, before int64,
 		EventID               string
 		EventType             string
 		NextAttemptAt         *time.Time
+		Attempts              int // the delivery's: its latest attempt has this number
 		Delivered, GivenUp    bool
 	}
 	if err := q.Order("a.id DESC").Limit(limit + 1).Scan(&rows).Error; err != nil {
 		return p, fmt.Errorf("list webhook attempts: %w", err)
-	}
-	latest := map[int64]bool{}
-	if before > 0 {
-		// An attempt on an older page is the latest of its delivery only if no newer one exists.
-		var ids []int64
-		for _, r := range rows {
-			ids = append(ids, r.DeliveryID)
-		}
-		var newer []int64
-		if len(ids) > 0 {
-			if err := s.db.R.WithContext(ctx).Model(&models.WebhookAttempt{}).Where("delivery_id IN ? AND id >= ?", ids, before).
-				Distinct().Pluck("delivery_id", &newer).Error; err != nil {
-				return p, fmt.Errorf("list webhook attempts: %w", err)
-			}
-		}
-		for _, id := range newer {
-			latest[id] = true
-		}
 	}
 	for i, r := range rows {
 		if i == limit {
@@ -195,9 +178,8 @@ func (s *Service) Attempts(ctx context.Context, endpointID string, before int64,
 			break
 		}
 		a := Attempt{WebhookAttempt: r.WebhookAttempt, EventID: r.EventID, EventType: r.EventType, Delivered: r.Delivered, GivenUp: r.GivenUp}
-		if !latest[r.DeliveryID] {
+		if r.Attempt == r.Attempts {
 			a.NextAttemptAt = r.NextAttemptAt
-			latest[r.DeliveryID] = true
 		}
 		p.Attempts = append(p.Attempts, a)
 	}
