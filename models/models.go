@@ -15,10 +15,13 @@ type Account struct {
 	AvailableMicros int64
 	ReservedMicros  int64
 	WaitingTasks    int // tasks queued without an upstream slot yet (the backlog)
-	DisabledAt      *time.Time
-	DisabledReason  string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// TimeZone is the IANA zone the account's calendar periods (a key's daily or monthly spend limit, the
+	// monthly statement) are counted in; "" means UTC (docs/decisions.md, "The account's time zone").
+	TimeZone       string
+	DisabledAt     *time.Time
+	DisabledReason string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Disabled reports whether staff disabled the account: its keys answer 401 account_disabled.

@@ -145,3 +145,37 @@ func SetTimeZone(ctx context.Context, d *db.DB, userID int64, zone string, now t
 	}
 	return nil
 }
+
+// Location is the zone an account's calendar periods are counted in: the day or month of a key's spend
+// limit and the monthly statement (docs/decisions.md, "The account's time zone"). An account that chose
+// none, or whose stored name no longer loads, counts in UTC.
+func Location(ctx context.Context, d *db.DB, accountID int64) (*time.Location, error) {
+	var zone string
+	if err := d.R.WithContext(ctx).Model(&models.Account{}).Where("id = ?", accountID).Pluck("time_zone", &zone).Error; err != nil {
+		return nil, fmt.Errorf("read the time zone of account %d: %w", accountID, err)
+	}
+	return LoadZone(zone), nil
+}
+
+// LoadZone turns a stored zone name into a location; "" or a name this machine cannot load is UTC.
+func LoadZone(zone string) *time.Location {
+	if zone == "" || zone == "Local" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// SetAccountTimeZone stores the zone an account's periods are counted in; "" means UTC.
+func SetAccountTimeZone(ctx context.Context, d *db.DB, accountID int64, zone string, now time.Time) error {
+	if _, err := time.LoadLocation(zone); err != nil || len(zone) > 64 || zone == "Local" {
+		return ErrBadTimeZone
+	}
+	if err := d.W.WithContext(ctx).Model(&models.Account{}).Where("id = ?", accountID).Updates(map[string]any{"time_zone": zone, "updated_at": now}).Error; err != nil {
+		return fmt.Errorf("save the time zone of account %d: %w", accountID, err)
+	}
+	return nil
+}
