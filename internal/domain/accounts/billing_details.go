@@ -116,3 +116,12 @@ func SetBillingDetails(ctx context.Context, d *db.DB, accountID int64, b Billing
 	}
 	return b, nil
 }
+
+// Get reads an account.
+func Get(ctx context.Context, d *db.DB, accountID int64) (*models.Account, error) {
+	var a models.Account
+	if err := d.R.WithContext(ctx).Take(&a, accountID).Error; err != nil {
+		return nil, fmt.Errorf("read account %d: %w", accountID, err)
+	}
+	return &a, nil
+}
