@@ -3,7 +3,6 @@ package customer
 import (
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"videogen/internal/domain/accounts"
@@ -185,14 +184,6 @@ type StatementPage struct {
 	Prev     string // the previous month's statement, "" when the account has none before
 	Next     string // the next month's, "" for the month under way
 	Released usage.KindSum
-}
-
-// AddressLines are the billing address's lines.
-func (p StatementPage) AddressLines() []string {
-	if p.Billing.Address == "" {
-		return nil
-	}
-	return strings.Split(p.Billing.Address, "\n")
 }
 
 // Period says which instants the statement covers, in the account's zone.
