@@ -76,18 +76,24 @@ func pageUsage(t *testing.T, body string) []usageFigures {
 	var out []usageFigures
 	for _, m := range usageRowRE.FindAllStringSubmatch(body, -1) {
 		cells := cellRE.FindAllStringSubmatch(m[2], -1)
-		if len(cells) < 6 {
+		if len(cells) < 4 {
 			t.Fatalf("row %s has %d cells", m[1], len(cells))
 		}
-		n := func(i int) int64 {
-			v, err := strconv.ParseInt(cellText(cells[i][1]), 10, 64)
-			if err != nil {
-				t.Fatalf("row %s cell %d: %q", m[1], i, cells[i][1])
-			}
+		// Videos, with what became of them beneath ("3 2 completed · 1 failed"); seconds; spend.
+		videos := regexp.MustCompile(`^([0-9]+)(?:\s+([0-9]+) completed · ([0-9]+) failed)?`).FindStringSubmatch(cellText(cells[1][1]))
+		if videos == nil {
+			t.Fatalf("row %s: videos %q", m[1], cellText(cells[1][1]))
+		}
+		n := func(s string) int64 {
+			v, _ := strconv.ParseInt(s, 10, 64)
 			return v
 		}
-		spend := moneyRE.FindString(cellText(cells[5][1]))
-		out = append(out, usageFigures{Label: m[1], Videos: n(1), Completed: n(2), Failed: n(3), Seconds: n(4), Spent: parseMoney(t, spend)})
+		seconds, err := strconv.ParseInt(cellText(cells[2][1]), 10, 64)
+		if err != nil {
+			t.Fatalf("row %s: seconds %q", m[1], cells[2][1])
+		}
+		spend := moneyRE.FindString(cellText(cells[3][1]))
+		out = append(out, usageFigures{Label: m[1], Videos: n(videos[1]), Completed: n(videos[2]), Failed: n(videos[3]), Seconds: seconds, Spent: parseMoney(t, spend)})
 	}
 	return out
 }

@@ -214,7 +214,7 @@ func StatementView(v views.Viewer, p StatementPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</dd></dl></section></div><h2>Summary</h2><div class=\"table-wrap\"><table id=\"summary\"><tbody><tr id=\"opening\" class=\"balance\"><th scope=\"row\">Opening balance, ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "</dd></dl></section></div><h2>Summary</h2><div class=\"table-wrap\"><table id=\"summary\" class=\"figures\"><tbody><tr id=\"opening\" class=\"balance\"><th scope=\"row\">Opening balance, ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -535,7 +535,7 @@ func reservations(p StatementPage) templ.Component {
 		}
 		ctx = templ.ClearChildren(ctx)
 		held, charged, returned := p.ReservedFor()
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "<h2>Reserved for videos</h2><div class=\"table-wrap\"><table id=\"reserved\"><tbody><tr><th scope=\"row\">Reserved at the opening</th><td class=\"num\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "<h2>Reserved for videos</h2><div class=\"table-wrap\"><table id=\"reserved\" class=\"figures\"><tbody><tr><th scope=\"row\">Reserved at the opening</th><td class=\"num\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
