@@ -298,6 +298,11 @@ func TestUsageRangeRefused(t *testing.T) {
 			t.Errorf("total with a running video: %+v", got)
 		}
 		p.contains(t, "/console/statements/"+time.Now().UTC().Format("2006-01"))
+		// The pages are well formed: one heading, labelled fields, tables in their own box.
+		for _, path := range []string{"/console/usage", "/console/usage?group=model", "/console/usage?group=key", "/console/usage?from=x",
+			"/console/statements/" + time.Now().UTC().Format("2006-01"), "/console/wallet"} {
+			checkPage(t, path, b.get(path))
+		}
 
 		for _, tc := range []struct {
 			name, query, field, message string
