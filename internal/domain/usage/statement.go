@@ -116,20 +116,53 @@ func (s *Statement) Label() string { return s.Month.Format("January 2006") }
 // Key is the month as its URL writes it: "2026-03".
 func (s *Statement) Key() string { return s.Month.Format("2006-01") }
 
-// cut is the id of the last ledger entry of an account recorded before t (0 when none was). Ids are
+// cutWindow is how far a ledger entry's time may trail an entry recorded before it: an entry is stamped by
+// its writer's clock just before its transaction waits for the account's row, so two racing writes can
+// be recorded out of time order by that wait — milliseconds, never an hour.
+const cutWindow = time.Hour
+
+// cutter finds the id of the last ledger entry of an account recorded before t (0 when none was). Ids are
 // assigned under the account's row lock, in the order the balances moved, so a cut splits the ledger
 // where its running balances stand.
+type cutter func(ctx context.Context, d *db.DB, accountID int64, t time.Time) (int64, error)
+
+// cut is the cutter statements use: the entry stamped last before t (one step down the
+// ledger_entries_account_created index), then the highest id stamped within cutWindow before it. That is
+// the highest id stamped before t whenever no entry trails one recorded before it by more than
+// cutWindow, without reading the account's whole history.
 func cut(ctx context.Context, d *db.DB, accountID int64, t time.Time) (int64, error) {
+	var last []models.LedgerEntry
+	err := d.R.WithContext(ctx).Select("id", "created_at").Where("account_id = ? AND created_at < ?", accountID, t.UTC()).
+		Order("created_at DESC, id DESC").Limit(1).Find(&last).Error
+	if err != nil || len(last) == 0 {
+		return 0, cutError(accountID, t, err)
+	}
+	var ids []int64
+	err = d.R.WithContext(ctx).Model(&models.LedgerEntry{}).Where("account_id = ? AND created_at >= ? AND created_at < ?", accountID,
+		last[0].CreatedAt.Add(-cutWindow).UTC(), t.UTC()).Order("id DESC").Limit(1).Pluck("id", &ids).Error
+	if err != nil || len(ids) == 0 {
+		return 0, cutError(accountID, t, err)
+	}
+	return ids[0], nil
+}
+
+// exactCut is the highest id stamped before t, whatever the clocks did: it reads every entry before t,
+// so a statement uses it only when cut's months do not close.
+func exactCut(ctx context.Context, d *db.DB, accountID int64, t time.Time) (int64, error) {
 	var ids []int64
 	err := d.R.WithContext(ctx).Model(&models.LedgerEntry{}).Where("account_id = ? AND created_at < ?", accountID, t.UTC()).
 		Order("id DESC").Limit(1).Pluck("id", &ids).Error
-	if err != nil {
-		return 0, fmt.Errorf("cut the ledger of account %d at %s: %w", accountID, t.UTC().Format(time.RFC3339), err)
-	}
-	if len(ids) == 0 {
-		return 0, nil
+	if err != nil || len(ids) == 0 {
+		return 0, cutError(accountID, t, err)
 	}
 	return ids[0], nil
+}
+
+func cutError(accountID int64, t time.Time, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("cut the ledger of account %d at %s: %w", accountID, t.UTC().Format(time.RFC3339), err)
 }
 
 // balanceAfter is what the entry left; zero balances for no entry (id 0).
@@ -144,6 +177,9 @@ func balanceAfter(ctx context.Context, d *db.DB, id int64) (Balance, error) {
 	return Balance{Available: e.AvailableAfter, Reserved: e.ReservedAfter}, nil
 }
 
+// errNotClosed marks a statement whose opening balance and entries do not make its closing balance.
+var errNotClosed = errors.New("does not close")
+
 // BuildStatement reads the statement of the month starting at month (ParseMonth) for an account whose
 // zone is month's location, as of now. A month after now's, or before the one the account was created
 // in, is ErrNoStatement.
@@ -152,6 +188,16 @@ func BuildStatement(ctx context.Context, d *db.DB, acct *models.Account, month, 
 	if month.After(now) || month.Before(MonthOf(acct.CreatedAt, loc)) {
 		return nil, ErrNoStatement
 	}
+	s, err := buildStatement(ctx, d, acct, month, now, cut)
+	if errors.Is(err, errNotClosed) {
+		// Clocks far apart wrote the ledger out of order around a cut: cut it reading every entry.
+		s, err = buildStatement(ctx, d, acct, month, now, exactCut)
+	}
+	return s, err
+}
+
+func buildStatement(ctx context.Context, d *db.DB, acct *models.Account, month, now time.Time, cut cutter) (*Statement, error) {
+	loc := month.Location()
 	s := &Statement{AccountID: acct.ID, Month: month, End: month.AddDate(0, 1, 0), Loc: loc, At: now, Kinds: map[string]KindSum{}}
 	s.Partial = now.Before(s.End)
 	var err error
@@ -208,8 +254,8 @@ func BuildStatement(ctx context.Context, d *db.DB, acct *models.Account, month, 
 	// the charges per model are every settlement. Anything else is a ledger that does not add up, which
 	// must not be printed as a statement.
 	if s.Opening.Available+moved.Available != s.Closing.Available || s.Opening.Reserved+moved.Reserved != s.Closing.Reserved {
-		return nil, fmt.Errorf("statement of account %d for %s does not close: opening %+v + entries %+v ≠ closing %+v (entries %d–%d)",
-			acct.ID, s.Key(), s.Opening, moved, s.Closing, s.afterID+1, s.lastID)
+		return nil, fmt.Errorf("statement of account %d for %s %w: opening %+v + entries %+v ≠ closing %+v (entries %d–%d)",
+			acct.ID, s.Key(), errNotClosed, s.Opening, moved, s.Closing, s.afterID+1, s.lastID)
 	}
 	var charged int64
 	for _, c := range s.Charges {

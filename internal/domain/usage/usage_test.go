@@ -117,3 +117,42 @@ func TestStatementRefusesALedgerThatDoesNotClose(t *testing.T) {
 		}
 	})
 }
+
+// TestStatementOfALedgerWrittenOutOfTimeOrder: entries recorded in another order than their clocks
+// stamped them — a credit stamped three hours into a month recorded before one stamped a microsecond
+// before it — still give months that close exactly and join: the first month's closing is the second's
+// opening, and every entry is in exactly one of them.
+func TestStatementOfALedgerWrittenOutOfTimeOrder(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		d := openDB(t, url)
+		acct := testkit.NewAccount(t, d, "")
+		start := time.Date(2030, 5, 1, 0, 0, 0, 0, time.UTC)
+		var balance int64
+		for _, e := range []struct {
+			at     time.Time
+			micros int64
+		}{{start.AddDate(0, 0, -10), 10_000_000}, {start.Add(3 * time.Hour), 1_000_000}, {start.Add(-time.Microsecond), 2_000_000}} {
+			balance += e.micros
+			if err := d.W.Create(&models.LedgerEntry{AccountID: acct.ID, Kind: models.KindAdjustment, DeltaAvailable: e.micros,
+				AvailableAfter: balance, Reason: "test", CreatedAt: e.at}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := models.Account{ID: acct.ID, CreatedAt: start.AddDate(0, -1, 0)}
+		now := start.AddDate(0, 2, 0)
+		april, err := usage.BuildStatement(context.Background(), d, &a, start.AddDate(0, -1, 0), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		may, err := usage.BuildStatement(context.Background(), d, &a, start, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if april.Closing != may.Opening || may.Closing.Total() != 13_000_000 || april.Opening.Total() != 0 {
+			t.Errorf("April %+v → %+v, May %+v → %+v", april.Opening, april.Closing, may.Opening, may.Closing)
+		}
+		if n := april.Entries + may.Entries; n != 3 {
+			t.Errorf("%d entries in April and May, want the 3 once each", n)
+		}
+	})
+}
