@@ -177,13 +177,12 @@ func plural(n int64, one, many string) string {
 
 // StatementPage is one monthly statement, printable.
 type StatementPage struct {
-	S        *usage.Statement
-	Account  *models.Account
-	Billing  accounts.BillingDetails
-	Zone     string
-	Prev     string // the previous month's statement, "" when the account has none before
-	Next     string // the next month's, "" for the month under way
-	Released usage.KindSum
+	S       *usage.Statement
+	Account *models.Account
+	Billing accounts.BillingDetails
+	Zone    string
+	Prev    string // the previous month's statement, "" when the account has none before
+	Next    string // the next month's, "" for the month under way
 }
 
 // Period says which instants the statement covers, in the account's zone.
@@ -229,7 +228,7 @@ type StatementLine struct {
 	Charges   bool // followed by the charges per model
 }
 
-// Reserved is the statement's movements of reserved money: held when a video was created, charged when
+// ReservedFor is the statement's movements of reserved money: held when a video was created, charged when
 // it completed, returned in full when it failed or was cancelled.
 func (p StatementPage) ReservedFor() (held, charged, returned int64) {
 	s := p.S
