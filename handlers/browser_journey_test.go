@@ -190,7 +190,7 @@ func TestBrowserJourney(t *testing.T) {
 				signedIn = slices.Contains(l.Header, "Sign out")
 				want := []string{"videogen", "Pricing", "Sign in", "Create account"}
 				if signedIn {
-					want = []string{"videogen", "Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Pricing", email, "Sign out"}
+					want = []string{"videogen", "Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Pricing", email, "Sign out"}
 				}
 				if !slices.Equal(l.Header, want) {
 					t.Errorf("%s: the header shows %q, want %q", where, l.Header, want)
@@ -209,7 +209,7 @@ func TestBrowserJourney(t *testing.T) {
 				eval("read the menu on "+name, menuLinks, &m)
 				want := []string{"Pricing", "Sign in", "Create account"}
 				if signedIn {
-					want = []string{"Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Pricing", email, "Sign out"}
+					want = []string{"Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Pricing", email, "Sign out"}
 				}
 				if !slices.Equal(m.Shown, want) || len(m.Outside) > 0 || m.ScrollWidth > m.ClientWidth {
 					t.Errorf("%s: the open menu shows %q (want %q); off screen: %q; %d px of content in %d", where, m.Shown, want, m.Outside, m.ScrollWidth, m.ClientWidth)
@@ -369,6 +369,11 @@ func TestBrowserJourney(t *testing.T) {
 	do("open the webhooks page", chromedp.Navigate(s.URL+"/console/webhooks"))
 	heading("Webhooks")
 	look("webhooks")
+	do("open the usage page", chromedp.Navigate(s.URL+"/console/usage"))
+	heading("Usage")
+	look("usage")
+	do("open this month's statement", chromedp.Click(chromedp.CSS(`a[href^="/console/statements/"]`)), chromedp.WaitVisible(chromedp.ID("summary")))
+	look("statement")
 	do("open the pricing page", chromedp.Navigate(s.URL+"/pricing"))
 	look("pricing-signed-in")
 	do("open the dashboard", chromedp.Navigate(s.URL+"/console"))

@@ -22,6 +22,10 @@ type Account struct {
 	DisabledReason string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// The billing details printed on the monthly statements (docs/usage.md); "" when not given.
+	BillingName    string
+	BillingAddress string // several lines
+	BillingTaxID   string `gorm:"column:billing_tax_id"`
 }
 
 // Disabled reports whether staff disabled the account: its keys answer 401 account_disabled.

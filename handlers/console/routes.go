@@ -64,6 +64,9 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Get("/webhooks/:id/delete", h.confirmDeleteWebhook)
 	console.Post("/webhooks/:id/deliveries/:delivery/resend", h.resendWebhook)
 	console.Post("/webhooks/:id/:action", h.webhookAction)
+	console.Get("/usage", h.showUsage)
+	console.Get("/usage.csv", h.exportUsage)
+	console.Get("/statements/:month", h.showStatement)
 	console.Get("/account", h.showAccount)
 	console.Post("/account", h.updateAccount)
 	return h

@@ -48,6 +48,7 @@ var notices = map[string]string{
 	"password-changed":  "Your password was changed, and every other device was signed out.",
 	"password-reset":    "Your password was reset. Sign in with the new one.",
 	"timezone-saved":    "Your time zone was saved.",
+	"billing-saved":     "Your billing details were saved.",
 	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
 	"already-verified":  "Your e-mail address is already confirmed.",
 	"email-confirmed":   "Your e-mail address is confirmed. Welcome!",

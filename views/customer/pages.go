@@ -119,6 +119,7 @@ type WalletPage struct {
 	Topups              []models.Topup
 	Profile             *models.BillingProfile
 	AlertsForm          *AlertsForm
+	Billing             *BillingForm // the billing details, as stored or as typed
 }
 
 // AlertsForm is the low-balance warning and auto-recharge form, as typed.
