@@ -49,6 +49,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Post("/keys/:id/revoke", h.revokeKey)
 	console.Get("/tasks", h.ShowTasks)
 	console.Get("/tasks/:id", h.ShowTask)
+	console.Get("/tasks/:id/status", h.showTaskStatus)
 	console.Get("/tasks/:id/video", h.streamTaskVideo)
 	console.Post("/tasks/:id/cancel", h.cancelTask)
 	console.Get("/calls", h.ShowCalls)
