@@ -5,6 +5,7 @@ import (
 	"time"
 	"videogen/views"
 
+	"videogen/internal/domain/media"
 	"videogen/models"
 )
 
@@ -79,6 +80,7 @@ type TasksPage struct {
 type TaskPage struct {
 	Task    models.Task
 	Inputs  models.TaskInputs
+	Files   []media.TaskFile // the inputs, labelled, with signed links while stored
 	Events  []models.TaskEvent
 	Entries []models.LedgerEntry
 	Staff   *StaffTask // what only staff see: set on the staff pages
