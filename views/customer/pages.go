@@ -204,3 +204,24 @@ func HumanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// ResetPage is the page a set-password link opens.
+type ResetPage struct {
+	Token string
+	Email string // whose password the link sets
+	// First is true when the account has no password yet (made by an operator without one): the page
+	// reads "Choose your password".
+	First bool
+	// SignedInAs is another user signed in in this browser: the page offers to sign them out first.
+	SignedInAs string
+	Error      string // why the password typed was refused
+	BadLink    bool
+}
+
+// Title is the page's heading.
+func (p ResetPage) Title() string {
+	if p.First {
+		return "Choose your password"
+	}
+	return "Choose a new password"
+}
