@@ -25,6 +25,15 @@ type Dashboard struct {
 	BaseURL             string
 }
 
+// FirstCurl is the dashboard's ready-made first request: a shell command over several lines, with the
+// key from VIDEOGEN_API_KEY (the name the README, the docs and `videogen generate` use).
+func FirstCurl(base string) string {
+	return "curl " + base + "/v1/videos \\\n" +
+		"  -H \"Authorization: Bearer $VIDEOGEN_API_KEY\" \\\n" +
+		"  -H \"Content-Type: application/json\" \\\n" +
+		"  -d '{\"model\": \"videogen-2.0-mini-480p\", \"prompt\": \"a paper boat on a rainy street\"}'"
+}
+
 // SpendTotal is the sum of the chart.
 func (d Dashboard) SpendTotal() int64 {
 	var t int64
