@@ -59,6 +59,18 @@ func TestTaskStatusEndpoint(t *testing.T) {
 		if st := read("1000"); st != (status{ID: id, Status: "queued", BillingState: "reserved", Amount: "$0.20"}) {
 			t.Fatalf("a new task: %+v", st)
 		}
+		// The pages that follow it: the task's own, the Tasks list and the dashboard's Recent videos carry
+		// what static/tasks.js reads, and load it; the reload hint stays for browsers without it.
+		b.get("/console/tasks/"+id).contains(t, `<div class="task-live" data-task-id="`+id+`" data-task-status="queued">`,
+			`data-task-field="status"`, `data-task-field="progress"`, `<span class="live-nojs">Reload this page to follow it.</span>`,
+			`<script src="/static/tasks.js" defer></script>`)
+		for _, page := range []string{"/console/tasks", "/console"} {
+			b.get(page).contains(t, `<tr data-task-id="`+id+`" data-task-status="queued">`, `<td data-task-field="status">`,
+				`<span class="muted small" data-task-field="progress">0%</span>`, `data-task-field="amount"`, `<script src="/static/tasks.js" defer></script>`)
+		}
+		if js := b.get("/static/tasks.js"); js.Status != 200 || !strings.Contains(js.Header.Get("Content-Type"), "javascript") {
+			t.Fatalf("/static/tasks.js: %d %q", js.Status, js.Header.Get("Content-Type"))
+		}
 		// An older task is polled less often, as the API advises.
 		clock.advance(50 * time.Second)
 		read("10000")
