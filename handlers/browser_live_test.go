@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,13 +32,44 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 	b := signUpVerified(t, s, email)
 	addFunds(t, b, "20")
 	key := createKey(t, b, "live")
-	queued := func(prompt string) string {
+	queued := func(prompt string, media ...map[string]any) string {
 		t.Helper()
 		s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "holds the only slot"})
-		return s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": prompt})["id"].(string)
+		body := map[string]any{"model": "videogen-2.0-mini-480p", "prompt": prompt}
+		for _, m := range media {
+			for k, v := range m {
+				body[k] = v
+			}
+		}
+		return s.CreateVideo(t, key, body)["id"].(string)
 	}
+	// The first video starts from an image and has a style reference: its page shows both.
+	up := s.Upload(t, key, "", testkit.File("input_reference", "first.png", testkit.PNG(t, 64, 48)),
+		testkit.File("image_files", "style.png", testkit.PNG(t, 48, 48))).Answer(t)
 
 	browser := chromium(t)
+	shots, _ := filepath.Abs(filepath.Join("..", "tmp", "screenshots", t.Name()))
+	if err := os.RemoveAll(shots); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots: %s", shots)
+	n := 0
+	photo := func(name string) {
+		t.Helper()
+		n++
+		ctx, cancel := context.WithTimeout(browser, 30*time.Second)
+		defer cancel()
+		buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%02d-%s.png", n, name)), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(browser, 30*time.Second)
@@ -107,12 +140,15 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 	}
 
 	// The task page: queued, then in progress with its progress, then the player.
-	id := queued("a heron lifts off the river")
+	id := queued("a heron lifts off the river", map[string]any{"start_image_url": up.StartImageURL, "image_urls": up.ImageURLs})
 	run("open the task page", chromedp.Navigate(s.URL+"/console/tasks/"+id))
 	region := fmt.Sprintf("[data-task-id=%q]", id)
 	if hints := eval("watch the task page", fmt.Sprintf(watch, region)); hints != "hint hidden, follows shown" {
 		t.Errorf("with the script running: %s; want the reload hint hidden and the following note shown", hints)
 	}
+	photo("task-queued")
+	until("wait for the progress", `document.querySelector(`+strconv.Quote(region)+`).getAttribute("data-task-status") === "in_progress"`)
+	photo("task-in-progress")
 	seen, same := until("wait for the player", `document.querySelector("main video")`)
 	if !same {
 		t.Fatal("the task page navigated to show the player")
@@ -125,6 +161,12 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 		v.addEventListener("loadedmetadata", () => ok(String(v.videoWidth))); v.addEventListener("error", () => fail("cannot play")); })`); w == "0" {
 		t.Error("the player that appeared plays nothing")
 	}
+	// Its inputs show in the browser (the page's CSP takes them from this origin), labelled.
+	if inputs := eval("load the inputs", `Promise.all([...document.querySelectorAll(".task-inputs img")].map(img => img.decode().then(
+		() => img.alt + " " + img.naturalWidth + "x" + img.naturalHeight, () => img.alt + " did not load"))).then(all => all.join(", "))`); inputs != "First frame 64x48, Reference image 1 48x48" {
+		t.Errorf("the task's inputs in the browser: %s", inputs)
+	}
+	photo("task-completed")
 	if text := eval("read the page", `document.querySelector("main").innerText`); !strings.Contains(text, "Download MP4") || strings.Contains(text, "Not ready yet") ||
 		!strings.Contains(text, "Charged for a video") {
 		t.Errorf("the finished page as it shows now:\n%s", text)
@@ -139,6 +181,7 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 	if !same || len(seen) < 2 || seen[0] != "queued 0%" || seen[len(seen)-1] != "failed" {
 		t.Errorf("the failing task's page went through %q (same page: %v)", seen, same)
 	}
+	photo("task-failed")
 	if refund := eval("read the refund", `document.querySelector("[data-task-refund]").textContent`); refund != "Refunded: the $0.20 reserved for this video is back in your available balance. Nothing was charged." {
 		t.Errorf("refund notice %q", refund)
 	}
@@ -148,10 +191,12 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 	run("open the tasks list", chromedp.Navigate(s.URL+"/console/tasks"))
 	row := fmt.Sprintf("tr[data-task-id=%q]", id)
 	eval("watch the list", fmt.Sprintf(watch, row))
+	photo("list-queued")
 	seen, same = until("wait for the row's thumbnail", `document.querySelector(`+strconv.Quote(row+" img")+`)`)
 	if !same || len(seen) < 3 || seen[0] != "queued 0%" || !sawProgress(seen) || seen[len(seen)-1] != "completed" {
 		t.Errorf("the list's row went through %q (same page: %v)", seen, same)
 	}
+	photo("list-completed")
 	if cells := eval("read the row", `[...document.querySelectorAll(`+strconv.Quote(row+" [data-task-field]")+`)].map(el => el.getAttribute("data-task-field") + "=" + el.textContent.trim().replace(/\s+/g, " ")).join(", ")`); cells != "status=completed, amount=$0.20, billing=settled" {
 		t.Errorf("the finished row's fields: %s", cells)
 	}
