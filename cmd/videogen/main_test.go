@@ -691,8 +691,10 @@ func TestCLIAccountWithoutPassword(t *testing.T) {
 			t.Fatalf("sign-in to an account without a password: %d", status)
 		}
 
-		// The link opens the form to choose a password; it sets one and sends the person to sign in.
-		if status, body := b.get(link); status != 200 || !strings.Contains(body, "Choose a new password") {
+		// The link opens the form to choose a first password, naming the account; it sets one and sends
+		// the person to sign in.
+		if status, body := b.get(link); status != 200 || !strings.Contains(body, "<h1>Choose your password</h1>") ||
+			!strings.Contains(body, "<strong>grace@example.com</strong>") || strings.Contains(body, "new password") {
 			t.Fatalf("GET the printed link: %d", status)
 		}
 		if status, loc := b.post(base+"/password/reset", url.Values{"token": {token}, "password": {"lighthouse-keeper-1848"}}); status != 303 || !strings.Contains(loc, "/signin") {

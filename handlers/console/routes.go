@@ -39,6 +39,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	app.Post("/password/forgot", h.Page, h.requestPasswordReset)
 	app.Get("/password/reset", h.Page, h.showResetPassword)
 	app.Post("/password/reset", h.Page, h.resetPassword)
+	app.Post("/password/reset/signout", h.Page, h.signOutForReset)
 
 	// The console.
 	console := app.Group("/console", h.Page, h.RequireUser)
@@ -49,6 +50,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Post("/keys/:id/revoke", h.revokeKey)
 	console.Get("/tasks", h.ShowTasks)
 	console.Get("/tasks/:id", h.ShowTask)
+	console.Get("/tasks/:id/status", h.showTaskStatus)
 	console.Get("/tasks/:id/video", h.streamTaskVideo)
 	console.Post("/tasks/:id/cancel", h.cancelTask)
 	console.Get("/calls", h.ShowCalls)

@@ -127,6 +127,10 @@ func (h *Handler) TaskPage(c *fiber.Ctx, accountID int64, id string, staff bool,
 	}
 	p := customer.TaskPage{Task: *t}
 	p.Inputs, _ = t.StoredInputs() // unreadable inputs show as none; the page still helps
+	// The customer sees their inputs through links signed now; staff see what there was, not the files.
+	if p.Files, err = h.Media.TaskFiles(ctx, accountID, p.Inputs, !staff); err != nil {
+		return nil, err
+	}
 	if p.Events, p.Entries, err = models.TaskHistory(ctx, h.DB.R, t.ID); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,7 @@ var notices = map[string]string{
 	"alerts-saved":      "Your balance alerts were saved.",
 	"password-changed":  "Your password was changed, and every other device was signed out.",
 	"password-reset":    "Your password was reset. Sign in with the new one.",
+	"password-set":      "Your password is set. Sign in with it.",
 	"timezone-saved":    "Your time zone was saved.",
 	"billing-saved":     "Your billing details were saved.",
 	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
