@@ -43,6 +43,9 @@ const (
 	SeePayments Action = "see-payments"
 	// SeeStatements is the monthly statements.
 	SeeStatements Action = "see-statements"
+	// Personal is what every member may do about themselves: their own password and display time zone,
+	// signing out, leaving the account. It is named so that a route can say it needs no more.
+	Personal Action = "personal"
 )
 
 // grants is the matrix: the roles that may do each action.
@@ -63,7 +66,12 @@ var Actions = []Action{ManageMembers, SeeKeys, ManageKeys, CancelTasks, ManageWe
 
 // Can reports whether a member with this role may do the action. An unknown role or action may do
 // nothing.
-func Can(role string, a Action) bool { return slices.Contains(grants[a], role) }
+func Can(role string, a Action) bool {
+	if a == Personal {
+		return ValidRole(role)
+	}
+	return slices.Contains(grants[a], role)
+}
 
 // WhoCan names the roles that may do the action, for a message: "an owner or admin".
 func WhoCan(a Action) string {
