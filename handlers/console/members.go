@@ -79,6 +79,9 @@ func (h *Handler) confirmRemoveMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if by := web.CurrentUser(c); by.AccountRole != models.AccountOwner && u.AccountRole == models.AccountOwner {
+		return h.memberProblem(c, &members.Refused{Action: members.ManageMembers, Message: "Only an owner can remove an owner."}, customer.MembersPage{})
+	}
 	keys, err := models.AccountKeys(c.UserContext(), h.DB.R, u.AccountID)
 	if err != nil {
 		return err

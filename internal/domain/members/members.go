@@ -14,6 +14,7 @@ import (
 	"videogen/internal/domain/auth"
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/ids"
+	"videogen/internal/infra/ratelimit"
 	"videogen/models"
 )
 
@@ -66,6 +67,9 @@ type Service struct {
 	Notify  Notifier
 	BaseURL string // PUBLIC_BASE_URL: invitation links start with it
 	Now     func() time.Time
+	// Mail is the throttle of e-mails to one address that auth's e-mails count against too (nil: none),
+	// so inviting an address again and again cannot flood its inbox.
+	Mail ratelimit.Limiter
 }
 
 func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
@@ -172,6 +176,14 @@ func (s *Service) Invite(ctx context.Context, by *models.User, email, role strin
 		}
 		if pending >= MaxPending {
 			return &Invalid{Message: fmt.Sprintf("This account has %d invitations waiting, the most it may have. Withdraw some first.", pending)}
+		}
+		// Counted only for an invitation that is about to go out, so refused attempts spend no one's budget.
+		// A limiter outage lets it through: the pending cap still bounds an account.
+		if s.Mail != nil {
+			if ok, wait, err := s.Mail.Allow(ctx, norm); err == nil && !ok {
+				return &Invalid{Field: "email", Message: fmt.Sprintf("We e-mailed %s several times in the last minutes. Wait %s, then send the invitation again.",
+					norm, (&auth.ThrottledError{RetryAfter: wait}).Wait())}
+			}
 		}
 		if err := tx.Model(&models.Invitation{}).Where("account_id = ? AND email = ? AND accepted_at IS NULL AND revoked_at IS NULL", me.AccountID, norm).
 			Update("revoked_at", now).Error; err != nil {
