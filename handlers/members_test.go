@@ -279,7 +279,9 @@ func TestRoleReach(t *testing.T) {
 			{"GET /console/members", fixed("/console/members"), nil, all, 200},
 			{"POST /console/members", fixed("/console/members"), url.Values{"email": {"new-colleague@example.com"}, "role": {"viewer"}}, managers, 303},
 			{"GET /console/members/leave", fixed("/console/members/leave"), nil, all, 200},
-			{"POST /console/members/invitations/:id/withdraw", func(f *fixture) string { return fmt.Sprintf("/console/members/invitations/%d/withdraw", f.invitationID) }, url.Values{}, managers, 303},
+			{"POST /console/members/invitations/:id/withdraw", func(f *fixture) string {
+				return fmt.Sprintf("/console/members/invitations/%d/withdraw", f.invitationID)
+			}, url.Values{}, managers, 303},
 			{"POST /console/members/:id/role", func(f *fixture) string { return fmt.Sprintf("/console/members/%d/role", f.memberID) }, url.Values{"role": {"developer"}}, managers, 303},
 			{"GET /console/members/:id/remove", func(f *fixture) string { return fmt.Sprintf("/console/members/%d/remove", f.memberID) }, nil, managers, 200},
 			{"POST /console/members/:id/remove", fixed("/console/members/999999/remove"), url.Values{}, managers, 404},
