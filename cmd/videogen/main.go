@@ -45,7 +45,7 @@ func root() *cobra.Command {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
 	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), ledgerCmd(), stripeCmd(), simCmd(),
-		upstreamsCmd(), reportCmd(), generateCmd(), backupCmd(), restoreCmd(), migrateToPostgresCmd())
+		upstreamsCmd(), reportCmd(), generateCmd(), backupCmd(), restoreCmd(), migrateToPostgresCmd(), membersCmd())
 	return r
 }
 
@@ -172,7 +172,7 @@ func accountsCmd() *cobra.Command {
 	var email, password, role string
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "create a verified user and its account; without --password, prints a one-time link to choose one",
+		Short: "create a verified user and its account, which they own; without --password, prints a one-time link to choose one",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, d, err := openSettingsDB(cmd.Context(), true)
 			if err != nil {
@@ -184,7 +184,7 @@ func accountsCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "created %s user %s (account %d)\n", u.Role, u.Email, u.AccountID)
+			fmt.Fprintf(out, "created %s user %s, owner of account %d\n", u.Role, u.Email, u.AccountID)
 			if password != "" {
 				return nil
 			}

@@ -127,6 +127,9 @@ func TestMigrateToPostgres(t *testing.T) {
 			[]any{"evt_w1", a.ID, "video.completed", done, `{"id":"evt_w1","object":"event"}`, now}},
 		{"INSERT INTO webhook_deliveries (event_id, endpoint_id, attempts, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
 			[]any{"evt_w1", "we_1", 1, now, now.Add(time.Minute)}},
+		{"INSERT INTO invitations (account_id, email, role, token_hash, invited_by, created_at, expires_at, accepted_at, accepted_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			[]any{a.ID, "later@example.com", "developer", "invitation-hash", userID, now, now.Add(7 * 24 * time.Hour), now, userID}},
+		{"UPDATE users SET account_role = ?, removed_at = ? WHERE email = ?", []any{"billing", now, "later@example.com"}},
 		{"INSERT INTO webhook_attempts (delivery_id, endpoint_id, attempt, at, status, latency_ms, response, error) VALUES ((SELECT MAX(id) FROM webhook_deliveries), ?, ?, ?, ?, ?, ?, ?)",
 			[]any{"we_1", 1, now, 500, 42, "oops", ""}},
 	} {

@@ -32,6 +32,9 @@ func (h *Handler) walletPage(c *fiber.Ctx, p customer.WalletPage) error {
 	if err != nil {
 		return err
 	}
+	if err := models.LedgerWithMembers(ctx, h.DB.R, u.AccountID, entries); err != nil {
+		return err
+	}
 	p.Available, p.Reserved, p.Entries, p.Verified = acct.AvailableMicros, acct.ReservedMicros, entries, u.Verified()
 	if before > 0 {
 		p.First = "?"
