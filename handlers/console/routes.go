@@ -45,6 +45,8 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Get("", h.showDashboard)
 	console.Get("/keys", h.showKeys)
 	console.Post("/keys", h.createKey)
+	console.Get("/keys/:id/limits", h.showKeyLimits)
+	console.Post("/keys/:id/limits", h.saveKeyLimits)
 	console.Get("/keys/:id/revoke", h.confirmRevokeKey)
 	console.Post("/keys/:id/revoke", h.revokeKey)
 	console.Get("/tasks", h.ShowTasks)
