@@ -258,7 +258,11 @@ func spendRefusal(l Limits, spent, amount money.Micros, reset, now time.Time, lo
 	if amount > l.Spend {
 		msg += " The video alone costs more than the key's limit: raise the limit on the API keys page, or use another key."
 	}
-	msg += fmt.Sprintf(" The limit resets at %s (%s, %s in UTC).", reset.In(loc).Format(time.RFC3339), loc.String(), reset.UTC().Format(time.RFC3339))
+	if local := reset.In(loc); loc == time.UTC {
+		msg += fmt.Sprintf(" The limit resets at %s (UTC, the account's time zone).", local.Format(time.RFC3339))
+	} else {
+		msg += fmt.Sprintf(" The limit resets at %s (%s, the account's time zone; %s in UTC).", local.Format(time.RFC3339), loc, reset.UTC().Format(time.RFC3339))
+	}
 	wait := math.Ceil(reset.Sub(now).Seconds())
 	return &refusal.Error{Code: "key_spend_limit_reached", Message: msg, RetryAfter: int(max(wait, 1))}
 }
