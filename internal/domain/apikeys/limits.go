@@ -57,7 +57,9 @@ func (l Limits) columns() map[string]any {
 }
 
 // Allows reports whether the key may use the model.
-func (l Limits) Allows(model string) bool { return len(l.Models) == 0 || slices.Contains(l.Models, model) }
+func (l Limits) Allows(model string) bool {
+	return len(l.Models) == 0 || slices.Contains(l.Models, model)
+}
 
 // MaxSpendLimit is the largest spend limit a key may have: far above any real budget, and far below
 // what an int64 of micro-dollars can add up to.
