@@ -78,6 +78,10 @@ type KeyLimitsForm struct {
 	Errors  map[string]string
 }
 
+// Given reports whether the form holds any limit, or an error about one (the create form then shows
+// its limits open).
+func (f KeyLimitsForm) Given() bool { return f.Spend != "" || len(f.Models) > 0 || len(f.Errors) > 0 }
+
 // Checked reports whether a model's box is ticked.
 func (f KeyLimitsForm) Checked(model string) bool { return slices.Contains(f.Models, model) }
 
