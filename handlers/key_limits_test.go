@@ -64,7 +64,8 @@ func noonToday() *movableClock {
 
 // TestKeyLimitsForm: the key form takes spend_limit_usd, limit_period and models (repeated); what is
 // wrong is refused beside its field with the values kept, and no key is made; a key made with limits
-// shows them and its spend; the edit form changes them and refuses the same mistakes.
+// shows them and its spend (and support sees them); the edit form changes them and refuses the same
+// mistakes.
 func TestKeyLimitsForm(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
@@ -129,6 +130,11 @@ func TestKeyLimitsForm(t *testing.T) {
 		if fk.SpendLimitMicros != nil || fk.LimitPeriod != "" || fk.AllowedModels != "" {
 			t.Fatalf("a key without limits stored %v %q %q", fk.SpendLimitMicros, fk.LimitPeriod, fk.AllowedModels)
 		}
+
+		// Support sees each key's limits on the account's page.
+		st := signInStaff(t, s, "staff@example.com", models.RoleSupport)
+		st.get("/support/accounts/"+strconv.FormatInt(k.AccountID, 10)).contains(t,
+			"limit $5.00 per day · videogen-2.0-720p, videogen-2.0-mini-480p", "no spend limit · every model")
 
 		// The edit form shows the limits and changes them.
 		edit := "/console/keys/" + itoa(int(k.ID)) + "/limits"

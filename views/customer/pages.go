@@ -105,6 +105,14 @@ func KeySpend(k models.APIKey, spent int64) string {
 	return views.Money(spent) + " of " + views.Money(*k.SpendLimitMicros) + " " + when
 }
 
+// KeyLimit says a key's spend limit: "limit $5.00 per day", or "no spend limit".
+func KeyLimit(k models.APIKey) string {
+	if k.SpendLimitMicros == nil {
+		return "no spend limit"
+	}
+	return "limit " + views.Money(*k.SpendLimitMicros) + " per " + k.LimitPeriod
+}
+
 // KeyModels says which models a key may use.
 func KeyModels(k models.APIKey) string {
 	if k.AllowedModels == "" {
