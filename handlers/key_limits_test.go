@@ -404,3 +404,42 @@ func TestKeyModels(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentRetriesAtTheKeyLimit: a key with room for exactly one video gets the same create, with
+// one Idempotency-Key, 8 times at once (a client retrying over a flaky network): every answer is that
+// one video — none is refused as over the limit because another copy of it took the room.
+func TestConcurrentRetriesAtTheKeyLimit(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		clock := noonToday()
+		s := testkit.StartWith(t, dbURL, map[string]string{"WORKERS": "false"}, server.Options{Now: clock.Now()})
+		acct := s.NewAccount(t, "10")
+		key, _ := limitedKey(t, s, acct.ID, "one", apikeys.Limits{Spend: 200_000, Period: apikeys.PeriodDay}) // one mini 480p video
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		answers := make([]string, 8)
+		for i := range answers {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				<-start
+				r := s.Do(t, "POST", "/v1/videos", key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "once"}, "Idempotency-Key", "retry-me")
+				answers[i] = strconv.Itoa(r.Status) + " " + r.ErrorCode()
+				if r.Status == 200 {
+					answers[i] += r.JSON(t)["id"].(string)
+				}
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		for _, a := range answers {
+			if a != answers[0] || !strings.HasPrefix(a, "200 video_") {
+				t.Fatalf("answers %v, want one video 8 times", answers)
+			}
+		}
+		var tasks int64
+		s.DB.R.Model(&models.Task{}).Count(&tasks)
+		if tasks != 1 {
+			t.Fatalf("%d tasks", tasks)
+		}
+	})
+}
