@@ -364,7 +364,7 @@ func TestEveryPageIsWellFormed(t *testing.T) {
 	s.DB.R.Take(&k)
 	pages := map[*browser][]string{
 		anon: {"/", "/pricing", "/terms", "/privacy", "/signup", "/signin", "/password/forgot", "/password/reset?token=x", "/verify?token=x", "/no-such-page"},
-		b: {"/console", "/console/keys", "/console/keys/" + itoa(int(k.ID)) + "/revoke", "/console/tasks", "/console/tasks/" + id,
+		b: {"/console", "/console/keys", "/console/keys/" + itoa(int(k.ID)) + "/revoke", "/console/keys/" + itoa(int(k.ID)) + "/limits", "/console/tasks", "/console/tasks/" + id,
 			"/console/calls", "/console/wallet", "/console/account", "/pricing"},
 	}
 	for who, paths := range pages {

@@ -252,6 +252,8 @@ func TestRoleReach(t *testing.T) {
 			{"GET /console", fixed("/console"), nil, all, 200},
 			{"GET /console/keys", fixed("/console/keys"), nil, keyReaders, 200},
 			{"POST /console/keys", fixed("/console/keys"), url.Values{"name": {"made by a role"}}, builders, 200},
+			{"GET /console/keys/:id/limits", func(f *fixture) string { return fmt.Sprintf("/console/keys/%d/limits", f.keyID) }, nil, builders, 200},
+			{"POST /console/keys/:id/limits", func(f *fixture) string { return fmt.Sprintf("/console/keys/%d/limits", f.keyID) }, url.Values{"spend_limit_usd": {"5"}, "limit_period": {"day"}}, builders, 303},
 			{"GET /console/keys/:id/revoke", func(f *fixture) string { return fmt.Sprintf("/console/keys/%d/revoke", f.keyID) }, nil, builders, 200},
 			{"POST /console/keys/:id/revoke", func(f *fixture) string { return fmt.Sprintf("/console/keys/%d/revoke", f.keyID) }, url.Values{}, builders, 303},
 			{"GET /console/tasks", fixed("/console/tasks"), nil, all, 200},

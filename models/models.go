@@ -128,6 +128,12 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// What the key may spend per LimitPeriod ("day" or "month", in the account's time zone); nil with
+	// period "" is no limit (internal/domain/apikeys, Limits).
+	SpendLimitMicros *int64
+	LimitPeriod      string
+	// AllowedModels is the model ids the key may use, comma-separated; "" is every model.
+	AllowedModels string
 	// CreatorEmail is the e-mail of the member who created the key, filled in for the pages that show
 	// it (WithMembers); not a column.
 	CreatorEmail string `gorm:"-"`

@@ -494,11 +494,13 @@ func createDatabase(server string) (string, func()) {
 }
 
 // createScript is the create transaction as videogen runs it on PostgreSQL (videos.Service.create: the
-// task, its first log line, the backlog count, the reservation and its ledger entry), for pgbench. The
-// price is read from memory and the key from its cache in videogen, so neither is here.
+// key's limits, the task, its first log line, the backlog count, the reservation and its ledger entry),
+// for pgbench. The price is read from memory and the key authenticated from its cache in videogen, so
+// neither is here; the bench's keys have no spend limit, so their row is read, not locked.
 const createScript = `\set acct random(1, %d)
 \set tid random(1, 1000000000000000)
 BEGIN;
+SELECT k.spend_limit_micros, k.limit_period, k.allowed_models, a.time_zone FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = :acct;
 INSERT INTO tasks (id, account_id, api_key_id, model, prompt, seconds, size, aspect_ratio, generate_audio, watermark, inputs, status, progress,
   price_micros, amount_micros, billing_state, error_code, error_message, credential_id, upstream_task_id, upstream_key, submit_attempts, poll_count,
   next_check_at, queue_deadline, run_deadline, submitted_at, lease_owner, lease_until, output_key, output_bytes, created_at, updated_at, completed_at, expires_at)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -209,27 +210,38 @@ func accountsCmd() *cobra.Command {
 
 func keysCmd() *cobra.Command {
 	c := &cobra.Command{Use: "keys", Short: "manage API keys"}
-	var email, name, prefix string
+	var email, name, prefix, spendUSD, period string
+	var allowed []string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "create an API key for a user's account; prints only the secret, which is never shown again",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("limit-period") && !cmd.Flags().Changed("spend-limit-usd") {
+				return errors.New("--limit-period needs --spend-limit-usd: the period is the one the limit counts over")
+			}
+			limits, err := apikeys.ParseLimits(spendUSD, period, allowed)
+			if err != nil {
+				return limitFlagsError(err)
+			}
 			d, u, err := openUser(cmd.Context(), email)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			secret, k, err := apikeys.Issue(cmd.Context(), d, u, name, time.Now())
+			secret, k, err := apikeys.IssueLimited(cmd.Context(), d, u, name, limits, time.Now())
 			if err != nil {
 				return fmt.Errorf("%s: %w", u.Email, err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), secret)
-			fmt.Fprintf(cmd.ErrOrStderr(), "created key %s for %s; store the secret now, it is not shown again\n", k.Prefix, u.Email)
+			fmt.Fprintf(cmd.ErrOrStderr(), "created key %s for %s%s; store the secret now, it is not shown again\n", k.Prefix, u.Email, describeLimits(limits))
 			return nil
 		},
 	}
 	create.Flags().StringVar(&email, "email", "", "owner's e-mail (required)")
 	create.Flags().StringVar(&name, "name", "", "a name to tell the key apart")
+	create.Flags().StringVar(&spendUSD, "spend-limit-usd", "", "the most the key's videos may cost per --limit-period, in USD (e.g. 5 or 12.50; none: no limit)")
+	create.Flags().StringVar(&period, "limit-period", "", "day or month: the period the spend limit counts over, in the account's time zone (required with --spend-limit-usd)")
+	create.Flags().StringSliceVar(&allowed, "models", nil, "a model the key may use; repeat it, or separate ids with commas (none: every model)")
 	_ = create.MarkFlagRequired("email")
 	revoke := &cobra.Command{
 		Use:   "revoke",
@@ -257,6 +269,34 @@ func keysCmd() *cobra.Command {
 	_ = revoke.MarkFlagRequired("prefix")
 	c.AddCommand(create, revoke)
 	return c
+}
+
+// limitFlagsError words apikeys.ParseLimits' refusal with the flags' names instead of the form's.
+func limitFlagsError(err error) error {
+	var bad *apikeys.InvalidLimits
+	if !errors.As(err, &bad) {
+		return err
+	}
+	flags := map[string]string{"spend_limit_usd": "--spend-limit-usd", "limit_period": "--limit-period", "models": "--models"}
+	var parts []string
+	for _, field := range []string{"spend_limit_usd", "limit_period", "models"} {
+		if msg, ok := bad.Fields[field]; ok {
+			parts = append(parts, flags[field]+": "+msg)
+		}
+	}
+	return errors.New(strings.Join(parts, "; "))
+}
+
+// describeLimits says a new key's limits for the line that reports it ("" for none).
+func describeLimits(l apikeys.Limits) string {
+	var out string
+	if l.Spend > 0 {
+		out += fmt.Sprintf(", limited to %s per %s", l.Spend.USD(), l.Period)
+	}
+	if len(l.Models) > 0 {
+		out += ", for " + strings.Join(l.Models, ", ") + " only"
+	}
+	return out
 }
 
 func walletCmd() *cobra.Command {

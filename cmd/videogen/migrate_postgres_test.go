@@ -121,6 +121,9 @@ func TestMigrateToPostgres(t *testing.T) {
 			[]any{now, "gone-1", now.Add(-72 * time.Hour), 4, 1, 1, 0, "cs_1 paid but not credited"}},
 		{"UPDATE tasks SET rendered_seconds = ?, rendered_fps = ? WHERE id = ?", []any{4.04, 24, done}},
 		{"UPDATE accounts SET billing_name = ?, billing_address = ?, billing_tax_id = ? WHERE id = ?", []any{"Kite Films GmbH", "Gartenstraße 5\n10115 Berlin", "DE123456789", a.ID}},
+		// The key's limits (the create after the move is held to them on PostgreSQL).
+		{"UPDATE api_keys SET spend_limit_micros = ?, limit_period = ?, allowed_models = ? WHERE account_id = ?",
+			[]any{50_000_000, "month", backupModel + ",videogen-2.0-720p", a.ID}},
 		{"INSERT INTO webhook_endpoints (id, account_id, url, events, secret_sealed, secret_hint, previous_secret_sealed, previous_until, enabled, failing_since, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			[]any{"we_1", a.ID, "https://hooks.example.com/in", "video.completed,video.failed", []byte{1, 2, 0, 0xfe}, "whsec_…abcd", []byte{3, 0, 4}, now.Add(time.Hour), true, now, now, now}},
 		{"INSERT INTO webhook_events (id, account_id, type, subject_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -51,6 +51,8 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Get("", h.showDashboard)
 	console.Get("/keys", h.Require(members.SeeKeys), h.showKeys)
 	console.Post("/keys", h.Require(members.ManageKeys), h.createKey)
+	console.Get("/keys/:id/limits", h.Require(members.ManageKeys), h.showKeyLimits)
+	console.Post("/keys/:id/limits", h.Require(members.ManageKeys), h.saveKeyLimits)
 	console.Get("/keys/:id/revoke", h.Require(members.ManageKeys), h.confirmRevokeKey)
 	console.Post("/keys/:id/revoke", h.Require(members.ManageKeys), h.revokeKey)
 	console.Get("/tasks", h.ShowTasks)

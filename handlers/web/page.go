@@ -43,6 +43,7 @@ const (
 var notices = map[string]string{
 	"signed-out":        "You are signed out.",
 	"key-revoked":       "The API key was revoked. Requests using it are refused from now on.",
+	"key-limits-saved":  "The key's limits were saved. Its next request is held to them.",
 	"funds-added":       "Test funds were added to your wallet.",
 	"alerts-saved":      "Your balance alerts were saved.",
 	"password-changed":  "Your password was changed, and every other device was signed out.",

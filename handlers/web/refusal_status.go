@@ -44,6 +44,11 @@ var refusalStatus = map[string]int{
 	"account_disabled": 401,
 	// Money.
 	"insufficient_balance": 402,
+	// What the key may do (docs/api-keys.md): a model outside its list is forbidden to the key, as
+	// OpenAI answers a model a project may not use; a spent limit is 429 as OpenAI's exhausted project
+	// budget (insufficient_quota) is, with Retry-After at the reset and x-should-retry: false.
+	"model_not_allowed_for_key": 403,
+	"key_spend_limit_reached":   429,
 	// What is asked for.
 	"not_found":            404,
 	"video_expired":        404,
@@ -69,8 +74,8 @@ var refusalStatus = map[string]int{
 
 // notRetried are the codes OpenAI's SDKs must not retry blindly: their answers carry x-should-retry:
 // false (a download of a video not ready is polled for, not retried; a delete of one not finished waits
-// for it to finish).
-var notRetried = map[string]bool{"video_not_ready": true, "video_not_finished": true}
+// for it to finish; a key's spent limit resets hours away, not in an SDK's back-off).
+var notRetried = map[string]bool{"video_not_ready": true, "video_not_finished": true, "key_spend_limit_reached": true}
 
 // httpRefusal is a refusal whose status the HTTP layer decided itself (a request Fiber could not read),
 // not from its code.
@@ -107,6 +112,8 @@ func errorType(status int) string {
 		return "authentication_error"
 	case status == 402:
 		return "billing_error"
+	case status == 403:
+		return "permission_error"
 	case status == 404:
 		return "not_found_error"
 	case status == 409:

@@ -2,6 +2,8 @@ package customer
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"videogen/views"
 
@@ -69,6 +71,64 @@ type KeysPage struct {
 	NewSecret string
 	NewPrefix string
 	Verified  bool
+	// Limits is the create form's spend limit and models, as posted.
+	Limits KeyLimitsForm
+	// Spent is what each key has reserved or been charged in its current period, by key id.
+	Spent map[int64]int64
+	// Zone is the account's time zone, where the days and months of spend limits are counted.
+	Zone string
+}
+
+// KeyLimitsForm is a key's spend limit and models as a form shows them.
+type KeyLimitsForm struct {
+	Spend, Period string
+	Models        []string
+	// Choices are the model ids a key may be limited to.
+	Choices []string
+	Errors  map[string]string
+}
+
+// Given reports whether the form holds any limit, or an error about one (the create form then shows
+// its limits open).
+func (f KeyLimitsForm) Given() bool { return f.Spend != "" || len(f.Models) > 0 || len(f.Errors) > 0 }
+
+// Checked reports whether a model's box is ticked.
+func (f KeyLimitsForm) Checked(model string) bool { return slices.Contains(f.Models, model) }
+
+// KeyLimitsPage edits one key's limits.
+type KeyLimitsPage struct {
+	Key  models.APIKey
+	Form KeyLimitsForm
+	Zone string
+}
+
+// KeySpend says what a key has spent in its current period against its limit: "$1.20 of $5.00 today",
+// or, for a key without a limit, "$1.20 this month".
+func KeySpend(k models.APIKey, spent int64) string {
+	if k.SpendLimitMicros == nil {
+		return views.Money(spent) + " this month"
+	}
+	when := "this month"
+	if k.LimitPeriod == "day" {
+		when = "today"
+	}
+	return views.Money(spent) + " of " + views.Money(*k.SpendLimitMicros) + " " + when
+}
+
+// KeyLimit says a key's spend limit: "limit $5.00 per day", or "no spend limit".
+func KeyLimit(k models.APIKey) string {
+	if k.SpendLimitMicros == nil {
+		return "no spend limit"
+	}
+	return "limit " + views.Money(*k.SpendLimitMicros) + " per " + k.LimitPeriod
+}
+
+// KeyModels says which models a key may use.
+func KeyModels(k models.APIKey) string {
+	if k.AllowedModels == "" {
+		return "every model"
+	}
+	return strings.ReplaceAll(k.AllowedModels, ",", ", ")
 }
 
 // TaskFilter is the tasks page's query.

@@ -66,6 +66,12 @@ func CheckName(name string) (string, error) {
 // Issue makes a key for a user's account once the rules allow it (a verified address, a valid name) and
 // returns its secret, which is never retrievable again.
 func Issue(ctx context.Context, d *db.DB, u *models.User, name string, now time.Time) (string, *models.APIKey, error) {
+	return IssueLimited(ctx, d, u, name, Limits{}, now)
+}
+
+// IssueLimited is Issue for a key with limits (ParseLimits reads them): the key exists with its limits
+// from its first request, never without them.
+func IssueLimited(ctx context.Context, d *db.DB, u *models.User, name string, l Limits, now time.Time) (string, *models.APIKey, error) {
 	if !u.Verified() {
 		return "", nil, ErrUnverified
 	}
@@ -73,16 +79,25 @@ func Issue(ctx context.Context, d *db.DB, u *models.User, name string, now time.
 	if err != nil {
 		return "", nil, err
 	}
-	return Create(ctx, d, u.AccountID, name, &u.ID, now)
+	return create(ctx, d, u.AccountID, name, &u.ID, l, now)
 }
 
 // Create makes a key for an account and returns its secret, which is never retrievable again. It applies
 // no rule: Issue is for people; Create is for the test rig and Issue itself.
 func Create(ctx context.Context, d *db.DB, accountID int64, name string, createdBy *int64, now time.Time) (string, *models.APIKey, error) {
+	return create(ctx, d, accountID, name, createdBy, Limits{}, now)
+}
+
+func create(ctx context.Context, d *db.DB, accountID int64, name string, createdBy *int64, l Limits, now time.Time) (string, *models.APIKey, error) {
 	secret := ids.NewAPIKey()
 	k := &models.APIKey{
 		AccountID: accountID, CreatedBy: createdBy, Name: strings.TrimSpace(name),
 		Prefix: secret[:prefixLen], SecretHash: Hash(secret), CreatedAt: now.UTC().Truncate(time.Microsecond),
+		LimitPeriod: l.Period, AllowedModels: strings.Join(l.Models, ","),
+	}
+	if l.Spend > 0 {
+		v := int64(l.Spend)
+		k.SpendLimitMicros = &v
 	}
 	if err := d.W.WithContext(ctx).Create(k).Error; err != nil {
 		return "", nil, fmt.Errorf("create api key: %w", err)

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"videogen/billing"
+	"videogen/internal/domain/apikeys"
 	"videogen/internal/domain/media"
 	"videogen/internal/domain/stills"
 	"videogen/internal/domain/tasks"
@@ -130,6 +131,15 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 	}
 	var out *Created
 	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		// The key's limits first: a limited key's row stays locked to the commit, so its creates queue
+		// here and each sees the spend of those before it (apikeys.GuardCreate).
+		var guard *apikeys.Guard
+		if who.KeyID != 0 {
+			var err error
+			if guard, err = apikeys.GuardCreate(tx, s.DB.Postgres, who.KeyID); err != nil {
+				return err
+			}
+		}
 		if idemKey != "" {
 			var prior models.IdempotencyKey
 			err := tx.Where("account_id = ? AND key = ?", who.AccountID, idemKey).Take(&prior).Error
@@ -152,7 +162,13 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 				return fmt.Errorf("look up idempotency key: %w", err)
 			}
 		}
-		// After the replay check: a retried create finds its task whatever the upstreams' state now.
+		// After the replay check: a retried create finds its task whatever the key's limits or the
+		// upstreams' state now, and a replay counts nothing against the key's limit.
+		if guard != nil {
+			if err := guard.Check(tx, req.Model, amount, now); err != nil {
+				return err
+			}
+		}
 		if err := s.admit(req.VideoRequest); err != nil {
 			return err
 		}
