@@ -358,8 +358,13 @@ func TestStripeReconcileApply(t *testing.T) {
 func TestStripeReconcileCallShape(t *testing.T) {
 	front := testkit.NewStripeFront(t)
 	env := testkit.Env(t, testkit.SQLiteURL(t), front.Env())
+	dir := t.TempDir()
+	// reconcile works on an existing database only: make it as an operator would.
+	if out, errOut, code := run(t, dir, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, errOut)
+	}
 	start := time.Now()
-	out, errOut, code := reconcile(t, t.TempDir(), env, "--since", "72h", "--apply")
+	out, errOut, code := reconcile(t, dir, env, "--since", "72h", "--apply")
 	end := time.Now()
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
