@@ -446,4 +446,3 @@ func TestBrowserJourney(t *testing.T) {
 		look(strings.ReplaceAll(strings.Trim(p, "/"), "/", "-"))
 	}
 }
-
