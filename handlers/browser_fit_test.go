@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"videogen/internal/testkit"
+	"videogen/models"
 )
 
 // fitPage is a page the browser tests check at a laptop's and a phone's width: a name (for its
@@ -21,7 +25,8 @@ type fitPage struct {
 
 // fitLayout is what measureFit reads of the page at the browser's width.
 type fitLayout struct {
-	Width     int
+	Width                    int
+	ScrollWidth, ClientWidth int            // the page's: wider content scrolls it sideways
 	Tables    []string       // tables wider than their box, or not made to fit (table.fit)
 	Cells     []string       // data-fit cells hidden or (any part of them) off screen
 	Kinds     map[string]int // data-fit cells on screen, by kind
@@ -67,7 +72,7 @@ const measureFit = `(() => {
 		chartFont = chartFont ? Math.min(chartFont, px) : px;
 	}
 	const rows = [...document.querySelectorAll("main table.fit tbody tr")];
-	return {width: vw, tables, cells: cells.slice(0, 10), kinds, chartFont,
+	return {width: vw, scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, tables, cells: cells.slice(0, 10), kinds, chartFont,
 		cards: rows.filter(tr => getComputedStyle(tr).display === "block").length, rows: rows.length};
 })()`
 
@@ -93,6 +98,9 @@ func measureFitIn(t *testing.T, browser context.Context) fitLayout {
 // problems lists what does not fit, and which of the wanted kinds of cells the page did not show.
 func (l fitLayout) problems(want []string) []string {
 	out := append(slices.Clone(l.Tables), l.Cells...)
+	if l.ScrollWidth > l.ClientWidth {
+		out = append(out, fmt.Sprintf("the page scrolls sideways: %d px of content in %d", l.ScrollWidth, l.ClientWidth))
+	}
 	for _, k := range want {
 		if l.Kinds[k] == 0 {
 			out = append(out, fmt.Sprintf("no %s cell on screen (data-fit=%q)", k, k))
@@ -118,4 +126,32 @@ func checkFit(t *testing.T, browser context.Context, where string, want []string
 		t.Errorf("%s: %s", where, p)
 	}
 	return l
+}
+
+// seedDeclinedPayments gives an account two card payments that moved no money — one canceled at Stripe,
+// one declined — so that the Payments tables have rows on an installation without Stripe (test top-ups).
+// The ledger is untouched, as it is by such payments.
+func seedDeclinedPayments(t *testing.T, s *testkit.Server, accountID int64) {
+	t.Helper()
+	now := time.Now()
+	for _, tp := range []models.Topup{
+		{ID: "topup_" + randID("c"), State: models.TopupCanceled, AmountMicros: 50_000_000, CreatedAt: now.Add(-2 * time.Hour)},
+		{ID: "topup_" + randID("d"), State: models.TopupFailed, AmountMicros: 1_250_500_000, Failure: "Your card was declined.", CreatedAt: now.Add(-time.Hour)},
+	} {
+		tp.AccountID, tp.Source, tp.UpdatedAt = accountID, models.TopupCheckout, tp.CreatedAt
+		if err := s.DB.W.Create(&tp).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// randID is a prefix and 20 random letters and digits.
+func randID(prefix string) string {
+	const abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = abc[int(b[i])%len(abc)]
+	}
+	return prefix + string(b)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"videogen/internal/testkit"
-	"videogen/models"
 )
 
 // chromium starts Debian's headless Chromium for one test (make test and .ci/run install it).
@@ -393,18 +392,8 @@ func TestBrowserJourney(t *testing.T) {
 		return strings.Contains(deliveries, "Resend")
 	}, func() string { return deliveries })
 
-	// Card payments this installation cannot take (it runs with test top-ups), as rows of the wallet's
-	// Payments table: one canceled at Stripe, one declined. Neither moved money, so the ledger is untouched.
-	now := time.Now()
-	for _, tp := range []models.Topup{
-		{ID: "topup_journeyCanceled0001", State: models.TopupCanceled, AmountMicros: 50_000_000, CreatedAt: now.Add(-2 * time.Hour)},
-		{ID: "topup_journeyDeclined0002", State: models.TopupFailed, AmountMicros: 1_250_500_000, Failure: "Your card was declined.", CreatedAt: now.Add(-time.Hour)},
-	} {
-		tp.AccountID, tp.Source, tp.UpdatedAt = accountOf(t, s, email).AccountID, models.TopupCheckout, tp.CreatedAt
-		if err := s.DB.W.Create(&tp).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Card payments this installation cannot take (it runs with test top-ups): rows of the Payments table.
+	seedDeclinedPayments(t, s, accountOf(t, s, email).AccountID)
 
 	// Every console page at both widths: the checks of look, and the kinds of cells each must show on
 	// screen. A new console page is one line here.
