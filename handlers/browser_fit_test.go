@@ -27,12 +27,12 @@ type fitPage struct {
 type fitLayout struct {
 	Width                    int
 	ScrollWidth, ClientWidth int            // the page's: wider content scrolls it sideways
-	Tables    []string       // tables wider than their box, or not made to fit (table.fit)
-	Cells     []string       // data-fit cells hidden or (any part of them) off screen
-	Kinds     map[string]int // data-fit cells on screen, by kind
-	ChartFont float64        // the smallest chart label as drawn, in CSS pixels (0: no chart)
-	Cards     int            // table.fit rows laid out as cards (display: block)
-	Rows      int            // table.fit rows
+	Tables                   []string       // tables wider than their box, or not made to fit (table.fit)
+	Cells                    []string       // data-fit cells hidden or (any part of them) off screen
+	Kinds                    map[string]int // data-fit cells on screen, by kind
+	ChartFont                float64        // the smallest chart label as drawn, in CSS pixels (0: no chart)
+	Cards                    int            // table.fit rows laid out as cards (display: block)
+	Rows                     int            // table.fit rows
 }
 
 // measureFit checks every table in <main>: it is a table.fit, and neither it nor its box is wider than
