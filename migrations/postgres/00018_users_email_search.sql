@@ -14,15 +14,16 @@ DECLARE
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
         BEGIN
-            IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'public') THEN
-                CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
-            ELSE
-                CREATE EXTENSION IF NOT EXISTS pg_trgm;
-            END IF;
+            CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
         EXCEPTION WHEN OTHERS THEN
-            -- Not installed on the server, not allowed to this role, or created at this moment by another
-            -- migration run (which the query below then finds).
-            RAISE NOTICE 'pg_trgm not created here (%)', SQLERRM;
+            -- No schema public, or no right to create in it: the schema the tables are in, then.
+            BEGIN
+                CREATE EXTENSION IF NOT EXISTS pg_trgm;
+            EXCEPTION WHEN OTHERS THEN
+                -- Not installed on the server, not allowed to this role, or created at this moment by
+                -- another migration run (which the query below then finds).
+                RAISE NOTICE 'pg_trgm not created here (%)', SQLERRM;
+            END;
         END;
     END IF;
     SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
