@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,5 +71,9 @@ func TestAPIDocuments(t *testing.T) {
 	}
 	if strings.Contains(string(page), "**") {
 		t.Error("/docs/api shows Markdown emphasis marks")
+	}
+	// The heading is the title alone: the document's version after it read as a stray "1".
+	if h1 := regexp.MustCompile(`(?s)<h1>(.*?)</h1>`).FindStringSubmatch(string(page)); h1 == nil || h1[1] != "videogen API" {
+		t.Errorf("/docs/api's heading: %q, want the title alone", h1)
 	}
 }

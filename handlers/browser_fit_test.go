@@ -35,7 +35,9 @@ type fitLayout struct {
 	Rows                     int            // table.fit rows
 }
 
-// measureFit checks every table in <main>: it is a table.fit, and neither it nor its box is wider than
+// measureFit checks every table in <main>: it is a table.fit (a list: a card per row on a phone) or a
+// table.figures (a label and its amounts, as on the usage page and the statement: it stays a table), and
+// neither it nor its box is wider than
 // the box (no sideways scrolling); every data-fit cell that holds something is shown, and its content — every element and
 // every line of text in it — lies inside the viewport and inside its table's box. It reads the rendered
 // size of the charts' labels (font size times the SVG's scale) and how many table rows are cards.
@@ -46,7 +48,7 @@ const measureFit = `(() => {
 	const words = el => el.textContent.replace(/\s+/g, " ").trim().slice(0, 70);
 	const tables = [];
 	for (const table of document.querySelectorAll("main table")) {
-		if (!table.classList.contains("fit")) tables.push(name(table) + " is not a table.fit (" + words(table) + ")");
+		if (!table.matches(".fit, .figures")) tables.push(name(table) + " is neither a table.fit nor a table.figures (" + words(table) + ")");
 		const box = table.closest(".table-wrap") || table.parentElement;
 		const wide = Math.max(table.scrollWidth, box.scrollWidth, Math.ceil(table.getBoundingClientRect().width));
 		if (wide > box.clientWidth + 1) tables.push(name(table) + ": " + wide + " px in a box of " + box.clientWidth);

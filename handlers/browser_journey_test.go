@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"videogen/internal/testkit"
+	"videogen/views/customer"
 )
 
 // chromium starts Debian's headless Chromium for one test (make test and .ci/run install it).
@@ -193,7 +194,7 @@ func TestBrowserJourney(t *testing.T) {
 				signedIn = slices.Contains(l.Header, "Sign out")
 				want := []string{"videogen", "Pricing", "Sign in", "Create account"}
 				if signedIn {
-					want = []string{"videogen", "Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Pricing", email, "Sign out"}
+					want = []string{"videogen", "Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Members", "Pricing", email, "Sign out"}
 				}
 				if !slices.Equal(l.Header, want) {
 					t.Errorf("%s: the header shows %q, want %q", where, l.Header, want)
@@ -213,7 +214,7 @@ func TestBrowserJourney(t *testing.T) {
 				eval("read the menu on "+name, menuLinks, &m)
 				want := []string{"Pricing", "Sign in", "Create account"}
 				if signedIn {
-					want = []string{"Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Pricing", email, "Sign out"}
+					want = []string{"Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Members", "Pricing", email, "Sign out"}
 				}
 				if !slices.Equal(m.Shown, want) || len(m.Outside) > 0 || m.ScrollWidth > m.ClientWidth {
 					t.Errorf("%s: the open menu shows %q (want %q); off screen: %q; %d px of content in %d", where, m.Shown, want, m.Outside, m.ScrollWidth, m.ClientWidth)
@@ -258,14 +259,20 @@ func TestBrowserJourney(t *testing.T) {
 	if notice := text("read the notice", ".notice.ok"); notice != "Your e-mail address is confirmed. Welcome!" {
 		t.Fatalf("after confirming: %q", notice)
 	}
-	// The curl line wraps on screen at both widths, and its Copy button copies the one-line command.
-	command := fmt.Sprintf(`curl %s/v1/videos -H "Authorization: Bearer $VIDEOGEN_KEY" -H "Content-Type: application/json" -d '{"model": "videogen-2.0-mini-480p", "prompt": "a paper boat on a rainy street"}'`, s.Cfg.PublicBaseURL)
+	// The curl command is a shell block of four lines joined by backslashes, each line whole on screen
+	// (never broken inside the JSON): at a laptop's width it fits, on a phone its box scrolls. Its Copy
+	// button copies it as shown.
+	command := customer.FirstCurl(s.Cfg.PublicBaseURL)
 	look("dashboard-new", func(width int) {
-		var curl struct{ ScrollWidth, ClientWidth, Height, LineHeight float64 }
+		var curl struct{ ScrollWidth, ClientWidth, ContentHeight, LineHeight float64 }
 		eval("measure the curl line", `(() => { const p = document.getElementById("first-curl"), s = getComputedStyle(p);
-			return {scrollWidth: p.scrollWidth, clientWidth: p.clientWidth, height: p.getBoundingClientRect().height, lineHeight: parseFloat(s.lineHeight) || parseFloat(s.fontSize) * 1.2}; })()`, &curl)
-		if curl.ScrollWidth > curl.ClientWidth || curl.Height < 2*curl.LineHeight {
-			t.Errorf("at %d px the curl line is cut off instead of wrapped: %+v", width, curl)
+			return {scrollWidth: p.scrollWidth, clientWidth: p.clientWidth, contentHeight: p.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom),
+				lineHeight: parseFloat(s.lineHeight) || parseFloat(s.fontSize) * 1.2}; })()`, &curl)
+		if lines := curl.ContentHeight / curl.LineHeight; lines < 3.5 || lines > 4.5 {
+			t.Errorf("at %d px the curl command shows as %.1f lines, want its 4 lines whole: %+v", width, lines, curl)
+		}
+		if width == desktopWidth && curl.ScrollWidth > curl.ClientWidth {
+			t.Errorf("at %d px the curl command does not fit its box: %+v", width, curl)
 		}
 	})
 	ctx, cancel := ctxFor()
@@ -283,7 +290,7 @@ func TestBrowserJourney(t *testing.T) {
 		check();
 	}).then(() => navigator.clipboard.readText())`, &copied)
 	if copied != command {
-		t.Fatalf("the Copy button copied %q, want the one-line command %q", copied, command)
+		t.Fatalf("the Copy button copied %q, want the command %q", copied, command)
 	}
 
 	// A refused amount is shown again at the wallet's own address, beside its field, as typed.
@@ -395,6 +402,12 @@ func TestBrowserJourney(t *testing.T) {
 	// Card payments this installation cannot take (it runs with test top-ups): rows of the Payments table.
 	seedDeclinedPayments(t, s, accountOf(t, s, email).AccountID)
 
+	// This month's statement, as the usage page links it.
+	do("open the usage page", chromedp.Navigate(s.URL+"/console/usage"))
+	heading("Usage")
+	var statement string
+	eval("read the statement's link", `document.querySelector('a[href^="/console/statements/"]').getAttribute("href")`, &statement)
+
 	// Every console page at both widths: the checks of look, and the kinds of cells each must show on
 	// screen. A new console page is one line here.
 	consolePages := []fitPage{
@@ -408,6 +421,9 @@ func TestBrowserJourney(t *testing.T) {
 		{"webhook", "/console/webhooks/" + endpoint, []string{"status", "action"}},
 		{"wallet-payments", "/console/wallet", []string{"money", "status"}},
 		{"account-page", "/console/account", nil},
+		{"members", "/console/members", nil},
+		{"usage", "/console/usage", []string{"money"}},
+		{"statement", statement, []string{"money"}},
 		{"pricing-signed-in", "/pricing", []string{"money"}},
 		{"api-docs", "/docs/api", nil},
 	}

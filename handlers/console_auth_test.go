@@ -578,7 +578,7 @@ func TestEveryFormNeedsCSRF(t *testing.T) {
 	foreign := newBrowser(t, s)
 	m := csrfRE.FindStringSubmatch(foreign.get("/signin").Body)
 	for _, path := range []string{"/signup", "/signin", "/signout", "/verify", "/verify/resend", "/password/forgot", "/password/reset",
-		"/console/keys", "/console/keys/" + itoa(int(key.ID)) + "/revoke", "/console/wallet", "/console/account"} {
+		"/password/reset/signout", "/console/keys", "/console/keys/" + itoa(int(key.ID)) + "/revoke", "/console/wallet", "/console/account"} {
 		for _, token := range []string{"", m[1]} {
 			p := b.postRaw(path, url.Values{"_csrf": {token}, "email": {"x@example.com"}, "name": {"k2"}, "amount": {"10"}, "tz": {"Asia/Tokyo"}, "form": {"timezone"}})
 			if p.Status != 403 {

@@ -57,13 +57,13 @@ func signInStaff(t *testing.T, s *testkit.Server, email, role string) *staff {
 }
 
 // totpKey is the key of a totpSecretRE match, as typed: its groups without the markup between them.
-func totpKey(groups string) string { return tagRE.ReplaceAllString(groups, "") }
+func totpKey(groups string) string { return markupRE.ReplaceAllString(groups, "") }
 
-var tagRE = regexp.MustCompile(`<[^>]*>`)
+var markupRE = regexp.MustCompile(`<[^>]*>`)
 
 // visibleText is what a page shows as text: the HTML without its tags (attributes, such as a QR code's
 // data URI, go with them), entities decoded.
-func visibleText(body string) string { return html.UnescapeString(tagRE.ReplaceAllString(body, "")) }
+func visibleText(body string) string { return html.UnescapeString(markupRE.ReplaceAllString(body, "")) }
 
 // totpCode is the authenticator's code of now.
 func totpCode(t *testing.T, secret string) string {

@@ -112,7 +112,7 @@ func TestStaffSearchByPartOfAnAddress(t *testing.T) {
 			t.Fatalf("the two pages list %q, want %q", all, want)
 		}
 
-		// On PostgreSQL the search's condition is served by the trigram index of migration 00018.
+		// On PostgreSQL the search's condition is served by the trigram index of migration 00021.
 		if strings.HasPrefix(dbURL, "postgres") {
 			var plan []string
 			err := s.DB.R.Transaction(func(tx *gorm.DB) error {

@@ -22,6 +22,10 @@ type Account struct {
 	DisabledReason string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// The billing details printed on the monthly statements (docs/usage.md); "" when not given.
+	BillingName    string
+	BillingAddress string // several lines
+	BillingTaxID   string `gorm:"column:billing_tax_id"`
 }
 
 // Disabled reports whether staff disabled the account: its keys answer 401 account_disabled.
@@ -34,13 +38,19 @@ const (
 	RoleAdmin   = "admin"
 )
 
-// User is a person who signs in; each belongs to one account.
+// User is a person who signs in; each belongs to one account, as one of its members.
 type User struct {
-	ID              int64
-	AccountID       int64
-	Email           string
-	PasswordHash    string
-	Role            string
+	ID           int64
+	AccountID    int64
+	Email        string
+	PasswordHash string
+	Role         string // videogen staff or not: member, support or admin (RoleMember…)
+	// AccountRole is what the person may do in their account: owner, admin, developer, billing or viewer
+	// (internal/domain/members, docs/members.md).
+	AccountRole string
+	// RemovedAt is when the member was removed from the account (or left it): the row stays for the
+	// history that names them, but it signs in no more.
+	RemovedAt       *time.Time
 	EmailVerifiedAt *time.Time
 	TermsAcceptedAt *time.Time
 	TimeZone        string // IANA name chosen in the console; "" = the browser's, else UTC
@@ -56,6 +66,9 @@ type User struct {
 
 // Verified reports whether the user confirmed their e-mail address.
 func (u *User) Verified() bool { return u.EmailVerifiedAt != nil }
+
+// Removed reports whether the member was removed from their account (or left it).
+func (u *User) Removed() bool { return u.RemovedAt != nil }
 
 // Staff reports whether the user may review every tenant (support and admin).
 func (u *User) Staff() bool { return u.Role == RoleSupport || u.Role == RoleAdmin }
@@ -115,6 +128,9 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// CreatorEmail is the e-mail of the member who created the key, filled in for the pages that show
+	// it (WithMembers); not a column.
+	CreatorEmail string `gorm:"-"`
 }
 
 // Price is the per-second price of one model, editable by an admin.
@@ -153,6 +169,9 @@ type LedgerEntry struct {
 	Actor          string
 	ExternalID     *string
 	CreatedAt      time.Time
+	// Member is the e-mail of the member behind the entry — who added the funds, or whose key made the
+	// video — filled in for the pages that show it (WithMembers); not a column.
+	Member string `gorm:"-"`
 }
 
 // UpstreamCredential is one credential of the upstream pool. Its secret stays in the environment; the
@@ -365,6 +384,9 @@ type CallLog struct {
 	AmountReservedMicros int64
 	BytesIn              int64
 	Files                int
+	// Member is the e-mail of the member who created the call's key, filled in for the pages that show
+	// it (WithMembers); not a column.
+	Member string `gorm:"-"`
 }
 
 // ResetRequest is a password-reset form waiting to be handled (internal/domain/auth/reset.go): the address as

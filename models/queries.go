@@ -160,7 +160,8 @@ func CallByRequestID(ctx context.Context, db *gorm.DB, requestID string) (*CallL
 	return &out, nil
 }
 
-// AccountWithOwner returns an account and the e-mail of its first user (its owner), or ErrNotFound.
+// AccountWithOwner returns an account and the e-mail of its owner — its longest-standing current owner,
+// else (all removed) its first user — or ErrNotFound.
 func AccountWithOwner(ctx context.Context, db *gorm.DB, id int64) (*Account, string, error) {
 	var a Account
 	err := db.WithContext(ctx).Take(&a, id).Error
@@ -171,7 +172,8 @@ func AccountWithOwner(ctx context.Context, db *gorm.DB, id int64) (*Account, str
 		return nil, "", fmt.Errorf("read account %d: %w", id, err)
 	}
 	var owner User
-	if err := db.WithContext(ctx).Where("account_id = ?", id).Order("id").Limit(1).Find(&owner).Error; err != nil {
+	if err := db.WithContext(ctx).Where("account_id = ?", id).
+		Order("CASE WHEN account_role = 'owner' AND removed_at IS NULL THEN 0 ELSE 1 END, id").Limit(1).Find(&owner).Error; err != nil {
 		return nil, "", fmt.Errorf("read the owner of account %d: %w", id, err)
 	}
 	return &a, owner.Email, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"videogen/internal/domain/members"
 	"videogen/internal/domain/tasks"
 	"videogen/internal/money"
 	"videogen/models"
@@ -42,6 +43,20 @@ func (v Viewer) IsStaff() bool { return v.User != nil && v.User.Staff() }
 
 // IsAdmin reports whether the viewer is an admin.
 func (v Viewer) IsAdmin() bool { return v.User != nil && v.User.Role == models.RoleAdmin }
+
+// Role is the signed-in member's role in their account ("" when signed out).
+func (v Viewer) Role() string {
+	if v.User == nil {
+		return ""
+	}
+	return v.User.AccountRole
+}
+
+// Can reports whether the viewer may do the action in the account the page shows (members.Can): the
+// page then offers its form. Staff looking at a tenant's pages never get the customer's forms.
+func (v Viewer) Can(a members.Action) bool {
+	return v.User != nil && v.Staff == nil && members.Can(v.User.AccountRole, a)
+}
 
 // SignedIn reports whether someone is signed in.
 func (v Viewer) SignedIn() bool { return v.User != nil }

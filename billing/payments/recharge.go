@@ -48,12 +48,15 @@ func (s *Service) SaveAlerts(ctx context.Context, accountID int64, a Alerts) err
 	})
 }
 
-// recipients returns who hears about an account's money: the user who paid, else its verified users.
+// recipients returns who hears about an account's money: the member who paid, else its verified
+// members whose role handles the money (owners and billing, docs/members.md); never a removed member.
 func recipients(tx *gorm.DB, accountID int64, userID *int64) ([]string, error) {
 	var emails []string
-	q := tx.Model(&models.User{}).Where("account_id = ? AND email_verified_at IS NOT NULL", accountID)
+	q := tx.Model(&models.User{}).Where("account_id = ? AND email_verified_at IS NOT NULL AND removed_at IS NULL", accountID)
 	if userID != nil {
 		q = q.Where("id = ?", *userID)
+	} else {
+		q = q.Where("account_role IN ?", []string{models.AccountOwner, models.AccountBilling})
 	}
 	if err := q.Order("id").Pluck("email", &emails).Error; err != nil {
 		return nil, fmt.Errorf("read recipients of account %d: %w", accountID, err)

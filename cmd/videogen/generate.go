@@ -95,7 +95,7 @@ func runGenerate(cmd *cobra.Command, f generateFlags) error {
 	}
 	key := strings.TrimSpace(os.Getenv("VIDEOGEN_API_KEY"))
 	if key == "" {
-		return errors.New("VIDEOGEN_API_KEY is not set: create a key on the console's API keys page (or with `videogen keys create --email …`) and export VIDEOGEN_API_KEY=vg_…")
+		return fmt.Errorf("VIDEOGEN_API_KEY is not set: create a key on the console's API keys page (or with `%s`) and export VIDEOGEN_API_KEY=vg_…", hint("keys", "create", "--email", "…"))
 	}
 	base := os.Getenv("VIDEOGEN_BASE_URL")
 	if base == "" {
@@ -339,7 +339,7 @@ func nonEmpty(s string) []string {
 }
 
 func resumeCommand(id, output string) string {
-	s := "videogen generate --resume " + id
+	s := hint("generate", "--resume", id)
 	if output != "" {
 		s += " -o " + shellQuote(output)
 	}

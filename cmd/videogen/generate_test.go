@@ -216,7 +216,8 @@ func TestGenerateInterrupted(t *testing.T) {
 		if !ok || ee.ExitCode() != 130 {
 			t.Fatalf("after Ctrl-C: %v; want exit 130\n%s\n%s", err, strings.Join(printed, "\n"), stderr)
 		}
-		m := regexp.MustCompile(`the video keeps generating; resume with: videogen generate --resume (video_\S+) -o take\.mp4\n`).FindStringSubmatch(stderr.String())
+		// The hint names the binary as it was run (here the test's build, by its full path), to be pasted back.
+		m := regexp.MustCompile(`the video keeps generating; resume with: ` + regexp.QuoteMeta(bin) + ` generate --resume (video_\S+) -o take\.mp4\n`).FindStringSubmatch(stderr.String())
 		if m == nil || !strings.HasPrefix(printed[0], "created "+m[1]+" ") {
 			t.Fatalf("no resume hint for the created video:\nstdout %q\nstderr %q", printed, stderr)
 		}

@@ -45,7 +45,7 @@ func root() *cobra.Command {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
 	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), ledgerCmd(), stripeCmd(), simCmd(),
-		upstreamsCmd(), reportCmd(), generateCmd(), backupCmd(), restoreCmd(), migrateToPostgresCmd())
+		upstreamsCmd(), reportCmd(), generateCmd(), backupCmd(), restoreCmd(), migrateToPostgresCmd(), membersCmd())
 	return r
 }
 
@@ -93,7 +93,8 @@ func serve(ctx context.Context) error {
 	return server.Run(ctx, cfg, newLogger(cfg))
 }
 
-// openDB opens and migrates the database the server uses, for the operator commands.
+// openDB opens and migrates the database the server uses, for the operator commands. It must exist
+// (checkDatabaseExists): these commands read or change a deployment's data, and never start a new one.
 func openDB(ctx context.Context) (*db.DB, error) {
 	_, d, err := openConfigDB(ctx)
 	return d, err
@@ -101,8 +102,20 @@ func openDB(ctx context.Context) (*db.DB, error) {
 
 // openConfigDB is openDB for a command that also needs the settings (PUBLIC_BASE_URL for links).
 func openConfigDB(ctx context.Context) (*config.Config, *db.DB, error) {
+	return openSettingsDB(ctx, false)
+}
+
+// openSettingsDB reads the settings and opens and migrates their database; create allows a SQLite
+// database that does not exist yet (accounts create, the first command of a new installation), which
+// is then said on stderr with where it is.
+func openSettingsDB(ctx context.Context, create bool) (*config.Config, *db.DB, error) {
 	cfg, err := config.Load(nil)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkDatabaseExists(cfg); errors.Is(err, errNoDatabase) && create {
+		fmt.Fprintf(os.Stderr, "no database at %s yet: creating it (DATA_DIR or DATABASE_URL names another)\n", absPath(db.SQLitePath(cfg.DatabaseURL)))
+	} else if err != nil {
 		return nil, nil, err
 	}
 	d, err := db.Open(ctx, cfg.DatabaseURL)
@@ -159,9 +172,9 @@ func accountsCmd() *cobra.Command {
 	var email, password, role string
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "create a verified user and its account; without --password, prints a one-time link to choose one",
+		Short: "create a verified user and its account, which they own; without --password, prints a one-time link to choose one",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, d, err := openConfigDB(cmd.Context())
+			cfg, d, err := openSettingsDB(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -171,7 +184,7 @@ func accountsCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "created %s user %s (account %d)\n", u.Role, u.Email, u.AccountID)
+			fmt.Fprintf(out, "created %s user %s, owner of account %d\n", u.Role, u.Email, u.AccountID)
 			if password != "" {
 				return nil
 			}

@@ -196,8 +196,13 @@ func TestCLI(t *testing.T) {
 		dir := t.TempDir()
 		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "10m"} // the task stays reserved while the balances are read
 		out, stderr, code := run(t, dir, env, "accounts", "create", "--email", "Ada@Example.com", "--password", "correct horse battery", "--role", "admin")
-		if code != 0 || !strings.Contains(out, "admin user ada@example.com") || strings.Contains(out, "/password/reset") {
+		if code != 0 || !strings.Contains(out, "admin user ada@example.com, owner of account") || strings.Contains(out, "/password/reset") {
 			t.Fatalf("accounts create: %d %q %q (with --password, no set-password link)", code, out, stderr)
+		}
+		// The user made owns the account (docs/members.md).
+		if out, _, code := run(t, dir, env, "members", "list", "--email", "ada@example.com"); code != 0 ||
+			!regexp.MustCompile(`(?m)^ada@example\.com\s+owner\s+member\s`).MatchString(out) {
+			t.Fatalf("members list: %d %q", code, out)
 		}
 		key, stderr, code := run(t, dir, env, "keys", "create", "--email", "ada@example.com", "--name", "ci")
 		key = strings.TrimSpace(key)
@@ -255,6 +260,7 @@ func TestCLI(t *testing.T) {
 			{[]string{"accounts", "create", "--email", "c@example.com", "--password", "short"}, "at least 10"},
 			{[]string{"accounts", "create"}, "email"},
 			{[]string{"keys", "create", "--email", "nobody@example.com"}, "no user"},
+			{[]string{"members", "list", "--email", "nobody@example.com"}, "no user"},
 			{[]string{"keys", "revoke", "--prefix", "vg_nothing"}, "no api key"},
 			{[]string{"wallet", "credit", "--email", "ada@example.com", "--usd", "ten", "--reason", "x"}, "invalid amount"},
 			{[]string{"wallet", "credit", "--email", "ada@example.com", "--usd", "5", "--reason", " "}, "reason"},
@@ -691,8 +697,10 @@ func TestCLIAccountWithoutPassword(t *testing.T) {
 			t.Fatalf("sign-in to an account without a password: %d", status)
 		}
 
-		// The link opens the form to choose a password; it sets one and sends the person to sign in.
-		if status, body := b.get(link); status != 200 || !strings.Contains(body, "Choose a new password") {
+		// The link opens the form to choose a first password, naming the account; it sets one and sends
+		// the person to sign in.
+		if status, body := b.get(link); status != 200 || !strings.Contains(body, "<h1>Choose your password</h1>") ||
+			!strings.Contains(body, "<strong>grace@example.com</strong>") || strings.Contains(body, "new password") {
 			t.Fatalf("GET the printed link: %d", status)
 		}
 		if status, loc := b.post(base+"/password/reset", url.Values{"token": {token}, "password": {"lighthouse-keeper-1848"}}); status != 303 || !strings.Contains(loc, "/signin") {

@@ -531,7 +531,7 @@ func resetSequences(ctx context.Context, tx *sql.Tx) error {
 
 // printNextSteps says what the PostgreSQL installation needs besides its database.
 func printNextSteps(w io.Writer, cfg *config.Config, shown string) {
-	fmt.Fprintf(w, "\nNext: run videogen with DATABASE_URL=%s and\n", shown)
+	fmt.Fprintf(w, "\nNext: run %s with DATABASE_URL=%s and\n", invoked(), shown)
 	dataDir, _ := filepath.Abs(cfg.DataDir)
 	if cfg.AppSecret == "" {
 		fmt.Fprintf(w, "  - the same secret: APP_SECRET set to the contents of %s (or the same DATA_DIR);\n", filepath.Join(dataDir, secretName))

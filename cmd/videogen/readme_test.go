@@ -35,11 +35,13 @@ import (
 // against the binary served as `make run` serves it (TEST_TOPUPS=1, the built-in simulator, SQLite under
 // data/ of that folder), only faster (SIM_DURATION, poll intervals) and on a free port.
 //
-// Two things differ from a reader's terminal, and only these. The one textual change: "localhost:8080"
-// becomes the test server's address. And the import block, whose https:// link CI cannot reach (and
-// which the import guard would rightly refuse on loopback), is sent to a second instance on the same
-// database and data folder — as a second server of one deployment — whose import policy resolves the
-// link's host to a local TLS server serving a real PNG at the link's path.
+// Two things differ from a reader's terminal, and only these. The one textual change: step 1's
+// `export VIDEOGEN_BASE_URL=http://localhost:8080` names the test server instead, on a free port (never
+// 8080); no other command of the blocks may name an address, so every one follows VIDEOGEN_BASE_URL, as
+// a reader serving on another port needs. And the import block, whose https:// link CI cannot reach (and
+// which the import guard would rightly refuse on loopback), runs in a subshell whose VIDEOGEN_BASE_URL is
+// a second instance on the same database and data folder — as a second server of one deployment — whose
+// import policy resolves the link's host to a local TLS server serving a real PNG at the link's path.
 func TestREADMEWalkthrough(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "sed", "ffprobe"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -62,7 +64,26 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	copyDir(t, "../../docs/examples", filepath.Join(dir, "docs", "examples"))
 
+	// Every command reads the server's address from VIDEOGEN_BASE_URL, set once in step 1.
+	const setBase = "export VIDEOGEN_BASE_URL=http://localhost:8080\n"
+	if n := strings.Count(strings.Join(blocks, "\n")+"\n", setBase); n != 1 {
+		t.Fatalf("the walkthrough sets VIDEOGEN_BASE_URL %d times with %q, want once (step 1)", n, setBase)
+	}
+	for i, b := range blocks {
+		for _, line := range strings.Split(b, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") || line+"\n" == setBase {
+				continue
+			}
+			if regexp.MustCompile(`localhost|127\.0\.0\.1|:8080`).MatchString(line) {
+				t.Errorf("block %d names an address instead of using $VIDEOGEN_BASE_URL: %s", i+1, line)
+			}
+		}
+	}
+
 	addr := freeAddr(t)
+	if strings.HasSuffix(addr, ":8080") {
+		t.Fatal("the walkthrough must run on a port other than make run's 8080")
+	}
 	base := "http://" + addr
 	// PUBLIC_BASE_URL follows the address, as it does under `make run` (localhost:8080 both): the signed
 	// media URLs must lead back to this server, where the simulator fetches them.
@@ -104,11 +125,12 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 	var script strings.Builder
 	for i, b := range blocks {
-		target := addr
+		fmt.Fprintf(&script, "# README.md, block %d of %q\n", i+1, walkthrough)
 		if i == importBlock {
-			target = strings.TrimPrefix(importer.URL, "http://")
+			fmt.Fprintf(&script, "(\nVIDEOGEN_BASE_URL=%s\n%s\n)\n", importer.URL, b)
+			continue
 		}
-		fmt.Fprintf(&script, "# README.md, block %d of %q\n%s\n", i+1, walkthrough, strings.ReplaceAll(b, "localhost:8080", target))
+		fmt.Fprintf(&script, "%s\n", strings.Replace(b+"\n", setBase, "export VIDEOGEN_BASE_URL="+base+"\n", 1))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "walkthrough.sh"), []byte(script.String()), 0o644); err != nil {
 		t.Fatal(err)

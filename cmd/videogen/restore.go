@@ -105,8 +105,8 @@ func restore(ctx context.Context, cfg *config.Config, from string, opt restoreOp
 	}
 	switch {
 	case m.Engine == engineSQLite && cfg.IsPostgres():
-		return errors.New("this is a SQLite backup and DATABASE_URL names PostgreSQL: restore it into a SQLite DATA_DIR, " +
-			"then copy that to PostgreSQL with videogen migrate-to-postgres --to <url> (docs/backups.md)")
+		return fmt.Errorf("this is a SQLite backup and DATABASE_URL names PostgreSQL: restore it into a SQLite DATA_DIR, "+
+			"then copy that to PostgreSQL with %s (docs/backups.md)", hint("migrate-to-postgres", "--to", "<url>"))
 	case m.Engine == enginePostgres && !cfg.IsPostgres():
 		return errors.New("this is a PostgreSQL backup: set DATABASE_URL to a new, empty PostgreSQL database (createdb) and run again")
 	}
@@ -341,7 +341,7 @@ func verifyRestored(ctx context.Context, dbURL string, m *manifest, latest int64
 	}
 	fmt.Fprintf(w, "every table's row count matches the manifest (%d tables)\n", len(counts))
 	if version < latest {
-		fmt.Fprintf(w, "the schema is version %d, this binary's %d: videogen migrate (or serve) applies the rest; then run videogen audit\n", version, latest)
+		fmt.Fprintf(w, "the schema is version %d, this binary's %d: %s (or serve) applies the rest; then run %s\n", version, latest, hint("migrate"), hint("audit"))
 		return nil
 	}
 	problems, err := tasks.Audit(ctx, d)

@@ -116,6 +116,9 @@ func stripeReconcile(ctx context.Context, out io.Writer, period time.Duration, a
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if err := checkDatabaseExists(cfg); err != nil {
+		return 0, err
+	}
 	d, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return 0, err

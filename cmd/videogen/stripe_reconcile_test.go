@@ -233,7 +233,6 @@ func (f *reconcileFixture) checkCredited(t *testing.T, top *models.Topup, extern
 // period, exits 1, and without --apply changes nothing.
 func TestStripeReconcileDifferences(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		t.Parallel()
 		f := newReconcileFixture(t, dbURL)
 		unknown := map[string]any{"id": "cs_test_unknown_topup", "object": "checkout.session", "mode": "payment", "currency": "usd",
 			"amount_total": 1500, "payment_status": "paid", "status": "complete", "client_reference_id": "topup_gone",
@@ -306,7 +305,6 @@ func TestStripeReconcileDifferences(t *testing.T) {
 // remains; run again, it credits nothing more.
 func TestStripeReconcileApply(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		t.Parallel()
 		f := newReconcileFixture(t, dbURL)
 		s := f.s
 		f.front.List("GET /v1/checkout/sessions", []map[string]any{sessionOf(f.paid, 2550, "paid"), sessionOf(f.paid2, 1000, "paid"),
@@ -451,7 +449,6 @@ func TestStripeReconcileUsage(t *testing.T) {
 // and logs each difference as an error; a second instance on the same database does not reconcile again.
 func TestStripeReconcileDaily(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		t.Parallel()
 		front := testkit.NewStripeFront(t)
 		front.List("GET /v1/checkout/sessions", []map[string]any{{"id": "cs_test_nobody", "object": "checkout.session",
 			"mode": "payment", "currency": "usd", "amount_total": 1234, "payment_status": "paid", "status": "complete",
@@ -508,7 +505,6 @@ func TestStripeReconcileDaily(t *testing.T) {
 // not refused as a payment in euros.
 func TestStripeReconcileFlaggedAndConverted(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		t.Parallel()
 		front := testkit.NewStripeFront(t)
 		env := testkit.Env(t, dbURL, front.Env())
 		env["STRIPE_RECONCILE_INTERVAL"] = "0"

@@ -137,7 +137,7 @@ func writeUpstreamsStatus(out io.Writer, rows []status.Row, now time.Time, fresh
 			if r.State == status.StateNoCredit {
 				what, fix = "the provider account is out of credit", "top up the provider account"
 			}
-			notes = append(notes, fmt.Sprintf("%s: %s%s: %s (%s, then run videogen upstreams reload)", oneLine(r.ID), what, when, oneLine(r.AuthError), fix))
+			notes = append(notes, fmt.Sprintf("%s: %s%s: %s (%s, then run %s)", oneLine(r.ID), what, when, oneLine(r.AuthError), fix, hint("upstreams", "reload")))
 		}
 		aliases := make([]string, 0, len(r.ClosedRoutes))
 		for alias := range r.ClosedRoutes {
@@ -145,8 +145,8 @@ func writeUpstreamsStatus(out io.Writer, rows []status.Row, now time.Time, fresh
 		}
 		sort.Strings(aliases)
 		for _, alias := range aliases {
-			notes = append(notes, fmt.Sprintf("%s: the provider refused the route for %s (only that model takes no new task): %s (activate the model or fix upstream_model, then run videogen upstreams reload)",
-				oneLine(r.ID), oneLine(alias), oneLine(r.ClosedRoutes[alias])))
+			notes = append(notes, fmt.Sprintf("%s: the provider refused the route for %s (only that model takes no new task): %s (activate the model or fix upstream_model, then run %s)",
+				oneLine(r.ID), oneLine(alias), oneLine(r.ClosedRoutes[alias]), hint("upstreams", "reload")))
 		}
 	}
 	if unknown {

@@ -65,7 +65,8 @@ func TestUpstreamsStatus(t *testing.T) {
 			"\nopenai-backup backup openai unhealthy: the provider refused the key unknown 0/2 0 0 – –\n",
 			"\nark-main main ark in service half-open 3/8 160 25 (15.6%) 900/2000/5000 2m ago: poll: timeout after 30s\n",
 			"\nsim-old old sim not taking new tasks (removed or draining) unknown 0/4 0 0 – –\n",
-			"\nopenai-backup: the provider refused the key 10m ago: 401 invalid_api_key (fix the key, then run videogen upstreams reload)\n",
+			// The hint names the binary as it was run (here the test's build), so it can be pasted back.
+			"\nopenai-backup: the provider refused the key 10m ago: 401 invalid_api_key (fix the key, then run " + bin + " upstreams reload)\n",
 		} {
 			if !strings.Contains(words, want) {
 				t.Errorf("no line %q in:\n%s", want, out)

@@ -94,6 +94,9 @@ func (h *Handler) ShowCalls(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := models.CallsWithMembers(c.UserContext(), h.DB.R, q.AccountID, rows); err != nil {
+		return err
+	}
 	keys, err := models.AccountKeys(c.UserContext(), h.DB.R, q.AccountID)
 	if err != nil {
 		return err

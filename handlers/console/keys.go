@@ -20,6 +20,9 @@ func (h *Handler) keysPage(c *fiber.Ctx, p customer.KeysPage) error {
 	if err != nil {
 		return err
 	}
+	if err := models.KeysWithMembers(c.UserContext(), h.DB.R, keys); err != nil {
+		return err
+	}
 	p.Keys, p.Verified = keys, u.Verified()
 	return h.Render(c, customer.KeysList(h.Viewer(c, "keys"), p))
 }

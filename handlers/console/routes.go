@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/handlers/web"
+	"videogen/internal/domain/members"
 )
 
 // Handler is the console's pages, and the public ones. The staff pages of a tenant are these same
@@ -39,32 +40,50 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	app.Post("/password/forgot", h.Page, h.requestPasswordReset)
 	app.Get("/password/reset", h.Page, h.showResetPassword)
 	app.Post("/password/reset", h.Page, h.resetPassword)
+	app.Post("/password/reset/signout", h.Page, h.signOutForReset)
+	app.Get("/invite", h.Page, h.showInvite)
+	app.Post("/invite", h.Page, h.acceptInvite)
 
-	// The console.
+	// The console. Every member reads every page but the few Require names; what changes anything
+	// requires the action it is (internal/domain/members.Can, docs/members.md), a form about the member
+	// themselves (password, display time zone, leaving) nothing more.
 	console := app.Group("/console", h.Page, h.RequireUser)
 	console.Get("", h.showDashboard)
-	console.Get("/keys", h.showKeys)
-	console.Post("/keys", h.createKey)
-	console.Get("/keys/:id/revoke", h.confirmRevokeKey)
-	console.Post("/keys/:id/revoke", h.revokeKey)
+	console.Get("/keys", h.Require(members.SeeKeys), h.showKeys)
+	console.Post("/keys", h.Require(members.ManageKeys), h.createKey)
+	console.Get("/keys/:id/revoke", h.Require(members.ManageKeys), h.confirmRevokeKey)
+	console.Post("/keys/:id/revoke", h.Require(members.ManageKeys), h.revokeKey)
 	console.Get("/tasks", h.ShowTasks)
 	console.Get("/tasks/:id", h.ShowTask)
+	console.Get("/tasks/:id/status", h.showTaskStatus)
 	console.Get("/tasks/:id/video", h.streamTaskVideo)
-	console.Post("/tasks/:id/cancel", h.cancelTask)
+	console.Post("/tasks/:id/cancel", h.Require(members.CancelTasks), h.cancelTask)
 	console.Get("/calls", h.ShowCalls)
 	console.Get("/calls.csv", h.ExportCalls)
 	console.Get("/wallet", h.showWallet)
 	// Forms post to their page's own URL, so a refused one is shown again (422) at the address it came from.
-	console.Post("/wallet", h.walletForm)
-	console.Get("/wallet/topups/:id", h.showTopup)
-	console.Get("/wallet/topups/:id/canceled", h.showTopupCanceled)
+	console.Post("/wallet", h.RequireForm(map[string]members.Action{"alerts": members.BillingSettings, "billing": members.BillingSettings, "test": members.AddFunds}, members.AddFunds), h.walletForm)
+	console.Get("/wallet/topups/:id", h.Require(members.SeePayments), h.showTopup)
+	console.Get("/wallet/topups/:id/canceled", h.Require(members.AddFunds), h.showTopupCanceled)
 	console.Get("/webhooks", h.ShowWebhooks)
-	console.Post("/webhooks", h.addWebhook)
+	console.Post("/webhooks", h.Require(members.ManageWebhooks), h.addWebhook)
 	console.Get("/webhooks/:id", h.ShowWebhook)
-	console.Get("/webhooks/:id/delete", h.confirmDeleteWebhook)
-	console.Post("/webhooks/:id/deliveries/:delivery/resend", h.resendWebhook)
-	console.Post("/webhooks/:id/:action", h.webhookAction)
+	console.Get("/webhooks/:id/delete", h.Require(members.ManageWebhooks), h.confirmDeleteWebhook)
+	console.Post("/webhooks/:id/deliveries/:delivery/resend", h.Require(members.ManageWebhooks), h.resendWebhook)
+	console.Post("/webhooks/:id/:action", h.Require(members.ManageWebhooks), h.webhookAction)
+	console.Get("/usage", h.showUsage)
+	console.Get("/usage.csv", h.exportUsage)
+	console.Get("/statements/:month", h.Require(members.SeeStatements), h.showStatement)
 	console.Get("/account", h.showAccount)
-	console.Post("/account", h.updateAccount)
+	// The account page mixes the member's own settings with the account's: each form is held to its own rule.
+	console.Post("/account", h.RequireForm(map[string]members.Action{"timezone": members.Personal, "password": members.Personal}, members.BillingSettings), h.updateAccount)
+	console.Get("/members", h.showMembers)
+	console.Post("/members", h.Require(members.ManageMembers), h.inviteMember)
+	console.Get("/members/leave", h.confirmLeave)
+	console.Post("/members/leave", h.leaveAccount)
+	console.Post("/members/invitations/:id/withdraw", h.Require(members.ManageMembers), h.withdrawInvitation)
+	console.Post("/members/:id/role", h.Require(members.ManageMembers), h.changeMemberRole)
+	console.Get("/members/:id/remove", h.Require(members.ManageMembers), h.confirmRemoveMember)
+	console.Post("/members/:id/remove", h.Require(members.ManageMembers), h.removeMember)
 	return h
 }

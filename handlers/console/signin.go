@@ -29,6 +29,10 @@ func (h *Handler) signIn(c *fiber.Ctx) error {
 		form.Error = "The e-mail address or the password is not right."
 		c.Status(fiber.StatusUnauthorized)
 		return h.Render(c, customer.SignIn(h.Viewer(c, ""), form))
+	case errors.Is(err, auth.ErrRemoved):
+		form.Error = "You were removed from this account, so you cannot sign in. To come back, ask one of its owners or admins to invite you again."
+		c.Status(fiber.StatusForbidden)
+		return h.Render(c, customer.SignIn(h.Viewer(c, ""), form))
 	case errors.Is(err, auth.ErrAccountDisabled):
 		form.Error = "This account is disabled, so you cannot sign in. Contact support."
 		c.Status(fiber.StatusForbidden)

@@ -11,6 +11,7 @@ import (
 
 	"videogen/internal/domain/audit"
 	"videogen/internal/domain/catalog"
+	"videogen/internal/domain/members"
 	"videogen/internal/domain/tasks"
 	"videogen/internal/domain/videos"
 	"videogen/internal/refusal"
@@ -78,7 +79,7 @@ func (h *Handler) ShowTask(c *fiber.Ctx) error {
 		return err
 	}
 	// The customer's own page offers Cancel while the task can be cancelled; staff pages never do.
-	p.CanCancel = who.Staff == nil && tasks.Cancellable(&p.Task)
+	p.CanCancel = v.Can(members.CancelTasks) && tasks.Cancellable(&p.Task)
 	if c.Query("notice") == "cancelled" && p.Task.ErrorCode != nil && *p.Task.ErrorCode == tasks.CodeCancelled {
 		p.Cancelled = true
 	}
@@ -127,7 +128,14 @@ func (h *Handler) TaskPage(c *fiber.Ctx, accountID int64, id string, staff bool,
 	}
 	p := customer.TaskPage{Task: *t}
 	p.Inputs, _ = t.StoredInputs() // unreadable inputs show as none; the page still helps
+	// The customer sees their inputs through links signed now; staff see what there was, not the files.
+	if p.Files, err = h.Media.TaskFiles(ctx, accountID, p.Inputs, !staff); err != nil {
+		return nil, err
+	}
 	if p.Events, p.Entries, err = models.TaskHistory(ctx, h.DB.R, t.ID); err != nil {
+		return nil, err
+	}
+	if err := models.LedgerWithMembers(ctx, h.DB.R, accountID, p.Entries); err != nil {
 		return nil, err
 	}
 	if staff {

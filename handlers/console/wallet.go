@@ -11,6 +11,7 @@ import (
 
 	"videogen/billing"
 	"videogen/billing/payments"
+	"videogen/internal/domain/accounts"
 	"videogen/internal/money"
 	"videogen/models"
 	"videogen/views/customer"
@@ -29,6 +30,9 @@ func (h *Handler) walletPage(c *fiber.Ctx, p customer.WalletPage) error {
 	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
 	entries, more, err := models.LedgerPage(ctx, h.DB.R, u.AccountID, before, 50)
 	if err != nil {
+		return err
+	}
+	if err := models.LedgerWithMembers(ctx, h.DB.R, u.AccountID, entries); err != nil {
 		return err
 	}
 	p.Available, p.Reserved, p.Entries, p.Verified = acct.AvailableMicros, acct.ReservedMicros, entries, u.Verified()
@@ -59,6 +63,9 @@ func (h *Handler) walletPage(c *fiber.Ctx, p customer.WalletPage) error {
 	if p.AlertsForm == nil {
 		p.AlertsForm = alertsFormOf(p.Profile)
 	}
+	if p.Billing == nil {
+		p.Billing = &customer.BillingForm{BillingDetails: accounts.BillingDetailsOf(acct), Zones: zones}
+	}
 	return h.Render(c, customer.WalletView(h.Viewer(c, "wallet"), p))
 }
 
@@ -73,6 +80,8 @@ func (h *Handler) walletForm(c *fiber.Ctx) error {
 		return h.saveAlerts(c)
 	case "test":
 		return h.addTestFunds(c)
+	case "billing":
+		return h.saveBillingDetails(c)
 	}
 	if !h.Payments.Enabled() {
 		return h.addTestFunds(c)

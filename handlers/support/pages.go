@@ -75,6 +75,9 @@ func (h *handler) showStaffAccount(c *fiber.Ctx) error {
 	if p.Users, err = models.AccountUsers(ctx, h.DB.R, t.AccountID); err != nil {
 		return err
 	}
+	if p.Invitations, err = models.PendingInvitations(ctx, h.DB.R, t.AccountID, h.Now()); err != nil {
+		return err
+	}
 	if p.Keys, err = models.AccountKeys(ctx, h.DB.R, t.AccountID); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"videogen/internal/domain/auth"
 	"videogen/internal/domain/calllog"
 	"videogen/internal/domain/media"
+	"videogen/internal/domain/members"
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/videos"
 	"videogen/internal/domain/webhooks"
@@ -67,6 +68,8 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Webhooks is the customers' webhook endpoints and their deliveries.
 	Webhooks *webhooks.Service
+	// Members is an account's members: invitations, roles, removals (docs/members.md).
+	Members *members.Service
 }
 
 // Base is what every audience's handlers share: the dependencies, and the middleware and responders of

@@ -47,7 +47,9 @@ var notices = map[string]string{
 	"alerts-saved":      "Your balance alerts were saved.",
 	"password-changed":  "Your password was changed, and every other device was signed out.",
 	"password-reset":    "Your password was reset. Sign in with the new one.",
+	"password-set":      "Your password is set. Sign in with it.",
 	"timezone-saved":    "Your time zone was saved.",
+	"billing-saved":     "Your billing details were saved.",
 	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
 	"already-verified":  "Your e-mail address is already confirmed.",
 	"email-confirmed":   "Your e-mail address is confirmed. Welcome!",
@@ -56,6 +58,13 @@ var notices = map[string]string{
 	"webhook-test-sent": "A test event is on its way. Its delivery appears below within a few seconds; reload to see it.",
 	"webhook-deleted":   "The endpoint was deleted. No more events are sent to it.",
 	"webhook-resent":    "The delivery is being sent again, with the same webhook-id. Reload to see the attempt.",
+	// Members (docs/members.md).
+	"member-invited":       "The invitation is on its way. Its link works for 7 days; it is listed below until accepted.",
+	"member-role-changed":  "The role was changed. It applies from the member's next page.",
+	"member-removed":       "The member was removed and signed out everywhere.",
+	"invitation-withdrawn": "The invitation was withdrawn: its link no longer works.",
+	"left-account":         "You left the account and were signed out.",
+	"joined":               "Welcome! You are now a member of this account.",
 	// Staff (docs/support.md).
 	"balance-adjusted": "The balance was adjusted. The ledger and the audit log show it.",
 	"account-disabled": "The account was disabled: its keys are refused and its users signed out.",

@@ -38,6 +38,8 @@ var owners = []owner{
 	{pkg: "videogen/billing", tables: []string{"ledger_entries"}, models: []string{"videogen/models.LedgerEntry"},
 		columns: map[string]string{"available_micros": "Account.AvailableMicros", "reserved_micros": "Account.ReservedMicros"}},
 	{pkg: "videogen/internal/domain/audit", tables: []string{"audit_log"}, models: []string{"videogen/models.AuditEntry"}},
+	// Invitations are issued, spent and withdrawn under the account's member lock (docs/members.md).
+	{pkg: "videogen/internal/domain/members", tables: []string{"invitations"}, models: []string{"videogen/models.Invitation"}},
 }
 
 // exempt are packages that write such rows without being part of the product's running code: the

@@ -39,8 +39,22 @@ import (
 )
 
 // EachDB runs fn once per database engine under test: SQLite always, PostgreSQL when TEST_DATABASE_URL
-// is set. Each run gets a fresh, empty database.
+// is set. Each run gets a fresh, empty database, its own server, ports and folders, so the two runs go
+// side by side (t.Parallel): a test spends most of its time waiting for the simulator, the worker and
+// the database, and the suite fits CI's time only when those waits overlap (docs/decisions.md, "The
+// two databases' runs side by side"). Top-level tests still run one after another, so no two tests'
+// runs meet. A test that measures the process itself (its heap, its timing) uses EachDBInTurn.
 func EachDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, SQLiteURL(t)) })
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, PostgresURL(t)) })
+	}
+}
+
+// EachDBInTurn is EachDB with the two runs one after the other, for a test whose assertions would be
+// disturbed by the other run in the same process: a heap measure, a bound on how long something takes.
+func EachDBInTurn(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { fn(t, SQLiteURL(t)) })
 	if os.Getenv("TEST_DATABASE_URL") != "" {

@@ -5,6 +5,7 @@ import (
 	"time"
 	"videogen/views"
 
+	"videogen/internal/domain/media"
 	"videogen/models"
 )
 
@@ -22,6 +23,15 @@ type Dashboard struct {
 	Funded, HasKey      bool
 	HasTask             bool
 	BaseURL             string
+}
+
+// FirstCurl is the dashboard's ready-made first request: a shell command over several lines, with the
+// key from VIDEOGEN_API_KEY (the name the README, the docs and `videogen generate` use).
+func FirstCurl(base string) string {
+	return "curl " + base + "/v1/videos \\\n" +
+		"  -H \"Authorization: Bearer $VIDEOGEN_API_KEY\" \\\n" +
+		"  -H \"Content-Type: application/json\" \\\n" +
+		"  -d '{\"model\": \"videogen-2.0-mini-480p\", \"prompt\": \"a paper boat on a rainy street\"}'"
 }
 
 // SpendTotal is the sum of the chart.
@@ -79,6 +89,7 @@ type TasksPage struct {
 type TaskPage struct {
 	Task    models.Task
 	Inputs  models.TaskInputs
+	Files   []media.TaskFile // the inputs, labelled, with signed links while stored
 	Events  []models.TaskEvent
 	Entries []models.LedgerEntry
 	Staff   *StaffTask // what only staff see: set on the staff pages
@@ -119,6 +130,7 @@ type WalletPage struct {
 	Topups              []models.Topup
 	Profile             *models.BillingProfile
 	AlertsForm          *AlertsForm
+	Billing             *BillingForm // the billing details, as stored or as typed
 }
 
 // AlertsForm is the low-balance warning and auto-recharge form, as typed.
@@ -201,4 +213,25 @@ func HumanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// ResetPage is the page a set-password link opens.
+type ResetPage struct {
+	Token string
+	Email string // whose password the link sets
+	// First is true when the account has no password yet (made by an operator without one): the page
+	// reads "Choose your password".
+	First bool
+	// SignedInAs is another user signed in in this browser: the page offers to sign them out first.
+	SignedInAs string
+	Error      string // why the password typed was refused
+	BadLink    bool
+}
+
+// Title is the page's heading.
+func (p ResetPage) Title() string {
+	if p.First {
+		return "Choose your password"
+	}
+	return "Choose a new password"
 }

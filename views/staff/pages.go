@@ -10,11 +10,13 @@ import (
 type StaffAccountPage struct {
 	Account models.Account
 	Users   []models.User
-	Keys    []models.APIKey
-	Tasks   []models.Task
-	Entries []models.LedgerEntry
-	Calls   []models.CallLog
-	Topups  []models.Topup
+	// Invitations are the account's pending invitations to join it (docs/members.md).
+	Invitations []models.Invitation
+	Keys        []models.APIKey
+	Tasks       []models.Task
+	Entries     []models.LedgerEntry
+	Calls       []models.CallLog
+	Topups      []models.Topup
 	// The admin forms, shown again with what was typed and what is wrong.
 	Adjust *AdjustForm
 }

@@ -58,7 +58,7 @@ type NewUser struct {
 	At time.Time
 }
 
-// Create makes a user and the account it owns, in one transaction.
+// Create makes a user and the account it owns (the user is its owner), in one transaction.
 func Create(ctx context.Context, d *db.DB, n NewUser) (*models.User, error) {
 	var u *models.User
 	err := d.Tx(ctx, func(tx *gorm.DB) error {
@@ -96,7 +96,9 @@ func CreateIn(tx *gorm.DB, n NewUser) (*models.User, error) {
 	if n.At.IsZero() {
 		now = db.Now()
 	}
-	u := &models.User{Email: email, PasswordHash: hash, Role: role, TermsAcceptedAt: n.TermsAcceptedAt, CreatedAt: now, UpdatedAt: now}
+	// The first user of a new account is its owner (docs/members.md); others join it by invitation.
+	u := &models.User{Email: email, PasswordHash: hash, Role: role, AccountRole: models.AccountOwner, TermsAcceptedAt: n.TermsAcceptedAt,
+		CreatedAt: now, UpdatedAt: now}
 	if n.Verified {
 		u.EmailVerifiedAt = &now
 	}

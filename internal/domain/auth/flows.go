@@ -94,6 +94,10 @@ func (s *Service) noticeExisting(ctx context.Context, email string) error {
 // staff disabled.
 var ErrAccountDisabled = errors.New("the account is disabled")
 
+// ErrRemoved is returned by SignIn, after the password was checked, for a member removed from their
+// account (or who left it): the login stays for the history that names it, but opens nothing.
+var ErrRemoved = errors.New("the member was removed from the account")
+
 // SignIn checks an e-mail and password and returns the user. It is throttled per client, per client and
 // address, and per address for clients the account does not know (trust.go). A user of a disabled
 // account is refused with ErrAccountDisabled — only once the password is right, so the refusal tells
@@ -126,6 +130,9 @@ func (s *Service) SignIn(ctx context.Context, email, password string, c Client) 
 	}
 	if !ok {
 		return nil, ErrBadCredentials
+	}
+	if u.Removed() {
+		return nil, ErrRemoved
 	}
 	var acct models.Account
 	if err := s.DB.R.WithContext(ctx).Select("id", "disabled_at").Take(&acct, u.AccountID).Error; err != nil {

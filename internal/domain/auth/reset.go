@@ -99,7 +99,8 @@ func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent 
 			return nil // another instance's, or stale: deleted, and nothing else (so a failing one ends too)
 		}
 		var users []models.User
-		if err := tx.Where("email = ?", r.Email).Limit(1).Find(&users).Error; err != nil {
+		// A member removed from their account gets no link: it would set a password that opens nothing.
+		if err := tx.Where("email = ? AND removed_at IS NULL", r.Email).Limit(1).Find(&users).Error; err != nil {
 			return fmt.Errorf("find the user of password reset request %d: %w", r.ID, err)
 		}
 		if len(users) == 0 || allow(ctx, s.Throttle.Mail, users[0].Email) != nil {

@@ -54,11 +54,12 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, *mod
 		return nil, nil, fmt.Errorf("read session: %w", err)
 	}
 	// A disabled account's users are signed out: its sessions were ended when it was disabled, and one
-	// started since (a verification link, a sign-in racing the disable) opens nothing either. One read
-	// answers both: the user, if their account is enabled.
+	// started since (a verification link, a sign-in racing the disable) opens nothing either. So is a
+	// member removed from the account, however their session outlived the removal. One read answers all:
+	// the user, if they are still a member and their account is enabled.
 	var users []models.User
 	err = s.DB.R.WithContext(ctx).Select("users.*").Joins("JOIN accounts ON accounts.id = users.account_id").
-		Where("users.id = ? AND accounts.disabled_at IS NULL", sess.UserID).Limit(1).Find(&users).Error
+		Where("users.id = ? AND users.removed_at IS NULL AND accounts.disabled_at IS NULL", sess.UserID).Limit(1).Find(&users).Error
 	if err != nil {
 		return nil, nil, fmt.Errorf("read session user: %w", err)
 	}

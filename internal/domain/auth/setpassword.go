@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"videogen/models"
 )
 
 // SetPasswordTTL is how long a set-password link stays valid. It is longer than an e-mailed reset link
@@ -31,4 +33,18 @@ func (s *Service) SetPasswordLink(ctx context.Context, userID int64) (string, er
 		return "", fmt.Errorf("set-password link for user %d: %w", userID, err)
 	}
 	return s.BaseURL + "/password/reset?token=" + raw, nil
+}
+
+// ResetUser returns the user whose password a valid, unused reset link sets, without spending it: the
+// page names the account before anything is done, and tells a first password from a new one.
+func (s *Service) ResetUser(ctx context.Context, raw string) (*models.User, error) {
+	userID, err := s.peekToken(ctx, raw, models.PurposeReset)
+	if err != nil {
+		return nil, err
+	}
+	var u models.User
+	if err := s.DB.R.WithContext(ctx).Take(&u, userID).Error; err != nil {
+		return nil, fmt.Errorf("read the user of a reset link: %w", err)
+	}
+	return &u, nil
 }

@@ -43,9 +43,15 @@ func (s *Signer) mac(key []byte, id string, exp int64) []byte {
 
 // URL returns the signed URL of media id, valid until exp.
 func (s *Signer) URL(id string, exp time.Time) string {
+	return s.base + s.Path(id, exp)
+}
+
+// Path is URL without the base: "/media/{id}?exp=…&sig=…", for pages served from the same origin (the
+// console's CSP takes media from 'self' only, and PUBLIC_BASE_URL may name another host than the page's).
+func (s *Signer) Path(id string, exp time.Time) string {
 	e := exp.Unix()
 	sig := base64.RawURLEncoding.EncodeToString(s.mac(s.keys[0], id, e))
-	return s.base + "/media/" + id + "?exp=" + strconv.FormatInt(e, 10) + "&sig=" + sig
+	return "/media/" + id + "?exp=" + strconv.FormatInt(e, 10) + "&sig=" + sig
 }
 
 // Verify reports whether sig signs id until exp (unix seconds, as sent) and exp has not passed.

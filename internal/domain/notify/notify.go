@@ -5,6 +5,7 @@ package notify
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -86,4 +87,19 @@ func (n *Notifier) WebhookDisabled(tx *gorm.DB, to, url, why, link string) error
 		why+" We disabled the endpoint, so no more events are sent to "+url+" until you switch it on again.",
 		"Open the endpoint", link, "Events of the past 30 days and every attempt are listed there; fix the receiver, switch the endpoint on, and resend what it missed.",
 		"webhook-disabled")
+}
+
+// Invitation queues an invitation to join an account: who sent it, the account, the role and what it
+// allows, and the link, which works until expires.
+func (n *Notifier) Invitation(tx *gorm.DB, to, inviter, account, role, roleSummary, link string, expires time.Time) error {
+	until := expires.UTC().Format("2 January 2006 15:04 MST")
+	var html bytes.Buffer
+	if err := email.Invitation(inviter, account, role, roleSummary, link, until).Render(tx.Statement.Context, &html); err != nil {
+		return fmt.Errorf("render invitation e-mail: %w", err)
+	}
+	text := fmt.Sprintf("Join %s on videogen\n\n%s invited you to join the videogen account %s as %s.\nAs %s you can use %s.\n\n"+
+		"Accept the invitation: %s\n\nThe link works until %s. If you do not know %s, ignore this e-mail: nothing happens unless you accept.\n",
+		account, inviter, account, role, role, roleSummary, link, until, inviter)
+	return n.Outbox.Enqueue(tx, mail.Message{To: to, Subject: inviter + " invited you to join " + account + " on videogen", Text: text,
+		HTML: html.String(), Tags: map[string]string{"kind": "invitation"}})
 }

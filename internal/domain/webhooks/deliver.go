@@ -274,8 +274,8 @@ func (s *Service) disable(tx *gorm.DB, ep *models.WebhookEndpoint, now time.Time
 		false, reason, now, ep.ID, true).Error; err != nil {
 		return false, err
 	}
-	var owner models.User
-	err := tx.Where("account_id = ?", ep.AccountID).Order("id").Take(&owner).Error
+	var owner models.User // the longest-standing current owner (docs/members.md)
+	err := tx.Where("account_id = ? AND account_role = ? AND removed_at IS NULL", ep.AccountID, models.AccountOwner).Order("id").Take(&owner).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return false, nil
 	}

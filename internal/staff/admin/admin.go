@@ -96,6 +96,12 @@ func plan(ctx context.Context, q *gorm.DB, accountID int64, now time.Time) (*Dis
 	if len(users) > 0 {
 		p.Owner = users[0].Email
 	}
+	for _, u := range users { // the longest-standing current owner, when there is one
+		if u.AccountRole == models.AccountOwner && !u.Removed() {
+			p.Owner = u.Email
+			break
+		}
+	}
 	var keys, sessions int64
 	var waiting struct {
 		N   int64

@@ -182,7 +182,7 @@ func (r *Result) account(db *gorm.DB, id int64) error {
 // wildcards (% and _) and the escape character in it are escaped, and it is a bound parameter.
 //
 // On PostgreSQL a trigram index on lower(email) serves this infix search when the pg_trgm extension
-// could be installed (migration 00018); without it, and on SQLite, it reads the users table, which a
+// could be installed (migration 00021); without it, and on SQLite, it reads the users table, which a
 // staff search (rare, by a person) can afford. A B-tree on lower(email) would serve prefix searches only.
 func (r *Result) users(db *gorm.DB, q, after string, limit int) error {
 	pattern := "%" + storetext.EscapeLike(strings.ToLower(q)) + "%"
