@@ -58,6 +58,10 @@ func TestAPIDocuments(t *testing.T) {
 			t.Errorf("/docs/api lacks error code %s", c.Code)
 		}
 	}
+	// No template call is printed as text (a templ call inside a line of markup is not one).
+	if strings.Contains(string(page), "@inlineMarkdown") {
+		t.Error("/docs/api prints a template call as text")
+	}
 	// The descriptions' Markdown is rendered, not shown as source: code spans and emphasis become markup.
 	if !strings.Contains(string(page), "<code>openai-poll-after-ms</code>") || !strings.Contains(string(page), "<strong>") {
 		t.Error("/docs/api shows no rendered code span or emphasis")

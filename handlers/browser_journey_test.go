@@ -95,13 +95,16 @@ const (
 // find the call in the call log, then visit every other page and sign out through the phone menu.
 //
 // Every page is checked at a laptop's width and a phone's: the header is one row (at the phone's width,
-// the logo and a menu that opens and shows every link), no page scrolls sideways, every table sits in a
-// box that scrolls on its own. A screenshot of each page at each width goes to
+// the logo and a menu that opens and shows every link), no page scrolls sideways, and every table fits
+// its box without scrolling — columns combined at the laptop's width, a card per row at the phone's —
+// with each money, status and action cell on screen (measureFit). Then every console page, listed in
+// consolePages, is checked so. A screenshot of each page at each width goes to
 // tmp/screenshots/TestBrowserJourney.
 func TestBrowserJourney(t *testing.T) {
 	// A long address: the header must cut it short, not wrap.
 	const email, password = "journey.with.a.rather.long.address@example-videos.com", "paper-boats-float-42"
-	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"TEST_TOPUPS": "1", "SIM_DURATION": "1s"})
+	// Webhook deliveries go to a receiver the server reaches as https://hooks.example.com.
+	s, _ := startHooks(t, testkit.SQLiteURL(t), map[string]string{"TEST_TOPUPS": "1", "SIM_DURATION": "1s"}, &hookReceiver{})
 	browser := chromium(t)
 	shots, _ := filepath.Abs(filepath.Join("..", "tmp", "screenshots", t.Name()))
 	if err := os.RemoveAll(shots); err != nil {
@@ -199,6 +202,7 @@ func TestBrowserJourney(t *testing.T) {
 			} else if !slices.Equal(l.Header, []string{"videogen", "Menu"}) {
 				t.Errorf("%s: the header shows %q, want the logo and the menu only", where, l.Header)
 			}
+			checkFit(t, browser, where, nil)
 			for _, f := range extra {
 				f(w.width)
 			}
@@ -347,6 +351,10 @@ func TestBrowserJourney(t *testing.T) {
 		t.Fatalf("download in the browser: %q %v", download, err)
 	}
 
+	// A video that fails: its row shows the amount released.
+	failed := s.CreateVideo(t, secret, map[string]any{"model": "videogen-2.0-fast-1080p", "prompt": "a storm over the harbour [sim:fail]", "seconds": 8})["id"].(string)
+	s.WaitStatus(t, secret, failed, 60*time.Second, "failed")
+
 	do("open the call log", chromedp.Navigate(s.URL+"/console/calls"))
 	if calls := text("read the call log", "tbody"); !strings.Contains(calls, "POST /v1/videos") || !strings.Contains(calls, id) {
 		t.Fatalf("the call log does not show the create call: %q", calls)
@@ -373,18 +381,56 @@ func TestBrowserJourney(t *testing.T) {
 		t.Fatalf("a refused password change left the browser at %s with %q", p, e)
 	}
 	look("account")
+	// An endpoint with a long address, and a test event sent to it: the deliveries table has a row and
+	// its Resend button.
 	do("open the webhooks page", chromedp.Navigate(s.URL+"/console/webhooks"))
 	heading("Webhooks")
-	look("webhooks")
+	look("webhooks-empty")
+	do("add an endpoint", chromedp.SendKeys(chromedp.ID("url"), "https://hooks.example.com/videogen/journey/events-received-here-with-a-long-path"))
+	submit("add the endpoint")
+	heading("Endpoint")
+	var endpoint string // the page showing the new secret is the POST's answer: its forms name the endpoint
+	eval("read the endpoint's id", `document.querySelector('main form[action$="/test"]').getAttribute("action").split("/")[3]`, &endpoint)
+	submit("send a test event") // the page's first form
+	var deliveries string
+	testkit.Eventually(t, 30*time.Second, "the test event's attempt listed", func() bool {
+		do("open the endpoint", chromedp.Navigate(s.URL+"/console/webhooks/"+endpoint))
+		deliveries = text("read the endpoint", "main")
+		return strings.Contains(deliveries, "Resend")
+	}, func() string { return deliveries })
+
+	// Card payments this installation cannot take (it runs with test top-ups): rows of the Payments table.
+	seedDeclinedPayments(t, s, accountOf(t, s, email).AccountID)
+
+	// This month's statement, as the usage page links it.
 	do("open the usage page", chromedp.Navigate(s.URL+"/console/usage"))
 	heading("Usage")
-	look("usage")
-	do("open this month's statement", chromedp.Click(chromedp.CSS(`a[href^="/console/statements/"]`)), chromedp.WaitVisible(chromedp.ID("summary")))
-	look("statement")
-	do("open the pricing page", chromedp.Navigate(s.URL+"/pricing"))
-	look("pricing-signed-in")
-	do("open the dashboard", chromedp.Navigate(s.URL+"/console"))
-	look("dashboard")
+	var statement string
+	eval("read the statement's link", `document.querySelector('a[href^="/console/statements/"]').getAttribute("href")`, &statement)
+
+	// Every console page at both widths: the checks of look, and the kinds of cells each must show on
+	// screen. A new console page is one line here.
+	consolePages := []fitPage{
+		{"dashboard", "/console", []string{"money", "status"}},
+		{"tasks-all", "/console/tasks", []string{"money", "status"}},
+		{"task-completed", "/console/tasks/" + id, []string{"money"}},
+		{"task-failed", "/console/tasks/" + failed, []string{"money"}},
+		{"call-log", "/console/calls", []string{"money", "status"}},
+		{"keys", "/console/keys", []string{"status", "action"}},
+		{"webhooks", "/console/webhooks", []string{"status"}},
+		{"webhook", "/console/webhooks/" + endpoint, []string{"status", "action"}},
+		{"wallet-payments", "/console/wallet", []string{"money", "status"}},
+		{"account-page", "/console/account", nil},
+		{"members", "/console/members", nil},
+		{"usage", "/console/usage", []string{"money"}},
+		{"statement", statement, []string{"money"}},
+		{"pricing-signed-in", "/pricing", []string{"money"}},
+		{"api-docs", "/docs/api", nil},
+	}
+	for _, p := range consolePages {
+		do("open "+p.path, chromedp.Navigate(s.URL+p.path))
+		look(p.name, func(width int) { checkFit(t, browser, fmt.Sprintf("%s at %d px", p.name, width), p.want) })
+	}
 
 	// Signing out from a phone goes through the menu.
 	do("sign out through the phone menu", chromedp.EmulateViewport(phoneWidth, phoneHeight), chromedp.Click(chromedp.CSS("header summary")))

@@ -22,7 +22,8 @@ type staff struct {
 }
 
 var (
-	totpSecretRE   = regexp.MustCompile(`id="totp-secret"[^>]*>([A-Z2-7]+)<`)
+	// totpSecretRE is the enrolment page's key: groups of four, each its own element (totpKey joins them).
+	totpSecretRE   = regexp.MustCompile(`id="totp-secret"[^>]*>((?:<span>[A-Z2-7]+</span>)+)</code>`)
 	recoveryCodeRE = regexp.MustCompile(`<li><code>([0-9a-z-]+)</code></li>`)
 )
 
@@ -40,7 +41,7 @@ func signInStaff(t *testing.T, s *testkit.Server, email, role string) *staff {
 	if setup.Status != 200 || m == nil {
 		t.Fatalf("the enrolment page shows no secret to type: %d %s", setup.Status, trimPage(setup.Body))
 	}
-	secret := m[1]
+	secret := totpKey(m[1])
 	p := b.submit("/support/2fa/setup", "code", url.Values{"code": {totpCode(t, secret)}})
 	if p.Status != 200 {
 		t.Fatalf("enrolling with a right code: %d %s", p.Status, trimPage(p.Body))
@@ -54,6 +55,15 @@ func signInStaff(t *testing.T, s *testkit.Server, email, role string) *staff {
 	}
 	return &staff{browser: b, Email: email, Secret: secret, Recovery: codes}
 }
+
+// totpKey is the key of a totpSecretRE match, as typed: its groups without the markup between them.
+func totpKey(groups string) string { return markupRE.ReplaceAllString(groups, "") }
+
+var markupRE = regexp.MustCompile(`<[^>]*>`)
+
+// visibleText is what a page shows as text: the HTML without its tags (attributes, such as a QR code's
+// data URI, go with them), entities decoded.
+func visibleText(body string) string { return html.UnescapeString(markupRE.ReplaceAllString(body, "")) }
 
 // totpCode is the authenticator's code of now.
 func totpCode(t *testing.T, secret string) string {

@@ -21,7 +21,8 @@ import (
 
 // The staff page every 2FA test tries to reach. The staff pages themselves are written elsewhere: any
 // answer but the second factor's redirect (303) means the session got past the gate.
-const gatedPage = "/support/search?q=x"
+// (The search matches no address: one match would be a redirect too.)
+const gatedPage = "/support/search?q=no-such-user"
 
 var qrRE = regexp.MustCompile(`<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"[^>]*alt="QR code[^"]*"`)
 
@@ -109,9 +110,15 @@ func Test2FAEnrolment(t *testing.T) {
 		if m, err := png.Decode(bytes.NewReader(img)); err != nil || m.Bounds().Dx() < 100 {
 			t.Fatalf("the QR code is not a PNG image: %v", err)
 		}
-		key := secret[1]
-		setup.contains(t, "authenticator app", "6-digit code", key[:4]+" "+key[4:8]+" ")
-		if again := b.get(setupURL); !strings.Contains(again.Body, `id="totp-secret">`+key+"<") {
+		key := totpKey(secret[1])
+		// The key is printed once, in groups of four for reading (each its own element, so that copying
+		// it gives the key without spaces).
+		setup.contains(t, "authenticator app", "6-digit code", "<span>"+key[:4]+"</span><span>"+key[4:8]+"</span>")
+		shown := visibleText(setup.Body)
+		if n, groups := strings.Count(shown, key), strings.Count(shown, key[:4]); n != 1 || groups != 1 || len(key) != 32 {
+			t.Fatalf("the setup page shows the %d-character key %d times and its first group %d times, want once each", len(key), n, groups)
+		}
+		if again := totpSecretRE.FindStringSubmatch(b.get(setupURL).Body); again == nil || totpKey(again[1]) != key {
 			t.Fatal("reloading the setup page changed the key")
 		}
 
@@ -127,7 +134,10 @@ func Test2FAEnrolment(t *testing.T) {
 			if p.Status != 422 || p.Posted != "/support/2fa/setup" {
 				t.Fatalf("a wrong code %q: %d posted to %s", bad, p.Status, p.Posted)
 			}
-			p.contains(t, "This code does not work", `id="totp-secret">`+key+"<", `aria-invalid="true"`)
+			p.contains(t, "This code does not work", `aria-invalid="true"`)
+			if m := totpSecretRE.FindStringSubmatch(p.Body); m == nil || totpKey(m[1]) != key || strings.Count(visibleText(p.Body), key) != 1 {
+				t.Fatalf("after a wrong code the page does not show the same key once:\n%s", trimPage(p.Body))
+			}
 		}
 		if pastGate(t, b) {
 			t.Fatal("a wrong code opened the staff pages")

@@ -60,14 +60,14 @@ func TestSupportOverview(t *testing.T) {
 		if charged <= 0 {
 			t.Fatal("nothing was charged")
 		}
-		endpoint := regexp.MustCompile(`<code>GET /v1/videos/\{id\}</code></td><td>(\d+)</td><td>1</td><td>0</td>`)
+		endpoint := regexp.MustCompile(`<code>GET /v1/videos/\{id\}</code></td><td class="num" data-label="Calls">(\d+)</td><td class="num" data-label="4xx">1</td><td class="num" data-label="5xx" data-fit="status">0</td>`)
 		overview := func() string { return trimPage(p.Body) }
 		testkit.Eventually(t, 20*time.Second, "the last hour's calls on the overview", func() bool {
 			p = staff.get("/support")
 			return endpoint.MatchString(p.Body)
 		}, overview)
 		// Each credential's health as the instance publishes it: its breaker and its latest calls.
-		healthy := regexp.MustCompile(`<span class="badge completed">closed</span></td><td>0 of [1-9]\d* \(0\.0%\)</td><td>\d+ / \d+ / \d+ ms</td>`)
+		healthy := regexp.MustCompile(`<span class="badge completed">closed</span>\s*</td><td data-label="Errors" class="keep">0 of [1-9]\d* \(0\.0%\)</td><td data-label="Latency" class="keep">\d+ / \d+ / \d+ ms</td>`)
 		testkit.Eventually(t, 20*time.Second, "credential health on the overview", func() bool {
 			if healthy.MatchString(p.Body) {
 				return true
@@ -75,7 +75,7 @@ func TestSupportOverview(t *testing.T) {
 			p = staff.get("/support")
 			return false
 		}, overview)
-		p.contains(t, `<strong id="charged-total">`+views.Money(charged)+`</strong>`, "<code>POST /v1/videos</code></td><td>3</td><td>0</td><td>0</td><td>0.0%</td>")
+		p.contains(t, `<strong id="charged-total">`+views.Money(charged)+`</strong>`, `<code>POST /v1/videos</code></td><td class="num" data-label="Calls">3</td><td class="num" data-label="4xx">0</td><td class="num" data-label="5xx" data-fit="status">0</td><td class="num" data-label="Error rate" data-fit="status">0.0%</td>`)
 		p.lacks(t, "video_noSuchVideoAtAll0000")
 		if !regexp.MustCompile(`UTC: 3 tasks \(3 completed, 0 failed\)</title>`).MatchString(p.Body) {
 			t.Errorf("no bar of the day's 3 tasks:\n%s", trimPage(p.Body))

@@ -65,7 +65,7 @@ func TestTaskStatusEndpoint(t *testing.T) {
 			`data-task-field="status"`, `data-task-field="progress"`, `<span class="live-nojs">Reload this page to follow it.</span>`,
 			`<script src="/static/tasks.js" defer></script>`)
 		for _, page := range []string{"/console/tasks", "/console"} {
-			b.get(page).contains(t, `<tr data-task-id="`+id+`" data-task-status="queued">`, `<td data-task-field="status">`,
+			b.get(page).contains(t, `<tr data-task-id="`+id+`" data-task-status="queued">`, `<span class="badge queued" data-task-field="status">queued</span>`,
 				`<span class="muted small" data-task-field="progress">0%</span>`, `data-task-field="amount"`, `<script src="/static/tasks.js" defer></script>`)
 		}
 		if js := b.get("/static/tasks.js"); js.Status != 200 || !strings.Contains(js.Header.Get("Content-Type"), "javascript") {

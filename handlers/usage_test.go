@@ -336,7 +336,7 @@ func TestUsageRangeRefused(t *testing.T) {
 // statementCell reads an amount of a statement's summary by its row id.
 func statementCell(t *testing.T, p *page, id string) int64 {
 	t.Helper()
-	m := regexp.MustCompile(`(?s)<tr[^>]* id="` + regexp.QuoteMeta(id) + `"[^>]*>.*?<td class="num">([^<]*)</td>`).FindStringSubmatch(p.Body)
+	m := regexp.MustCompile(`(?s)<tr[^>]* id="` + regexp.QuoteMeta(id) + `"[^>]*>.*?<td class="num"[^>]*>([^<]*)</td>`).FindStringSubmatch(p.Body)
 	if m == nil {
 		t.Fatalf("the statement has no line %s:\n%s", id, trimPage(p.Body))
 	}

@@ -52,7 +52,7 @@ func (h *handler) adjustBalance(c *fiber.Ctx) error {
 		AllowNegative: web.Posted(c, "allow_negative") == "yes"}
 	show := func(status int) error {
 		c.Status(status)
-		return h.Render(c, staff.AdjustBalance(h.TenantViewer(c, "support"), p))
+		return h.Render(c, staff.AdjustBalance(h.TenantViewer(c, "account"), p))
 	}
 	amount, err := billing.ParseAdjustment(p.Form.Direction, p.Form.Amount)
 	adj := billing.Adjustment{AccountID: t.AccountID, Amount: amount, Reason: p.Form.Reason, AllowNegative: p.AllowNegative,
@@ -101,7 +101,7 @@ func (h *handler) disableAccount(c *fiber.Ctx) error {
 	p := staff.AccountStatePage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base, Action: "disable", Reason: web.Posted(c, "reason")}
 	show := func(status int) error {
 		c.Status(status)
-		return h.Render(c, staff.AccountState(h.TenantViewer(c, "support"), p))
+		return h.Render(c, staff.AccountState(h.TenantViewer(c, "account"), p))
 	}
 	refuse := func(status int, msg string) error {
 		p.Error = msg
@@ -157,7 +157,7 @@ func (h *handler) enableAccount(c *fiber.Ctx) error {
 	default:
 		return web.Redirect(c, t.Base+"?notice=account-enabled")
 	}
-	return h.Render(c, staff.AccountState(h.TenantViewer(c, "support"), p))
+	return h.Render(c, staff.AccountState(h.TenantViewer(c, "account"), p))
 }
 
 // setRole gives a user a role. The change holds from the user's next page: roles are read per request.
@@ -191,7 +191,7 @@ func (h *handler) setRole(c *fiber.Ctx) error {
 		default:
 			return err
 		}
-		return h.Render(c, staff.AdminRefused(h.Viewer(c, "support"), m))
+		return h.Render(c, staff.AdminRefused(h.Viewer(c, "support-search"), m))
 	}
 	if ch.User.ID == web.CurrentUser(c).ID && !ch.User.Staff() {
 		return web.Redirect(c, "/console") // no staff page is theirs any more
@@ -219,7 +219,7 @@ func (h *handler) showPrices(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return h.Render(c, staff.PriceTable(h.Viewer(c, "support"), staff.PricesPage{Rows: rows}))
+	return h.Render(c, staff.PriceTable(h.Viewer(c, "support-prices"), staff.PricesPage{Rows: rows}))
 }
 
 // setPrices changes the prices that differ from the ones the admin saw (billing.ReadPriceEdits), once
@@ -232,7 +232,7 @@ func (h *handler) setPrices(c *fiber.Ctx) error {
 	p := staff.PricesPage{Reason: web.Posted(c, "reason")}
 	show := func(status int) error {
 		c.Status(status)
-		return h.Render(c, staff.PriceTable(h.Viewer(c, "support"), p))
+		return h.Render(c, staff.PriceTable(h.Viewer(c, "support-prices"), p))
 	}
 	typed, seen := map[string]string{}, map[string]string{}
 	for _, name := range postedFields(c, "price_") {

@@ -17,11 +17,17 @@ import (
 	"videogen/views/staff"
 )
 
-// searchStaff answers GET /support/search?q=: one box for an e-mail (prefix), an account id, a key
-// prefix, a task, media or request id; exactly one match opens it.
+// searchPageSize is how many users a search by part of an address lists a page.
+const searchPageSize = 25
+
+// searchStaff answers GET /support/search?q=: one box for any part of an e-mail address (a name, a
+// domain), an account id, a key prefix, a task, media or request id; exactly one match opens it. Users
+// are listed searchPageSize at a time in address order, the next page after ?after= (the last address
+// shown).
 func (h *handler) searchStaff(c *fiber.Ctx) error {
 	v := h.Viewer(c, "support-search")
-	found, err := staffsearch.Find(c.UserContext(), h.DB.R, c.Query("q"), 50)
+	after := web.LogText(c.Query("after"), 254)
+	found, err := staffsearch.Find(c.UserContext(), h.DB.R, c.Query("q"), staffsearch.Page{After: after, Limit: searchPageSize})
 	switch {
 	case errors.Is(err, staffsearch.ErrEmpty):
 		return h.Render(c, staff.SearchView(v, staff.SearchPage{Hint: "Paste what the customer gave you: their e-mail address, " +
@@ -37,10 +43,16 @@ func (h *handler) searchStaff(c *fiber.Ctx) error {
 	if err := h.AuditLook(c, audit.Entry{Action: audit.Search, Detail: found.Term, TargetType: "query"}); err != nil {
 		return err
 	}
-	if len(found.Matches) == 1 {
+	if len(found.Matches) == 1 && after == "" && found.Next == "" {
 		return web.Redirect(c, found.Matches[0].Href)
 	}
 	p := staff.SearchPage{Query: found.Term, Hint: found.Hint}
+	if after != "" {
+		p.First = "/support/search?" + url.Values{"q": {found.Term}}.Encode()
+	}
+	if found.Next != "" {
+		p.Next = "/support/search?" + url.Values{"q": {found.Term}, "after": {found.Next}}.Encode()
+	}
 	for _, m := range found.Matches {
 		p.Results = append(p.Results, staff.SearchResult{Kind: m.Kind, Label: m.Label, Href: m.Href, Note: m.Note})
 	}
@@ -81,7 +93,7 @@ func (h *handler) showStaffAccount(c *fiber.Ctx) error {
 	if p.Topups, err = h.Payments.Topups(ctx, t.AccountID, 10); err != nil {
 		return err
 	}
-	return h.Render(c, staff.StaffAccountView(h.TenantViewer(c, "support"), p))
+	return h.Render(c, staff.StaffAccountView(h.TenantViewer(c, "account"), p))
 }
 
 // showStaffLedger answers GET /support/accounts/{account}/ledger: the whole ledger, 50 entries a page,
@@ -103,7 +115,7 @@ func (h *handler) showStaffLedger(c *fiber.Ctx) error {
 	if more {
 		p.Next = "?before=" + strconv.FormatInt(entries[len(entries)-1].ID, 10)
 	}
-	return h.Render(c, staff.StaffLedgerView(h.TenantViewer(c, "support"), p))
+	return h.Render(c, staff.StaffLedgerView(h.TenantViewer(c, "ledger"), p))
 }
 
 // showStaffCall answers GET /support/calls/{request}: the one API call with that X-Request-Id, and for a
@@ -124,7 +136,7 @@ func (h *handler) showStaffCall(c *fiber.Ctx) error {
 	if err := h.AuditLook(c, e); err != nil {
 		return err
 	}
-	v := h.Viewer(c, "support")
+	v := h.Viewer(c, "support-search")
 	p := staff.StaffCallPage{Call: *call}
 	if call.AccountID != nil {
 		if p.Account, p.Owner, err = models.AccountWithOwner(c.UserContext(), h.DB.R, *call.AccountID); err != nil {

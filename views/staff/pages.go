@@ -43,6 +43,9 @@ type SearchPage struct {
 	Results []SearchResult
 	Hint    string // what to try next when nothing was found, or how the query was read
 	Error   string // why the query was not searched at all
+	// First and Next link the first and the next page of users matching part of an address ("" when
+	// there is none).
+	First, Next string
 }
 
 // StaffCallPage is one API call opened from its request id.

@@ -31,6 +31,16 @@ type Result struct {
 	Term    string
 	Matches []Match
 	Hint    string
+	// Next is the cursor of the page after this one ("" when this is the last): a search by part of an
+	// e-mail address can match any number of users, listed a page at a time in address order.
+	Next string
+}
+
+// Page is which page of a query's matches to list: those after the cursor After (a Result's Next; ""
+// for the first page), at most Limit.
+type Page struct {
+	After string
+	Limit int
 }
 
 var (
@@ -62,8 +72,9 @@ func invisible(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.
 // maxQuery bounds what is searched and recorded; the longest e-mail address is 254 bytes.
 const maxQuery = 254
 
-// Find reads q and looks for what it names; at most limit matches.
-func Find(ctx context.Context, db *gorm.DB, q string, limit int) (Result, error) {
+// Find reads q and looks for what it names; at most page.Limit matches, after page.After.
+func Find(ctx context.Context, db *gorm.DB, q string, page Page) (Result, error) {
+	limit := max(page.Limit, 1)
 	q = strings.TrimSpace(q)
 	if q == "" {
 		return Result{}, ErrEmpty
@@ -97,7 +108,7 @@ func Find(ctx context.Context, db *gorm.DB, q string, limit int) (Result, error)
 	if n, err := strconv.ParseInt(strings.TrimPrefix(q, "#"), 10, 64); err == nil && n > 0 {
 		return r, r.account(db, n)
 	}
-	return r, r.users(db, strings.ToLower(q), limit)
+	return r, r.users(db, q, page.After, limit)
 }
 
 func accountHref(id int64) string { return "/support/accounts/" + strconv.FormatInt(id, 10) }
@@ -166,12 +177,26 @@ func (r *Result) account(db *gorm.DB, id int64) error {
 	return nil
 }
 
-// users finds users whose address starts with q (addresses are stored lower-cased).
-func (r *Result) users(db *gorm.DB, q string, limit int) error {
-	esc := storetext.EscapeLike(q)
+// users finds users whose address holds q anywhere — a name, part of one, a domain such as example.com —
+// in any case, in address order, limit at a time after the address after. q is matched literally: LIKE's
+// wildcards (% and _) and the escape character in it are escaped, and it is a bound parameter.
+//
+// On PostgreSQL a trigram index on lower(email) serves this infix search when the pg_trgm extension
+// could be installed (migration 00021); without it, and on SQLite, it reads the users table, which a
+// staff search (rare, by a person) can afford. A B-tree on lower(email) would serve prefix searches only.
+func (r *Result) users(db *gorm.DB, q, after string, limit int) error {
+	pattern := "%" + storetext.EscapeLike(strings.ToLower(q)) + "%"
+	query := db.Where(`lower(email) LIKE ? ESCAPE '\'`, pattern)
+	if after != "" {
+		query = query.Where("email > ?", after)
+	}
 	var users []models.User
-	if err := db.Where(`email LIKE ? ESCAPE '\'`, esc+"%").Order("email").Limit(limit).Find(&users).Error; err != nil {
+	if err := query.Order("email").Limit(limit + 1).Find(&users).Error; err != nil {
 		return fmt.Errorf("search users: %w", err)
+	}
+	if len(users) > limit {
+		users = users[:limit]
+		r.Next = users[limit-1].Email
 	}
 	for _, u := range users {
 		r.Matches = append(r.Matches, Match{Kind: "user", Label: u.Email, Href: accountHref(u.AccountID),
