@@ -323,7 +323,7 @@ func TestUsagePage(t *testing.T) {
 		p, rows = get("key")
 		p.contains(t, "alpha", "beta", keys[0].Prefix)
 		keyNames := map[string]string{fmt.Sprintf("row-key-%d", keys[0].ID): "alpha (" + keys[0].Prefix + "…)", fmt.Sprintf("row-key-%d", keys[1].ID): "beta (" + keys[1].Prefix + "…)"}
-		checkRowCharts(t, "api key", p.Body, rows[:len(rows)-1], []string{keyNames[rows[0].Label], keyNames[rows[1].Label]})
+		checkRowCharts(t, "API key", p.Body, rows[:len(rows)-1], []string{keyNames[rows[0].Label], keyNames[rows[1].Label]})
 		for label, w := range map[string]usageFigures{
 			fmt.Sprintf("row-key-%d", keys[0].ID): {Videos: 2, Completed: 1, Failed: 1, Seconds: 4, Spent: lateCost},
 			fmt.Sprintf("row-key-%d", keys[1].ID): {Videos: 1, Completed: 1, Seconds: 8, Spent: earlyCost},

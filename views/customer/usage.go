@@ -146,13 +146,21 @@ func (p UsagePage) RowBars(figure string) ([]views.HBar, float64) {
 // model", then what its bars show and the range's total.
 func (p UsagePage) RowChartTitle(figure string) string {
 	what := map[string]string{"videos": "Videos", "seconds": "Seconds charged", "spend": "Spend"}[figure]
-	return what + " per " + strings.ToLower(p.GroupHeading())
+	return what + " per " + p.chartPer()
+}
+
+// chartPer names a row of the model and key charts in a sentence: "model", "API key".
+func (p UsagePage) chartPer() string {
+	if p.Report.Group == usage.ByKey {
+		return "API key"
+	}
+	return strings.ToLower(p.GroupHeading())
 }
 
 // RowChartDesc says what a model or key chart's bars show, in the table's order, and the total.
 func (p UsagePage) RowChartDesc(figure string) string {
 	t := p.Report.Total
-	per := strings.ToLower(p.GroupHeading())
+	per := p.chartPer()
 	switch figure {
 	case "videos":
 		return fmt.Sprintf("One bar per %s, most spent first: the videos it created in the range, %d in all.", per, t.Videos)
