@@ -423,6 +423,7 @@ func TestBrowserJourney(t *testing.T) {
 		{"account-page", "/console/account", nil},
 		{"members", "/console/members", nil},
 		{"usage", "/console/usage", []string{"money"}},
+		{"usage-per-model", "/console/usage?group=model", []string{"money"}},
 		{"statement", statement, []string{"money"}},
 		{"pricing-signed-in", "/pricing", []string{"money"}},
 		{"api-docs", "/docs/api", nil},

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"html"
+	"math"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -96,6 +97,75 @@ func pageUsage(t *testing.T, body string) []usageFigures {
 		out = append(out, usageFigures{Label: m[1], Videos: n(videos[1]), Completed: n(videos[2]), Failed: n(videos[3]), Seconds: seconds, Spent: parseMoney(t, spend)})
 	}
 	return out
+}
+
+// usageBar is one bar of a model or key chart on the Usage page.
+type usageBar struct {
+	Name, Figure string
+	Width        float64
+}
+
+var (
+	rowChartRE = regexp.MustCompile(`(?s)<svg id="chart-([a-z]+)" class="chart hchart" viewBox="0 0 600 ([0-9.]+)" role="img" aria-labelledby="[^"]+">\s*<title id="[^"]+">([^<]+)</title>\s*<desc id="[^"]+">([^<]+)</desc>(.*?)</svg>`)
+	hbarRE     = regexp.MustCompile(`(?s)<g class="hbar">\s*<title>([^<]*)</title>\s*<text[^>]*>([^<]*)</text>\s*<text[^>]*>([^<]*)</text>\s*<rect class="track"[^>]*></rect>\s*<rect class="bar" x="0" y="[0-9.]+" width="([0-9.]+)"`)
+)
+
+// usageCharts reads the Usage page's model or key charts: per figure ("videos", "seconds", "spend"),
+// its title and description, then its bars top to bottom.
+func usageCharts(t *testing.T, body string) map[string][]usageBar {
+	t.Helper()
+	out := map[string][]usageBar{}
+	for _, m := range rowChartRE.FindAllStringSubmatch(body, -1) {
+		out[m[1]+" title"] = []usageBar{{Name: html.UnescapeString(m[3]), Figure: html.UnescapeString(m[4])}}
+		for _, b := range hbarRE.FindAllStringSubmatch(m[5], -1) {
+			w, err := strconv.ParseFloat(b[4], 64)
+			if err != nil {
+				t.Fatalf("chart %s: bar width %q", m[1], b[4])
+			}
+			if name := html.UnescapeString(b[2]); !strings.HasPrefix(html.UnescapeString(b[1]), name+": ") && !strings.HasSuffix(name, "…") {
+				t.Errorf("chart %s: bar %q titled %q", m[1], name, b[1])
+			}
+			out[m[1]] = append(out[m[1]], usageBar{Name: html.UnescapeString(b[2]), Figure: html.UnescapeString(b[3]), Width: w})
+		}
+		if h, _ := strconv.ParseFloat(m[2], 64); h < float64(len(out[m[1]]))*40 {
+			t.Errorf("chart %s: %v high for %d bars", m[1], h, len(out[m[1]]))
+		}
+	}
+	return out
+}
+
+// checkRowCharts: the page shows a chart per figure with one bar per table row, in the table's order,
+// named as the row and showing its figure, the largest 600 long and the others in proportion.
+func checkRowCharts(t *testing.T, what, body string, rows []usageFigures, names []string) {
+	t.Helper()
+	charts := usageCharts(t, body)
+	for _, figure := range []string{"videos", "seconds", "spend"} {
+		title := charts[figure+" title"]
+		if len(title) == 0 || !strings.Contains(title[0].Name, "per "+what) || !strings.Contains(title[0].Figure, "One bar per "+what) {
+			t.Errorf("per %s: the %s chart's title and description: %+v", what, figure, title)
+		}
+		bars := charts[figure]
+		if len(bars) != len(rows) {
+			t.Fatalf("per %s: the %s chart has %d bars, the table %d rows", what, figure, len(bars), len(rows))
+		}
+		var most int64
+		value := func(r usageFigures) int64 {
+			return map[string]int64{"videos": r.Videos, "seconds": r.Seconds, "spend": r.Spent}[figure]
+		}
+		for _, r := range rows {
+			most = max(most, value(r))
+		}
+		for i, r := range rows {
+			b := bars[i]
+			want := map[string]string{"videos": fmt.Sprint(r.Videos), "seconds": fmt.Sprintf("%d s", r.Seconds), "spend": money.Micros(r.Spent).USD()}[figure]
+			if b.Name != names[i] || b.Figure != want {
+				t.Errorf("per %s, %s chart, bar %d: %q %q, want %q %q", what, figure, i, b.Name, b.Figure, names[i], want)
+			}
+			if w := 600 * float64(value(r)) / float64(most); math.Abs(b.Width-w) > 0.1 && !(value(r) > 0 && b.Width == 2) {
+				t.Errorf("per %s, %s chart, bar %d: %v long, want %.1f", what, figure, i, b.Width, w)
+			}
+		}
+	}
 }
 
 // csvUsage reads the export: its rows in order (key rows are labelled by name and prefix).
@@ -235,8 +305,11 @@ func TestUsagePage(t *testing.T) {
 			t.Errorf("per day: %d rows, want the two days and the total", len(rows))
 		}
 
+		p.lacks(t, "hchart")
+
 		// Per model and per key.
-		_, rows = get("model")
+		p, rows = get("model")
+		checkRowCharts(t, "model", p.Body, rows[:len(rows)-1], []string{rows[0].Label[len("row-model-"):], rows[1].Label[len("row-model-"):]})
 		for label, w := range map[string]usageFigures{
 			"row-model-videogen-2.0-mini-480p": {Videos: 2, Completed: 1, Failed: 1, Seconds: 4, Spent: lateCost},
 			"row-model-videogen-2.0-480p":      {Videos: 1, Completed: 1, Seconds: 8, Spent: earlyCost},
@@ -249,6 +322,8 @@ func TestUsagePage(t *testing.T) {
 		s.DB.R.Order("id").Find(&keys)
 		p, rows = get("key")
 		p.contains(t, "alpha", "beta", keys[0].Prefix)
+		keyNames := map[string]string{fmt.Sprintf("row-key-%d", keys[0].ID): "alpha (" + keys[0].Prefix + "…)", fmt.Sprintf("row-key-%d", keys[1].ID): "beta (" + keys[1].Prefix + "…)"}
+		checkRowCharts(t, "API key", p.Body, rows[:len(rows)-1], []string{keyNames[rows[0].Label], keyNames[rows[1].Label]})
 		for label, w := range map[string]usageFigures{
 			fmt.Sprintf("row-key-%d", keys[0].ID): {Videos: 2, Completed: 1, Failed: 1, Seconds: 4, Spent: lateCost},
 			fmt.Sprintf("row-key-%d", keys[1].ID): {Videos: 1, Completed: 1, Seconds: 8, Spent: earlyCost},

@@ -325,6 +325,46 @@ func BarsOf(values []int64, labels []string) []Bar {
 	return out
 }
 
+// HBar is one row of a horizontal bar chart (HBarsOf), in SVG units: its name and figure written on a
+// line above its bar, which starts at x 0.
+type HBar struct {
+	TextY, BarY, W float64 // the text's baseline, the bar's top and its length
+	Name, Figure   string  // written left and right above the bar; Name shortened to fit a phone
+	Label          string  // the bar's tooltip: the whole name and the figure
+}
+
+// Horizontal bar charts are 600 units wide and HBarPitch high per row, each bar HBarHeight high: room
+// for a 25-unit label above every bar, the size .chart text takes on a phone (legible at 390 px).
+const (
+	HBarPitch  = 52.0
+	HBarHeight = 14.0
+	hBarName   = 30 // runes of a name written beside its bar; the table has it whole
+)
+
+// HBarsOf lays values out top to bottom as the rows of a horizontal bar chart drawn in a 600-unit wide
+// SVG view box, the longest bar 600 long and a value above zero never shorter than 2; names[i] and
+// figures[i] are written above bar i. It returns the bars and the view box's height.
+func HBarsOf(values []int64, names, figures []string) ([]HBar, float64) {
+	var most int64 = 1
+	for _, v := range values {
+		most = max(most, v)
+	}
+	out := make([]HBar, 0, len(values))
+	for i, v := range values {
+		w := 600 * float64(max(v, 0)) / float64(most)
+		if v > 0 {
+			w = max(w, 2)
+		}
+		name := names[i]
+		if r := []rune(name); len(r) > hBarName {
+			name = string(r[:hBarName-1]) + "…"
+		}
+		top := float64(i) * HBarPitch
+		out = append(out, HBar{TextY: top + 26, BarY: top + 32, W: w, Name: name, Figure: figures[i], Label: names[i] + ": " + figures[i]})
+	}
+	return out, float64(len(values))*HBarPitch + 4
+}
+
 // StatusClass names an HTTP status' class for the badge colour ("s2", "s4", "s5").
 func StatusClass(status int) string { return fmt.Sprintf("s%d", status/100) }
 

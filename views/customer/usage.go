@@ -3,6 +3,7 @@ package customer
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"videogen/internal/domain/accounts"
@@ -118,6 +119,56 @@ func (p UsagePage) FirstDay() string { return p.Report.From.Format("Jan 2") }
 
 // LastDay labels the day charts' right end.
 func (p UsagePage) LastDay() string { return p.Report.To.Format("Jan 2") }
+
+// RowBars are the model or key chart of one figure ("videos", "seconds" or "spend"): a bar per row of the
+// table, in its order, with the view box's height.
+func (p UsagePage) RowBars(figure string) ([]views.HBar, float64) {
+	rows := p.Report.Rows
+	values, names, figures := make([]int64, len(rows)), make([]string, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.Label(p.Report.Group)
+		if p.Report.Group == usage.ByKey && r.KeyPrefix != "" {
+			names[i] += " (" + r.KeyPrefix + "…)"
+		}
+		switch figure {
+		case "videos":
+			values[i], figures[i] = r.Videos, views.Int64(r.Videos)
+		case "seconds":
+			values[i], figures[i] = r.Seconds, views.Int64(r.Seconds)+" s"
+		default:
+			values[i], figures[i] = r.SpentMicros, views.Money(r.SpentMicros)
+		}
+	}
+	return views.HBarsOf(values, names, figures)
+}
+
+// RowChartTitle and RowChartDesc name a model or key chart for people who cannot see it: "Videos per
+// model", then what its bars show and the range's total.
+func (p UsagePage) RowChartTitle(figure string) string {
+	what := map[string]string{"videos": "Videos", "seconds": "Seconds charged", "spend": "Spend"}[figure]
+	return what + " per " + p.chartPer()
+}
+
+// chartPer names a row of the model and key charts in a sentence: "model", "API key".
+func (p UsagePage) chartPer() string {
+	if p.Report.Group == usage.ByKey {
+		return "API key"
+	}
+	return strings.ToLower(p.GroupHeading())
+}
+
+// RowChartDesc says what a model or key chart's bars show, in the table's order, and the total.
+func (p UsagePage) RowChartDesc(figure string) string {
+	t := p.Report.Total
+	per := p.chartPer()
+	switch figure {
+	case "videos":
+		return fmt.Sprintf("One bar per %s, most spent first: the videos it created in the range, %d in all.", per, t.Videos)
+	case "seconds":
+		return fmt.Sprintf("One bar per %s, most spent first: the seconds of video it was charged, %d in all.", per, t.Seconds)
+	}
+	return fmt.Sprintf("One bar per %s, most spent first: what its videos were charged, %s in all.", per, views.Money(t.SpentMicros))
+}
 
 // Share is a row's part of the range's spend (or, when nothing was charged, of its videos) in percent,
 // the width of its bar.

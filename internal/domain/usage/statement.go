@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -268,33 +269,30 @@ func buildStatement(ctx context.Context, d *db.DB, acct *models.Account, month, 
 }
 
 // Months lists the months an account has statements with entries for, newest first, in its zone up to
-// now: the months from its first entry's on whose cut moved (at most the last 120).
+// now: the months in which an entry was stamped before now (at most the last 120). One query: the month
+// boundaries are computed here, in the account's zone (which SQLite cannot do), and the account's
+// entries of those months are counted per month by a CASE over them — the same on both databases.
 func Months(ctx context.Context, d *db.DB, accountID int64, loc *time.Location, now time.Time) ([]time.Time, error) {
-	var first []models.LedgerEntry
-	if err := d.R.WithContext(ctx).Where("account_id = ?", accountID).Order("id").Limit(1).Find(&first).Error; err != nil {
-		return nil, fmt.Errorf("first ledger entry of account %d: %w", accountID, err)
+	const most = 120
+	starts := make([]time.Time, most) // starts[i] is the month i months before now's
+	var bucket strings.Builder
+	args := make([]any, 0, most+3)
+	bucket.WriteString("CASE")
+	for i := range starts {
+		starts[i] = MonthOf(now, loc).AddDate(0, -i, 0)
+		fmt.Fprintf(&bucket, " WHEN created_at >= ? THEN %d", i)
+		args = append(args, starts[i].UTC())
 	}
-	if len(first) == 0 {
-		return nil, nil
+	bucket.WriteString(" END")
+	args = append(args, accountID, starts[most-1].UTC(), now.UTC())
+	var found []int
+	if err := d.R.WithContext(ctx).Raw("SELECT "+bucket.String()+" AS m FROM ledger_entries WHERE account_id = ? AND created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1",
+		args...).Scan(&found).Error; err != nil {
+		return nil, fmt.Errorf("months of the ledger of account %d: %w", accountID, err)
 	}
-	start := MonthOf(first[0].CreatedAt, loc)
-	if oldest := MonthOf(now, loc).AddDate(0, -119, 0); start.Before(oldest) {
-		start = oldest
-	}
-	var out []time.Time
-	next, err := cut(ctx, d, accountID, now)
-	if err != nil {
-		return nil, err
-	}
-	for m := MonthOf(now, loc); !m.Before(start); m = m.AddDate(0, -1, 0) {
-		before, err := cut(ctx, d, accountID, m)
-		if err != nil {
-			return nil, err
-		}
-		if next > before {
-			out = append(out, m)
-		}
-		next = before
+	out := make([]time.Time, 0, len(found))
+	for _, i := range found {
+		out = append(out, starts[i])
 	}
 	return out, nil
 }

@@ -156,3 +156,56 @@ func TestStatementOfALedgerWrittenOutOfTimeOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestMonths: the months with statements are those in which an entry was stamped, counted in the
+// account's zone — an entry at 22:00 on March 31 in New York (02:00 UTC on April 1) is March's there and
+// April's in UTC, one at midnight on June 1 is June's — newest first, with the months between them that
+// have none left out, an entry stamped after now not counted, and nothing for an account without entries.
+func TestMonths(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, url string) {
+		d := openDB(t, url)
+		acct := testkit.NewAccount(t, d, "")
+		ny, _ := time.LoadLocation("America/New_York")
+		now := time.Date(2030, 7, 15, 12, 0, 0, 0, ny)
+		ctx := context.Background()
+		if got, err := usage.Months(ctx, d, acct.ID, ny, now); err != nil || len(got) != 0 {
+			t.Fatalf("an account without entries: %v %v", got, err)
+		}
+		var balance int64
+		for _, at := range []time.Time{
+			time.Date(2029, 11, 20, 9, 0, 0, 0, ny),
+			time.Date(2030, 1, 1, 0, 0, 0, 0, ny),
+			time.Date(2030, 3, 2, 8, 0, 0, 0, ny),
+			time.Date(2030, 3, 31, 22, 0, 0, 0, ny),   // 02:00 UTC on April 1
+			time.Date(2030, 5, 31, 23, 59, 59, 0, ny), // May, a second before June
+			time.Date(2030, 6, 1, 0, 0, 0, 0, ny),
+			now.Add(time.Hour), // after now: not yet on any statement
+		} {
+			balance++
+			if err := d.W.Create(&models.LedgerEntry{AccountID: acct.ID, Kind: models.KindAdjustment, DeltaAvailable: 1,
+				AvailableAfter: balance, Reason: "test", CreatedAt: at.UTC()}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(loc *time.Location, want ...string) {
+			t.Helper()
+			got, err := usage.Months(ctx, d, acct.ID, loc, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, m := range got {
+				if m.Location() != loc || m.Day() != 1 || m.Hour() != 0 {
+					t.Errorf("%s: month %s does not start at its first midnight there", loc, m)
+				}
+				keys = append(keys, m.Format("2006-01"))
+			}
+			if strings.Join(keys, " ") != strings.Join(want, " ") {
+				t.Errorf("%s: months %v, want %v", loc, keys, want)
+			}
+		}
+		check(ny, "2030-06", "2030-05", "2030-03", "2030-01", "2029-11")
+		// In UTC the New York March 31 entry is April's and the May 31 one June's.
+		check(time.UTC, "2030-06", "2030-04", "2030-03", "2030-01", "2029-11")
+	})
+}
