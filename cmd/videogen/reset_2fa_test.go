@@ -34,11 +34,8 @@ func TestCLIResetSecondFactor(t *testing.T) {
 			t.Fatalf("sign-in: %d", status)
 		}
 		_, setup := sam.get(base + "/support/2fa/setup")
-		m := regexp.MustCompile(`id="totp-secret"[^>]*>([A-Z2-7]+)<`).FindStringSubmatch(setup)
-		if m == nil {
-			t.Fatal("no secret on the enrolment page")
-		}
-		code, _ := totp.GenerateCode(m[1], time.Now())
+		secret := totpSecretOf(t, setup)
+		code, _ := totp.GenerateCode(secret, time.Now())
 		if status, _ := sam.post(base+"/support/2fa/setup", url.Values{"code": {code}}); status != 200 {
 			t.Fatalf("enrolment: %d", status)
 		}
@@ -82,4 +79,14 @@ func TestCLIResetSecondFactor(t *testing.T) {
 			t.Errorf("%d recovery codes still usable", codes)
 		}
 	})
+}
+
+// totpSecretOf reads the key the staff enrolment page prints once, in groups of four (one element each).
+func totpSecretOf(t *testing.T, page string) string {
+	t.Helper()
+	m := regexp.MustCompile(`id="totp-secret"[^>]*>((?:\s*<span>[A-Z2-7]+</span>)+)\s*</code>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no secret on the enrolment page")
+	}
+	return strings.Join(regexp.MustCompile(`[A-Z2-7]+`).FindAllString(m[1], -1), "")
 }

@@ -3,7 +3,6 @@ package main_test
 import (
 	"html"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,11 +56,8 @@ func TestCLIWalletAdjustmentIsAudited(t *testing.T) {
 			t.Fatalf("sign-in: %d", status)
 		}
 		_, setup := boss.get(base + "/support/2fa/setup")
-		m := regexp.MustCompile(`id="totp-secret"[^>]*>([A-Z2-7]+)<`).FindStringSubmatch(setup)
-		if m == nil {
-			t.Fatal("no secret on the enrolment page")
-		}
-		totpCode, _ := totp.GenerateCode(m[1], time.Now())
+		secret := totpSecretOf(t, setup)
+		totpCode, _ := totp.GenerateCode(secret, time.Now())
 		if status, _ := boss.post(base+"/support/2fa/setup", url.Values{"code": {totpCode}}); status != 200 {
 			t.Fatalf("enrolment: %d", status)
 		}
