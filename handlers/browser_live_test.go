@@ -97,13 +97,15 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 		_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: recordStatusFetches})
 		return chromedp.Void{}, err
 	})
-	// polledAsTold checks the status requests of the page shown now, whose task has ended: each came no
-	// sooner after the one before than that one's answer said (openai-poll-after-ms), and none comes in an
+	// polledAsTold checks the status requests of the page shown now, whose tasks have ended: each came no
+	// sooner after the one before for the same task than that one's answer said (openai-poll-after-ms;
+	// a list polls each of its running tasks on its own), and none comes in an
 	// observation window of 2.5 s after the end. That window is the one deliberate wait of this test: a
 	// request that is never sent has no condition to wait for.
 	polledAsTold := func(what string) {
 		t.Helper()
 		type fetch struct {
+			Task  string
 			At    float64
 			After int // the answer's openai-poll-after-ms; 0 if it has not come
 		}
@@ -119,13 +121,18 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 			t.Fatalf("%s: %d status requests while the task ran, want at least 2", what, len(before))
 		}
 		const tolerance = 25 // ms: timers fire on the event loop's own clock
-		for i := 1; i < len(before); i++ {
-			prev := before[i-1]
-			if prev.After < 1000 {
-				t.Errorf("%s: status answer %d carried openai-poll-after-ms %d, want at least 1000", what, i, prev.After)
+		last := map[string]fetch{}
+		for i, f := range before {
+			prev, ok := last[f.Task]
+			last[f.Task] = f
+			if !ok {
+				continue
 			}
-			if gap := before[i].At - prev.At; gap < float64(prev.After-tolerance) {
-				t.Errorf("%s: status request %d came %.0f ms after the one before, whose answer said to wait %d ms", what, i+1, gap, prev.After)
+			if prev.After < 1000 {
+				t.Errorf("%s: a status answer for %s carried openai-poll-after-ms %d, want at least 1000", what, f.Task, prev.After)
+			}
+			if gap := f.At - prev.At; gap < float64(prev.After-tolerance) {
+				t.Errorf("%s: status request %d (%s) came %.0f ms after the one before for its task, whose answer said to wait %d ms", what, i+1, f.Task, gap, prev.After)
 			}
 		}
 		eval(what+": watch for 2.5 s", `new Promise(ok => setTimeout(() => ok(""), 2500))`)
@@ -251,7 +258,7 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 }
 
 // recordStatusFetches wraps fetch, before the page's own scripts run, to record in window.statusFetches
-// each request of GET /console/tasks/{id}/status: when it was sent and the openai-poll-after-ms header of
+// each request of GET /console/tasks/{id}/status: its task, when it was sent and the openai-poll-after-ms header of
 // its answer.
 const recordStatusFetches = `(() => {
 	window.statusFetches = [];
@@ -260,7 +267,7 @@ const recordStatusFetches = `(() => {
 		const answer = real.apply(this, arguments);
 		const url = new URL(typeof input === "string" ? input : input.url, location.href);
 		if (/^\/console\/tasks\/[^/]+\/status$/.test(url.pathname)) {
-			const rec = {at: performance.now(), after: 0};
+			const rec = {task: url.pathname.split("/")[3], at: performance.now(), after: 0};
 			window.statusFetches.push(rec);
 			answer.then(r => { rec.after = parseInt(r.headers.get("openai-poll-after-ms"), 10) || 0; }, () => {});
 		}
