@@ -64,9 +64,16 @@ const measureFit = `(() => {
 		if (!shown(cell)) { cells.push(kind + " cell not shown, in: " + row); continue; }
 		const wrap = cell.closest(".table-wrap"), box = wrap ? wrap.getBoundingClientRect() : {left: 0, right: vw};
 		const left = Math.max(0, box.left), right = Math.min(vw, box.right);
-		const range = document.createRange();
-		range.selectNodeContents(cell);
-		const rects = [cell.getBoundingClientRect(), ...range.getClientRects(), ...[...cell.querySelectorAll("*")].filter(shown).map(el => el.getBoundingClientRect())];
+		// Its lines of text, but not those of a label kept for screen readers only (.visually-hidden,
+		// clipped to nothing on screen).
+		const lines = [], walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+		for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+			if (node.parentElement.closest(".visually-hidden")) continue;
+			const range = document.createRange();
+			range.selectNodeContents(node);
+			lines.push(...range.getClientRects());
+		}
+		const rects = [cell.getBoundingClientRect(), ...lines, ...[...cell.querySelectorAll("*")].filter(el => !el.closest(".visually-hidden") && shown(el)).map(el => el.getBoundingClientRect())];
 		const out = rects.find(r => (r.width > 0 || r.height > 0) && (r.left < left - 0.5 || r.right > right + 0.5));
 		if (out) { cells.push(kind + " cell spans " + Math.round(out.left) + "–" + Math.round(out.right) + " px of " + Math.round(left) + "–" + Math.round(right) + ": " + words(cell) + " (row: " + row + ")"); continue; }
 		kinds[kind] = (kinds[kind] || 0) + 1;
