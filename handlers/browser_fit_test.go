@@ -17,7 +17,8 @@ import (
 
 // fitPage is a page the browser tests check at a laptop's and a phone's width: a name (for its
 // screenshots and the messages), its path, and the kinds of cells it must show on screen — "money",
-// "status", "action", as marked with data-fit in its markup. A new page is one line in a test's list.
+// "status", "action", "what" (a task's prompt, a call's method and path), "time", as marked with data-fit
+// in its markup. A new page is one line in a test's list.
 type fitPage struct {
 	name, path string
 	want       []string
@@ -33,6 +34,7 @@ type fitLayout struct {
 	ChartFont                float64        // the smallest chart label as drawn, in CSS pixels (0: no chart)
 	Cards                    int            // table.fit rows laid out as cards (display: block)
 	Rows                     int            // table.fit rows
+	Bare                     []string       // table.fit rows without the "what" or "time" their table's other rows show
 }
 
 // measureFit checks every table in <main>: it is a table.fit (a list: a card per row on a phone) or a
@@ -40,7 +42,9 @@ type fitLayout struct {
 // neither it nor its box is wider than
 // the box (no sideways scrolling); every data-fit cell that holds something is shown, and its content — every element and
 // every line of text in it — lies inside the viewport and inside its table's box. It reads the rendered
-// size of the charts' labels (font size times the SVG's scale) and how many table rows are cards.
+// size of the charts' labels (font size times the SVG's scale) and how many table rows are cards. A
+// table whose rows say what they are (data-fit="what") or when (data-fit="time") must say so in every row:
+// on a phone each card then shows them (the cells' check above puts them on screen).
 const measureFit = `(() => {
 	const doc = document.documentElement, vw = window.innerWidth;
 	const shown = el => { const r = el.getBoundingClientRect(); return el.checkVisibility({visibilityProperty: true, opacityProperty: true}) && r.width > 0 && r.height > 0; };
@@ -60,9 +64,16 @@ const measureFit = `(() => {
 		if (!shown(cell)) { cells.push(kind + " cell not shown, in: " + row); continue; }
 		const wrap = cell.closest(".table-wrap"), box = wrap ? wrap.getBoundingClientRect() : {left: 0, right: vw};
 		const left = Math.max(0, box.left), right = Math.min(vw, box.right);
-		const range = document.createRange();
-		range.selectNodeContents(cell);
-		const rects = [cell.getBoundingClientRect(), ...range.getClientRects(), ...[...cell.querySelectorAll("*")].filter(shown).map(el => el.getBoundingClientRect())];
+		// Its lines of text, but not those of a label kept for screen readers only (.visually-hidden,
+		// clipped to nothing on screen).
+		const lines = [], walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+		for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+			if (node.parentElement.closest(".visually-hidden")) continue;
+			const range = document.createRange();
+			range.selectNodeContents(node);
+			lines.push(...range.getClientRects());
+		}
+		const rects = [cell.getBoundingClientRect(), ...lines, ...[...cell.querySelectorAll("*")].filter(el => !el.closest(".visually-hidden") && shown(el)).map(el => el.getBoundingClientRect())];
 		const out = rects.find(r => (r.width > 0 || r.height > 0) && (r.left < left - 0.5 || r.right > right + 0.5));
 		if (out) { cells.push(kind + " cell spans " + Math.round(out.left) + "–" + Math.round(out.right) + " px of " + Math.round(left) + "–" + Math.round(right) + ": " + words(cell) + " (row: " + row + ")"); continue; }
 		kinds[kind] = (kinds[kind] || 0) + 1;
@@ -74,7 +85,16 @@ const measureFit = `(() => {
 		chartFont = chartFont ? Math.min(chartFont, px) : px;
 	}
 	const rows = [...document.querySelectorAll("main table.fit tbody tr")];
-	return {width: vw, scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, tables, cells: cells.slice(0, 10), kinds, chartFont,
+	const bare = [];
+	for (const table of document.querySelectorAll("main table.fit")) {
+		for (const kind of ["what", "time"]) {
+			if (!table.querySelector("tbody [data-fit=" + kind + "]")) continue;
+			for (const tr of table.querySelectorAll("tbody tr")) {
+				if (![...tr.querySelectorAll("[data-fit=" + kind + "]")].some(el => el.textContent.trim() !== "")) bare.push("a row without its " + kind + ": " + words(tr));
+			}
+		}
+	}
+	return {bare: bare.slice(0, 10), width: vw, scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, tables, cells: cells.slice(0, 10), kinds, chartFont,
 		cards: rows.filter(tr => getComputedStyle(tr).display === "block").length, rows: rows.length};
 })()`
 
@@ -99,7 +119,7 @@ func measureFitIn(t *testing.T, browser context.Context) fitLayout {
 
 // problems lists what does not fit, and which of the wanted kinds of cells the page did not show.
 func (l fitLayout) problems(want []string) []string {
-	out := append(slices.Clone(l.Tables), l.Cells...)
+	out := append(append(slices.Clone(l.Tables), l.Cells...), l.Bare...)
 	if l.ScrollWidth > l.ClientWidth {
 		out = append(out, fmt.Sprintf("the page scrolls sideways: %d px of content in %d", l.ScrollWidth, l.ClientWidth))
 	}

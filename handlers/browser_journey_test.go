@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"videogen/internal/testkit"
+	"videogen/models"
 	"videogen/views/customer"
 )
 
@@ -408,22 +410,50 @@ func TestBrowserJourney(t *testing.T) {
 	var statement string
 	eval("read the statement's link", `document.querySelector('a[href^="/console/statements/"]').getAttribute("href")`, &statement)
 
+	// The key's limits page, as the keys page links it.
+	do("open the keys page", chromedp.Navigate(s.URL+"/console/keys"))
+	var limits string
+	eval("read the key's limits link", `document.querySelector('main a[href$="/limits"]').getAttribute("href")`, &limits)
+	// A card payment's own page: the declined one seeded above (its page does not refresh itself).
+	var declined models.Topup
+	if err := s.DB.R.Where("account_id = ? AND state = ?", accountOf(t, s, email).AccountID, models.TopupFailed).Take(&declined).Error; err != nil {
+		t.Fatalf("the declined payment: %v", err)
+	}
+
+	// A colleague who joined and an invitation still waiting: the members page shows its Change role,
+	// Remove… and Withdraw controls. The owner's second session (over HTTP) sends the invitations.
+	owner := newBrowser(t, s)
+	if p := owner.post("/signin", "/signin", url.Values{"email": {email}, "password": {password}}); p.Status != 303 {
+		t.Fatalf("sign in over HTTP: %d %s", p.Status, p.location())
+	}
+	const colleagueEmail = "colleague.with.a.long.address@example-videos.com"
+	join(t, s, invite(t, s, owner, colleagueEmail, "developer"))
+	invite(t, s, owner, "invited.and.still.waiting@example-videos.com", "viewer")
+	colleague := userByEmail(t, s, colleagueEmail)
+
 	// Every console page at both widths: the checks of look, and the kinds of cells each must show on
-	// screen. A new console page is one line here.
+	// screen. A new console page is one line here. Task rows and call-log rows say what each is and when
+	// ("what", "time"), in every card at a phone's width. The members page's role cells are "status" and
+	// its Change role, Remove… and Withdraw controls "action".
 	consolePages := []fitPage{
-		{"dashboard", "/console", []string{"money", "status"}},
-		{"tasks-all", "/console/tasks", []string{"money", "status"}},
+		{"dashboard", "/console", []string{"money", "status", "what", "time"}},
+		{"tasks-all", "/console/tasks", []string{"money", "status", "what", "time"}},
 		{"task-completed", "/console/tasks/" + id, []string{"money"}},
 		{"task-failed", "/console/tasks/" + failed, []string{"money"}},
-		{"call-log", "/console/calls", []string{"money", "status"}},
+		{"call-log", "/console/calls", []string{"money", "status", "what", "time"}},
 		{"keys", "/console/keys", []string{"status", "action"}},
+		{"key-limits", limits, nil},
 		{"webhooks", "/console/webhooks", []string{"status"}},
 		{"webhook", "/console/webhooks/" + endpoint, []string{"status", "action"}},
 		{"wallet-payments", "/console/wallet", []string{"money", "status"}},
+		{"topup-declined", "/console/wallet/topups/" + declined.ID, nil},
 		{"account-page", "/console/account", nil},
-		{"members", "/console/members", nil},
+		{"members", "/console/members", []string{"status", "action"}},
+		{"member-remove", fmt.Sprintf("/console/members/%d/remove", colleague.ID), nil},
+		{"members-leave", "/console/members/leave", nil},
 		{"usage", "/console/usage", []string{"money"}},
-		{"usage-per-model", "/console/usage?group=model", []string{"money"}},
+		{"usage-by-model", "/console/usage?group=model", []string{"money"}},
+		{"usage-by-key", "/console/usage?group=key", []string{"money"}},
 		{"statement", statement, []string{"money"}},
 		{"pricing-signed-in", "/pricing", []string{"money"}},
 		{"api-docs", "/docs/api", nil},

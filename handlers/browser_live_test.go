@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"videogen/internal/testkit"
@@ -88,6 +90,56 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		return v
+	}
+	// Before any page's script runs, fetch is wrapped to record each status request: when it was sent
+	// (performance.now(), ms) and the openai-poll-after-ms header its answer carried.
+	run("record the status requests of every page", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: recordStatusFetches})
+		return chromedp.Void{}, err
+	})
+	// polledAsTold checks the status requests of the page shown now, whose tasks have ended: each came no
+	// sooner after the one before for the same task than that one's answer said (openai-poll-after-ms;
+	// a list polls each of its running tasks on its own), and none comes in an
+	// observation window of 2.5 s after the end. That window is the one deliberate wait of this test: a
+	// request that is never sent has no condition to wait for.
+	polledAsTold := func(what string) {
+		t.Helper()
+		type fetch struct {
+			Task  string
+			At    float64
+			After int // the answer's openai-poll-after-ms; 0 if it has not come
+		}
+		read := func() []fetch {
+			var fs []fetch
+			if err := json.Unmarshal([]byte(eval(what+": read the status requests", `JSON.stringify(window.statusFetches || null)`)), &fs); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			return fs
+		}
+		before := read()
+		if len(before) < 2 {
+			t.Fatalf("%s: %d status requests while the task ran, want at least 2", what, len(before))
+		}
+		const tolerance = 25 // ms: timers fire on the event loop's own clock
+		last := map[string]fetch{}
+		for i, f := range before {
+			prev, ok := last[f.Task]
+			last[f.Task] = f
+			if !ok {
+				continue
+			}
+			if prev.After < 1000 {
+				t.Errorf("%s: a status answer for %s carried openai-poll-after-ms %d, want at least 1000", what, f.Task, prev.After)
+			}
+			if gap := f.At - prev.At; gap < float64(prev.After-tolerance) {
+				t.Errorf("%s: status request %d (%s) came %.0f ms after the one before for its task, whose answer said to wait %d ms", what, i+1, f.Task, gap, prev.After)
+			}
+		}
+		eval(what+": watch for 2.5 s", `new Promise(ok => setTimeout(() => ok(""), 2500))`)
+		if after := read(); len(after) != len(before) {
+			t.Errorf("%s: %d status requests after the task ended (polling did not stop)", what, len(after)-len(before))
+		}
+		t.Logf("%s: status requests %+v", what, before)
 	}
 	run("open the sign-in page", chromedp.Navigate(s.URL+"/signin"),
 		chromedp.SendKeys(chromedp.ID("email"), email), chromedp.SendKeys(chromedp.ID("password"), "paper-boats-float-42"))
@@ -166,6 +218,7 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 		() => img.alt + " " + img.naturalWidth + "x" + img.naturalHeight, () => img.alt + " did not load"))).then(all => all.join(", "))`); inputs != "First frame 64x48, Reference image 1 48x48" {
 		t.Errorf("the task's inputs in the browser: %s", inputs)
 	}
+	polledAsTold("the task page")
 	photo("task-completed")
 	if text := eval("read the page", `document.querySelector("main").innerText`); !strings.Contains(text, "Download MP4") || strings.Contains(text, "Not ready yet") ||
 		!strings.Contains(text, "Charged for a video") {
@@ -181,6 +234,7 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 	if !same || len(seen) < 2 || seen[0] != "queued 0%" || seen[len(seen)-1] != "failed" {
 		t.Errorf("the failing task's page went through %q (same page: %v)", seen, same)
 	}
+	polledAsTold("the failing task's page")
 	photo("task-failed")
 	if refund := eval("read the refund", `document.querySelector("[data-task-refund]").textContent`); refund != "Refunded: the $0.20 reserved for this video is back in your available balance. Nothing was charged." {
 		t.Errorf("refund notice %q", refund)
@@ -196,8 +250,27 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 	if !same || len(seen) < 3 || seen[0] != "queued 0%" || !sawProgress(seen) || seen[len(seen)-1] != "completed" {
 		t.Errorf("the list's row went through %q (same page: %v)", seen, same)
 	}
+	polledAsTold("the tasks list")
 	photo("list-completed")
 	if cells := eval("read the row", `[...document.querySelectorAll(`+strconv.Quote(row+" [data-task-field]")+`)].map(el => el.getAttribute("data-task-field") + "=" + el.textContent.trim().replace(/\s+/g, " ")).join(", ")`); cells != "status=completed, amount=$0.20, billing=settled" {
 		t.Errorf("the finished row's fields: %s", cells)
 	}
 }
+
+// recordStatusFetches wraps fetch, before the page's own scripts run, to record in window.statusFetches
+// each request of GET /console/tasks/{id}/status: its task, when it was sent and the openai-poll-after-ms header of
+// its answer.
+const recordStatusFetches = `(() => {
+	window.statusFetches = [];
+	const real = window.fetch;
+	window.fetch = function (input, init) {
+		const answer = real.apply(this, arguments);
+		const url = new URL(typeof input === "string" ? input : input.url, location.href);
+		if (/^\/console\/tasks\/[^/]+\/status$/.test(url.pathname)) {
+			const rec = {task: url.pathname.split("/")[3], at: performance.now(), after: 0};
+			window.statusFetches.push(rec);
+			answer.then(r => { rec.after = parseInt(r.headers.get("openai-poll-after-ms"), 10) || 0; }, () => {});
+		}
+		return answer;
+	};
+})()`

@@ -295,3 +295,24 @@ func (p ResetPage) Title() string {
 	}
 	return "Choose a new password"
 }
+
+// inputCounts says how many images, videos and audio files a task was given, each noun in its number
+// ("1 video", "3 images"); kinds it was not given are left out, and a task given none says "none".
+func inputCounts(images, videos, audio int) string {
+	var parts []string
+	for _, k := range []struct {
+		n          int
+		one, other string
+	}{{images, "image", "images"}, {videos, "video", "videos"}, {audio, "audio file", "audio files"}} {
+		switch {
+		case k.n == 1:
+			parts = append(parts, "1 "+k.one)
+		case k.n > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", k.n, k.other))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
