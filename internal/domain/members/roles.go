@@ -41,7 +41,8 @@ type Action string
 // The actions, as docs/members.md's matrix lists them.
 const (
 	// ManageMembers is inviting members, changing their roles, removing them and withdrawing invitations.
-	// An admin never touches an owner and never makes anyone an owner (Service enforces it).
+	// An admin never touches an owner, and grants only admin, developer or viewer (Grantable; Service
+	// enforces it).
 	ManageMembers Action = "manage-members"
 	// SeeKeys is the API keys page.
 	SeeKeys Action = "see-keys"
