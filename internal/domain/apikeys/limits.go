@@ -203,6 +203,10 @@ type guardRow struct {
 // whole create transactions one at a time already. A key without a spend limit is not locked: its
 // creates do not wait for each other. Taken first in the transaction, so the idempotency lookup after
 // it sees a concurrent retry's committed task.
+//
+// Lock order: a key's row before its account's (the create locks the account's row later, entering
+// the backlog and reserving). Whatever else locks both takes them in that order too — removing a
+// member with their keys (members.Service.Remove) locks the keys first — or PostgreSQL deadlocks.
 func GuardCreate(tx *gorm.DB, postgres bool, keyID int64) (*Guard, error) {
 	const q = `SELECT k.spend_limit_micros, k.limit_period, k.allowed_models, a.time_zone
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?`

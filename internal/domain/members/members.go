@@ -84,7 +84,19 @@ func hashToken(raw string) string {
 // Every change of an account's members takes it, so counting the owners and changing one can never
 // interleave with another change (two owners demoting each other at once leave one owner, not none).
 func (s *Service) tx(ctx context.Context, accountID int64, fn func(tx *gorm.DB) error) error {
+	return s.txAfter(ctx, accountID, nil, fn)
+}
+
+// txAfter is tx with before run first, before the account's row is locked: the place for locks that
+// rank before the account's in the lock order (API keys' rows: a create with a spend-limited key locks
+// the key, then the account — docs/api-keys.md).
+func (s *Service) txAfter(ctx context.Context, accountID int64, before, fn func(tx *gorm.DB) error) error {
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if before != nil {
+			if err := before(tx); err != nil {
+				return err
+			}
+		}
 		if s.DB.Postgres {
 			if err := tx.Exec("SELECT id FROM accounts WHERE id = ? FOR UPDATE", accountID).Error; err != nil {
 				return fmt.Errorf("lock the members of account %d: %w", accountID, err)
@@ -135,8 +147,10 @@ func owners(tx *gorm.DB, accountID int64) (int64, error) {
 
 // Invite invites an address to the member's account with a role and e-mails the link (valid
 // InvitationTTL). An earlier pending invitation to the same address is replaced: only the newest link
-// works. Refused: a role that may not manage members (*Refused), an admin inviting an owner (*Refused),
-// an address that is a member already or has a login of another account, too many pending (*Invalid).
+// works. Refused: a role that may not manage members (*Refused), a role the member may not grant (an
+// admin inviting an owner or billing: *Refused, see Grantable),
+// an address that is a member already, too many pending or too many e-mails to the address (*Invalid). An
+// address that signs in to another account is invited as any other (its page says it cannot join).
 func (s *Service) Invite(ctx context.Context, by *models.User, email, role string) (*models.Invitation, error) {
 	if !ValidRole(role) {
 		return nil, &Invalid{Field: "role", Message: "Choose a role from the list."}
@@ -154,19 +168,20 @@ func (s *Service) Invite(ctx context.Context, by *models.User, email, role strin
 		if err != nil {
 			return err
 		}
-		if role == models.AccountOwner && me.AccountRole != models.AccountOwner {
-			return &Refused{Action: ManageMembers, Message: "Only an owner can invite another owner. Invite them as an admin, or ask an owner."}
+		if !MayGrant(me.AccountRole, role) {
+			return &Refused{Action: ManageMembers, Message: "Only an owner can invite an owner or a billing member (billing adds funds and changes the billing settings). " +
+				"Invite them as an admin, developer or viewer, or ask an owner."}
 		}
 		var existing models.User
 		if err := tx.Where("email = ?", norm).Limit(1).Find(&existing).Error; err != nil {
 			return fmt.Errorf("look up %s: %w", norm, err)
 		}
-		switch {
-		case existing.ID != 0 && existing.AccountID == me.AccountID && !existing.Removed():
+		// Whether the address signs in to another account is not told here: any signed-up user could then
+		// probe which addresses have logins. The invitation goes out as to any address (counted by the
+		// throttle and the pending cap below); its page, which only the address's owner reads, says why
+		// it cannot be accepted. Members of this very account are no secret to who may manage them.
+		if existing.ID != 0 && existing.AccountID == me.AccountID && !existing.Removed() {
 			return &Invalid{Field: "email", Message: norm + " is already a member of this account. Change their role in the list below."}
-		case existing.ID != 0 && existing.AccountID != me.AccountID:
-			return &Invalid{Field: "email", Message: norm + " already signs in to another videogen account, and one login belongs to one account. " +
-				"Ask them for another address (a work address, say) to invite."}
 		}
 		now := s.now()
 		var pending int64
@@ -214,8 +229,9 @@ type Invitation struct {
 	models.Invitation
 	AccountName  string
 	InviterEmail string
-	// Elsewhere is set when the address already signs in to another account: the invitation cannot be
-	// accepted with it (one login belongs to one account).
+	// Elsewhere is set when the address already signs in to another account (as a current member): the
+	// invitation cannot be accepted with it (one login belongs to one account). An address removed from
+	// another account is not Elsewhere: accepting moves it here.
 	Elsewhere bool
 	// Member is set when the address is already a current member of the account.
 	Member bool
@@ -251,7 +267,7 @@ func (s *Service) Peek(ctx context.Context, raw string) (*Invitation, error) {
 	if err := s.DB.R.WithContext(ctx).Where("email = ?", inv.Email).Limit(1).Find(&existing).Error; err != nil {
 		return nil, fmt.Errorf("look up %s: %w", inv.Email, err)
 	}
-	out.Elsewhere = existing.ID != 0 && existing.AccountID != inv.AccountID
+	out.Elsewhere = existing.ID != 0 && existing.AccountID != inv.AccountID && !existing.Removed()
 	out.Member = existing.ID != 0 && existing.AccountID == inv.AccountID && !existing.Removed()
 	return out, nil
 }
@@ -265,7 +281,8 @@ type Acceptance struct {
 
 // Accept spends an invitation: the invited person becomes a member with the invitation's role, with the
 // password they chose and their address verified (the link reached it). A member removed earlier comes
-// back (their row, and the history that names it, is theirs again). Refused: a dead link
+// back (their row, and the history that names it, is theirs again); one removed from another account
+// moves here with their row. Refused: a dead link
 // (ErrBadInvitation), an address that signs in to another account or is already a member (*Invalid), a
 // weak password or the terms not accepted (field errors, nothing spent).
 func (s *Service) Accept(ctx context.Context, in Acceptance) (*models.User, auth.FieldErrors, error) {
@@ -315,11 +332,15 @@ func (s *Service) Accept(ctx context.Context, in Acceptance) (*models.User, auth
 				}
 				return fmt.Errorf("create member %s: %w", got.Email, err)
 			}
-		case u.AccountID != got.AccountID || !u.Removed():
+		case !u.Removed():
 			inv.Elsewhere, inv.Member = u.AccountID != got.AccountID, u.AccountID == got.AccountID
 			return s.conflict(inv)
-		default: // a former member of this account, back
-			updates := map[string]any{"removed_at": nil, "account_role": got.Role, "password_hash": hash, "terms_accepted_at": now, "updated_at": now}
+		default:
+			// A former member: of this account, back; or removed from another account, moved here. Their
+			// sessions and e-mailed links ended with the removal; the history that names their id (the
+			// other account's ledger actors, its keys' created_by, top-ups) keeps naming them by e-mail.
+			updates := map[string]any{"account_id": got.AccountID, "removed_at": nil, "account_role": got.Role, "password_hash": hash,
+				"terms_accepted_at": now, "updated_at": now}
 			if u.EmailVerifiedAt == nil {
 				updates["email_verified_at"] = now
 			}
@@ -350,7 +371,8 @@ func (s *Service) conflict(inv *Invitation) error {
 }
 
 // ChangeRole gives a member another role. Refused: a role that may not manage members, an admin
-// changing an owner or making one (*Refused), the last owner demoted (ErrLastOwner).
+// changing an owner's or billing member's role, giving a role not Grantable by admins (owner, billing) or
+// changing their own role (*Refused), the last owner demoted (ErrLastOwner).
 func (s *Service) ChangeRole(ctx context.Context, by *models.User, userID int64, role string) error {
 	if !ValidRole(role) {
 		return &Invalid{Field: "role", Message: "Choose a role from the list."}
@@ -366,6 +388,14 @@ func (s *Service) ChangeRole(ctx context.Context, by *models.User, userID int64,
 		}
 		if me.AccountRole != models.AccountOwner && (target.AccountRole == models.AccountOwner || role == models.AccountOwner) {
 			return &Refused{Action: ManageMembers, Message: "Only an owner can change an owner's role or make someone an owner."}
+		}
+		// An admin moves members only among the roles it may grant: a billing member's role (money powers
+		// the admin has not) is the owners' to change, as is making one.
+		if !MayGrant(me.AccountRole, role) || !MayGrant(me.AccountRole, target.AccountRole) {
+			return &Refused{Action: ManageMembers, Message: "Only an owner can make someone a billing member or change a billing member's role (billing adds funds and changes the billing settings)."}
+		}
+		if me.AccountRole != models.AccountOwner && target.ID == me.ID {
+			return &Refused{Action: ManageMembers, Message: "An admin cannot change their own role. Ask an owner."}
 		}
 		if target.AccountRole == role {
 			return nil
@@ -396,7 +426,24 @@ type Removal struct {
 // removing oneself (*Invalid: leave instead), the last owner (ErrLastOwner).
 func (s *Service) Remove(ctx context.Context, by *models.User, userID int64, revokeKeys bool) (*Removal, error) {
 	out := &Removal{}
-	err := s.tx(ctx, by.AccountID, func(tx *gorm.DB) error {
+	// Lock order: API keys' rows before the account's. A create through a spend-limited key locks the
+	// key's row (apikeys.GuardCreate) and then the account's (its backlog and reserve); revoking the
+	// member's keys after locking the account would take the two the other way round and deadlock on
+	// PostgreSQL. So the keys to revoke are locked first, in id order. (SQLite's single writer needs none.)
+	var lockKeys func(tx *gorm.DB) error
+	var locked []int64
+	if revokeKeys && s.DB.Postgres {
+		lockKeys = func(tx *gorm.DB) error {
+			ids := []int64{}
+			defer func() { locked = ids }()
+			if err := tx.Raw("SELECT id FROM api_keys WHERE account_id = ? AND created_by = ? AND revoked_at IS NULL ORDER BY id FOR UPDATE",
+				by.AccountID, userID).Scan(&ids).Error; err != nil {
+				return fmt.Errorf("lock the keys of member %d: %w", userID, err)
+			}
+			return nil
+		}
+	}
+	err := s.txAfter(ctx, by.AccountID, lockKeys, func(tx *gorm.DB) error {
 		me, err := actor(tx, by, ManageMembers)
 		if err != nil {
 			return err
@@ -422,8 +469,11 @@ func (s *Service) Remove(ctx context.Context, by *models.User, userID int64, rev
 			return err
 		}
 		if revokeKeys {
-			res := tx.Model(&models.APIKey{}).Where("account_id = ? AND created_by = ? AND revoked_at IS NULL", me.AccountID, target.ID).
-				Update("revoked_at", s.now())
+			q := tx.Model(&models.APIKey{}).Where("account_id = ? AND created_by = ? AND revoked_at IS NULL", me.AccountID, target.ID)
+			if locked != nil { // PostgreSQL: only the keys locked above (one made since is left, never waited for)
+				q = q.Where("id IN ?", append(locked, 0))
+			}
+			res := q.Update("revoked_at", s.now())
 			if res.Error != nil {
 				return fmt.Errorf("revoke the keys of member %d: %w", target.ID, res.Error)
 			}

@@ -209,10 +209,11 @@ func TestInvitationRules(t *testing.T) {
 		}{
 			{"a viewer invites", viewer, "x@example.com", models.AccountViewer, true, ""},
 			{"an admin invites an owner", admin, "x@example.com", models.AccountOwner, true, ""},
+			{"an admin invites billing", admin, "x@example.com", models.AccountBilling, true, ""},
+			{"an admin invites their own second address as billing", admin, "adam+money@example.com", models.AccountBilling, true, ""},
 			{"not an address", owner, "not-an-address", models.AccountViewer, false, "Enter an e-mail address"},
 			{"no such role", owner, "x@example.com", "god", false, "Choose a role"},
 			{"a member already", owner, "VERA@example.com", models.AccountViewer, false, "already a member"},
-			{"a login of another account", owner, other.Email, models.AccountViewer, false, "one login belongs to one account"},
 		} {
 			_, err := r.svc.Invite(ctx, tc.by, tc.email, tc.role)
 			var inv *members.Invalid
@@ -224,12 +225,34 @@ func TestInvitationRules(t *testing.T) {
 			}
 		}
 
-		// An admin may invite a developer; a second invitation replaces the first, whose link dies.
+		// An address that signs in to another account is invited as any other — the inviter learns nothing
+		// of other accounts' logins — and its page, read by the address's owner only, says why it cannot
+		// join; accepting is refused, and the login stays where it is.
+		if _, err := r.svc.Invite(ctx, owner, other.Email, models.AccountViewer); err != nil {
+			t.Fatalf("inviting another account's login: %v", err)
+		}
+		elsewhere := r.links.token(t, other.Email)
+		if p, err := r.svc.Peek(ctx, elsewhere); err != nil || !p.Elsewhere {
+			t.Fatalf("the page of an invitation to another account's login: %v %+v", err, p)
+		}
+		var refusedHere *members.Invalid
+		if _, _, err := r.svc.Accept(ctx, members.Acceptance{Token: elsewhere, Password: "paper-boats-float-42", AcceptTerms: true}); !errors.As(err, &refusedHere) ||
+			!strings.Contains(refusedHere.Message, "one login belongs to one account") {
+			t.Fatalf("accepting with another account's login: %v", err)
+		}
+		var solo models.User
+		r.d.R.Take(&solo, other.ID)
+		if solo.AccountID != other.AccountID || solo.AccountRole != models.AccountOwner {
+			t.Fatalf("the other account's login moved: %+v", solo)
+		}
+
+		// An admin may invite a developer; a second invitation (the owner's, as billing) replaces the first,
+		// whose link dies.
 		if _, err := r.svc.Invite(ctx, admin, "dev@example.com", models.AccountDeveloper); err != nil {
 			t.Fatal(err)
 		}
 		first := r.links.token(t, "dev@example.com")
-		if _, err := r.svc.Invite(ctx, admin, "dev@example.com", models.AccountBilling); err != nil {
+		if _, err := r.svc.Invite(ctx, owner, "dev@example.com", models.AccountBilling); err != nil {
 			t.Fatal(err)
 		}
 		second := r.links.token(t, "dev@example.com")
@@ -290,6 +313,52 @@ func TestInvitationRules(t *testing.T) {
 		back := r.join(t, owner, "adam@example.com", models.AccountDeveloper)
 		if back.ID != admin.ID || back.Removed() || back.AccountRole != models.AccountDeveloper {
 			t.Fatalf("the former member back: %+v", back)
+		}
+	})
+}
+
+// TestRoleChangeRules: who may give which role. An owner any; an admin only admin, developer or viewer,
+// never to or from owner or billing (money powers the admin lacks), and never their own role.
+func TestRoleChangeRules(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		r := newRig(t, dbURL)
+		ctx := context.Background()
+		owner, err := accounts.Create(ctx, r.d, accounts.NewUser{Email: "olga@example.com", Verified: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := r.join(t, owner, "adam@example.com", models.AccountAdmin)
+		admin2 := r.join(t, owner, "adele@example.com", models.AccountAdmin)
+		dev := r.join(t, owner, "dev@example.com", models.AccountDeveloper)
+		bill := r.join(t, owner, "bill@example.com", models.AccountBilling)
+		for _, tc := range []struct {
+			name    string
+			by      *models.User
+			target  *models.User
+			role    string
+			refused bool
+		}{
+			{"an admin makes a developer billing", admin, dev, models.AccountBilling, true},
+			{"an admin makes themselves billing", admin, admin, models.AccountBilling, true},
+			{"an admin makes themselves owner", admin, admin, models.AccountOwner, true},
+			{"an admin changes their own role", admin, admin, models.AccountViewer, true},
+			{"an admin makes a developer owner", admin, dev, models.AccountOwner, true},
+			{"an admin changes billing's role", admin, bill, models.AccountViewer, true},
+			{"an admin changes the owner's role", admin, owner, models.AccountAdmin, true},
+			{"an admin makes a developer a viewer", admin, dev, models.AccountViewer, false},
+			{"an admin makes a viewer an admin", admin, dev, models.AccountAdmin, false},
+			{"an admin makes another admin a developer", admin, admin2, models.AccountDeveloper, false},
+			{"the owner makes an admin billing", owner, admin2, models.AccountBilling, false},
+		} {
+			err := r.svc.ChangeRole(ctx, tc.by, tc.target.ID, tc.role)
+			if tc.refused != isRefused(err) || (!tc.refused && err != nil) {
+				t.Errorf("%s: %v, refused want %v", tc.name, err, tc.refused)
+			}
+			var got models.User
+			r.d.R.Take(&got, tc.target.ID)
+			if tc.refused && got.AccountRole == tc.role {
+				t.Errorf("%s: the role changed anyway", tc.name)
+			}
 		}
 	})
 }

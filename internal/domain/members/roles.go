@@ -16,6 +16,23 @@ var Roles = []string{models.AccountOwner, models.AccountAdmin, models.AccountDev
 // ValidRole reports whether r is an account role.
 func ValidRole(r string) bool { return slices.Contains(Roles, r) }
 
+// Grantable is the roles a member with role by may give, by invitation or by changing a member's role:
+// an owner any; an admin admin, developer or viewer — never owner, and never billing, whose AddFunds and
+// BillingSettings (auto-recharge of the saved card included) an admin does not have and so may not hand
+// out, to a colleague or to a second address of their own. Other roles none.
+func Grantable(by string) []string {
+	switch by {
+	case models.AccountOwner:
+		return Roles
+	case models.AccountAdmin:
+		return []string{models.AccountAdmin, models.AccountDeveloper, models.AccountViewer}
+	}
+	return nil
+}
+
+// MayGrant reports whether a member with role by may give role.
+func MayGrant(by, role string) bool { return slices.Contains(Grantable(by), role) }
+
 // Action is something in the console that not every role may do. What every role may do — read the
 // dashboard, tasks, call log, webhooks, usage, members and the wallet's balance and ledger, and manage
 // their own profile (password, display time zone, signing out, leaving) — is no Action: it needs no check.
@@ -24,7 +41,8 @@ type Action string
 // The actions, as docs/members.md's matrix lists them.
 const (
 	// ManageMembers is inviting members, changing their roles, removing them and withdrawing invitations.
-	// An admin never touches an owner and never makes anyone an owner (Service enforces it).
+	// An admin never touches an owner, and grants only admin, developer or viewer (Grantable; Service
+	// enforces it).
 	ManageMembers Action = "manage-members"
 	// SeeKeys is the API keys page.
 	SeeKeys Action = "see-keys"
