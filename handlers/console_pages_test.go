@@ -58,7 +58,7 @@ func TestDashboardGuidesANewAccount(t *testing.T) {
 		p = b.get("/console")
 		p.lacks(t, "Get started")                          // every step is done
 		p.contains(t, "$19.70", "$0.30", v["id"].(string)) // available after a $0.30 charge; spent in 30 days; the task and what it shows:
-		p.contains(t, `<td class="prompt" data-label="Prompt">dashboard</td>`)
+		p.contains(t, `<td class="prompt" data-label="Prompt" data-fit="what">dashboard</td>`)
 		if !regexp.MustCompile(`<rect class="bar" [^>]*height="[1-9][0-9.]*"><title>[A-Z][a-z]{2} [0-9]+: \$0\.30</title>`).MatchString(p.Body) {
 			t.Fatalf("the spend chart has no bar for today's $0.30:\n%s", trimPage(p.Body))
 		}
@@ -141,7 +141,7 @@ func TestTasksPages(t *testing.T) {
 		if !strings.HasSuffix(preview, "Å…") {
 			t.Fatalf("the test's prompt is not cut where meant: %q", preview)
 		}
-		all.contains(t, `<td class="prompt" data-label="Prompt" title="`+long+`">`+preview+`</td>`, `<td class="prompt" data-label="Prompt">a storm [sim:fail]</td>`)
+		all.contains(t, `<td class="prompt" data-label="Prompt" data-fit="what" title="`+long+`">`+preview+`</td>`, `<td class="prompt" data-label="Prompt" data-fit="what">a storm [sim:fail]</td>`)
 		// The finished video shows its thumbnail; the failed one has none.
 		thumbSrc := `src="/console/tasks/` + ok + `/video?variant=thumbnail"`
 		all.contains(t, thumbSrc)
