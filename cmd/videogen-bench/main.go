@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,19 +79,21 @@ func main() {
 		b.ceiling = b.createCeiling(pg)
 		drop()
 	}
+	results = append(results, b.measureBare()...) // again, to show the machine did not drift during the run
+	b.pollRatios(results)
 	if strings.Contains(*engines, "worker") {
 		pg, drop := createDatabase(*pgURL)
-		b.worker = b.workerThroughput(pg, *nTasks)
+		b.workerThroughput(pg, *nTasks)
 		drop()
 	}
-	results = append(results, b.measureBare()...) // again, to show the machine did not drift during the run
 
 	report := b.report(results)
-	fmt.Print(report)
-	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+	if err := writeRegion(*out, "bench", report); err != nil {
 		log.Fatal(err)
 	}
 	log.Printf("wrote %s", *out)
+	// The verdict last, where the eye lands when the run ends.
+	fmt.Printf("\nmake bench, %s\n\n%s", machine(), ratiosTable(b.ratios))
 }
 
 func envOr(k, def string) string {
@@ -120,6 +121,9 @@ type bench struct {
 	worker                float64 // tasks per second, queued to completed and settled (0: not measured)
 	workerCPU             cpuShare
 	workerBytes           float64 // mean size of a copied video
+	bareRPS               float64 // the bare handler's polls/s, the mean of its runs before and after
+	ratios                []ratio // every figure against its limit, in the order measured
+	sections              []string
 }
 
 // cpuShare is how the machine's CPU time was spent over a window, from /proc/stat.
@@ -395,63 +399,6 @@ func (b *bench) profile(addr string, d time.Duration) string {
 	return s
 }
 
-func (b *bench) report(rs []result) string {
-	var w bytes.Buffer
-	host, _ := os.Hostname()
-	fmt.Fprintf(&w, "# Performance\n\n")
-	fmt.Fprintf(&w, "Measured by `make bench` on %s (%d cores, %s, %s) on %s. Each row is the median of %d runs of %s; load from a separate\n",
-		host, runtime.NumCPU(), runtime.GOOS, runtime.Version(), time.Now().UTC().Format("2006-01-02"), b.runs, b.duration)
-	fmt.Fprintf(&w, "process (`wrk -t1 -c%d`) over loopback, spread over %d funded accounts (one key each); rate limits and the backlog are raised for the run.\n", b.conns, b.accounts)
-	fmt.Fprintf(&w, "The server, its workers, the database and the load generator share the same two cores.\n\n")
-	fmt.Fprintf(&w, "| target | request | requests/s | p50 | p99 | errors |\n|---|---|---:|---:|---:|---:|\n")
-	var bareSum float64
-	var bareRuns int
-	for _, r := range rs {
-		if strings.HasPrefix(r.Target, "bare") {
-			bareSum += r.RPS
-			bareRuns++
-		}
-		fmt.Fprintf(&w, "| %s | %s | %.0f | %s | %s | %d |\n", r.Target, r.Case, r.RPS, ms(r.P50), ms(r.P99), r.Errors)
-	}
-	bareRPS := bareSum / float64(bareRuns)
-	fmt.Fprintf(&w, "\n## Against the limits\n\n")
-	fmt.Fprintf(&w, "Each of ours as a share of what the same machine does without it, measured in this run: polls against the bare handler (the mean of its runs before and after, %.0f requests/s), creates against the raw-SQL ceiling of the create transaction (`pgbench -M prepared -c %d` running its statements on the same PostgreSQL), the worker against its target.\n\n", bareRPS, b.conns)
-	fmt.Fprintf(&w, "| measure | ours | limit | ratio | target |\n|---|---:|---:|---:|---|\n")
-	for _, r := range rs {
-		if !strings.HasPrefix(r.Target, "videogen") {
-			continue
-		}
-		engine := strings.TrimPrefix(r.Target, "videogen on ")
-		switch {
-		case strings.Contains(r.Case, "cache off"):
-			fmt.Fprintf(&w, "| poll, cache off, %s | %.0f/s | %.0f/s | %.0f%% | ≥ 30%% |\n", engine, r.RPS, bareRPS, 100*r.RPS/bareRPS)
-		case strings.HasPrefix(r.Case, "GET"):
-			fmt.Fprintf(&w, "| poll, %s | %.0f/s | %.0f/s | %.0f%% | ≥ 75%% |\n", engine, r.RPS, bareRPS, 100*r.RPS/bareRPS)
-		case strings.HasPrefix(r.Case, "POST") && engine == "PostgreSQL" && b.ceiling > 0:
-			fmt.Fprintf(&w, "| create, %s | %.0f/s | %.0f/s | %.0f%% | ≥ 80%% |\n", engine, r.RPS, b.ceiling, 100*r.RPS/b.ceiling)
-		}
-	}
-	if b.worker > 0 {
-		fmt.Fprintf(&w, "| worker, queued → completed and settled, PostgreSQL, two instances | %.0f tasks/s | 500 tasks/s | %.0f%% | ≥ 100%% |\n", b.worker, 100*b.worker/500)
-	}
-	fmt.Fprintf(&w, "\n")
-	if b.worker > 0 {
-		fmt.Fprintf(&w, "During the worker run the machine's CPU was %.0f%% user, %.0f%% system (kernel) and %.0f%% idle (`/proc/stat`). "+
-			"Each task moves a real %.1f MB MP4: the simulator renders it to a file and serves it, the worker receives it and writes it, "+
-			"with an fsync, to storage before it settles — %.0f MB/s of video at this rate, each byte copied through the kernel four times. "+
-			"The worker instance profiled below spends its time the same way (system calls in `io.Copy`).\n\n",
-			100*b.workerCPU.User, 100*b.workerCPU.System, 100*b.workerCPU.Idle, b.workerBytes/1e6, b.worker*b.workerBytes/1e6)
-	}
-	fmt.Fprintf(&w, "Every POST reserves funds in the ledger, inserts the task, its first log line and its call-log row. Every GET authenticates, rate-limits, reads the task and writes a call-log row. ")
-	fmt.Fprintf(&w, "The plain GET rows are served as in production, with the poll cache on: a poll of an unfinished task reads the database at most once a second per task (once for a finished one), so under this load, 100 tasks polled thousands of times a second, almost every poll is a cache hit. ")
-	fmt.Fprintf(&w, "The \"poll cache off\" rows (`POLL_CACHE_TTL=0`, a second instance on the same database) read the database on every poll; they show the cost of the path itself.\n\n")
-	fmt.Fprintf(&w, "## Where the time goes\n\nCPU profiles of the server process during the middle run (`go tool pprof -top`).\n\n")
-	for _, p := range b.profiles {
-		fmt.Fprintf(&w, "### %s — %s\n\n```\n%s```\n\n", p.Target, p.Case, p.Top)
-	}
-	return w.String()
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func atoi(s string) int {
@@ -493,140 +440,58 @@ func createDatabase(server string) (string, func()) {
 	}
 }
 
-// createScript is the create transaction as videogen runs it on PostgreSQL (videos.Service.create: the
-// key's limits, the task, its first log line, the backlog count, the reservation and its ledger entry),
-// for pgbench. The price is read from memory and the key authenticated from its cache in videogen, so
-// neither is here; the bench's keys have no spend limit, so their row is read, not locked.
-const createScript = `\set acct random(1, %d)
-\set tid random(1, 1000000000000000)
-BEGIN;
-SELECT k.spend_limit_micros, k.limit_period, k.allowed_models, a.time_zone FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = :acct;
-INSERT INTO tasks (id, account_id, api_key_id, model, prompt, seconds, size, aspect_ratio, generate_audio, watermark, inputs, status, progress,
-  price_micros, amount_micros, billing_state, error_code, error_message, credential_id, upstream_task_id, upstream_key, submit_attempts, poll_count,
-  next_check_at, queue_deadline, run_deadline, submitted_at, lease_owner, lease_until, output_key, output_bytes, created_at, updated_at, completed_at, expires_at)
-  VALUES ('video_' || :tid, :acct, :acct, 'videogen-2.0-mini-480p', 'benchmark load', 4, '864x496', '16:9', false, false, '{}', 'queued', 0,
-  50000, 200000, 'reserved', NULL, NULL, NULL, NULL, NULL, 0, 0, now(), now() + interval '24 hours', NULL, NULL, NULL, NULL, NULL, NULL, now(), now(), NULL, NULL);
-INSERT INTO task_events (task_id, at, from_status, to_status, detail) VALUES ('video_' || :tid, now(), '', 'queued', 'created; $0.200000 reserved (4 s at $0.050000/s)');
-UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = :acct AND waiting_tasks < 100000000;
-UPDATE accounts SET available_micros = available_micros + -200000, reserved_micros = reserved_micros + 200000, updated_at = now()
-  WHERE id = :acct AND available_micros + -200000 >= 0 RETURNING available_micros, reserved_micros;
-INSERT INTO ledger_entries (account_id, kind, delta_available, delta_reserved, available_after, reserved_after, task_id, reason, actor, external_id, created_at)
-  VALUES (:acct, 'reserve', -200000, 200000, 0, 0, 'video_' || :tid, '', '', NULL, now());
-END;
-`
-
-// createCeiling runs the create transaction's statements with pgbench (prepared, as pgx runs them; as
-// many clients as the load process has connections) against the database videogen just used, and
-// returns transactions per second: the most creates that database could take.
-func (b *bench) createCeiling(dbURL string) float64 {
-	if _, err := exec.LookPath("pgbench"); err != nil {
-		log.Printf("pgbench not found (apt-get install postgresql-client); the create ceiling is not measured")
-		return 0
-	}
-	script := filepath.Join(b.work, "create.sql")
-	_ = os.WriteFile(script, []byte(fmt.Sprintf(createScript, b.accounts)), 0o600)
-	var tps []float64
-	for i := 0; i < b.runs; i++ {
-		out, err := exec.Command("pgbench", "-n", "-M", "prepared", "-c", strconv.Itoa(b.conns), "-j", "2",
-			"-T", strconv.Itoa(int(b.duration.Seconds())), "-f", script, dbURL).CombinedOutput()
-		if err != nil {
-			log.Fatalf("pgbench: %v\n%s", err, out)
+// pollRatios sets the poll and create figures against their limits: polls against the bare handler (the
+// mean of its runs before and after), creates against the raw-SQL ceiling.
+func (b *bench) pollRatios(rs []result) {
+	var sum float64
+	var n int
+	for _, r := range rs {
+		if strings.HasPrefix(r.Target, "bare") {
+			sum += r.RPS
+			n++
 		}
-		v, _ := strconv.ParseFloat(strings.Fields(between(string(out), "tps = ", "\n"))[0], 64)
-		log.Printf("raw-SQL create ceiling: %.0f transactions/s", v)
-		tps = append(tps, v)
 	}
-	sort.Float64s(tps)
-	return tps[len(tps)/2]
+	b.bareRPS = sum / float64(n)
+	for _, r := range rs {
+		if !strings.HasPrefix(r.Target, "videogen") {
+			continue
+		}
+		engine := strings.TrimPrefix(r.Target, "videogen on ")
+		switch {
+		case strings.Contains(r.Case, "cache off"):
+			b.ratios = append(b.ratios, ratio{Measure: "poll, cache off, " + engine, Ours: r.RPS, Limit: b.bareRPS, Unit: "/s", Target: 0.30})
+		case strings.HasPrefix(r.Case, "GET"):
+			b.ratios = append(b.ratios, ratio{Measure: "poll, " + engine, Ours: r.RPS, Limit: b.bareRPS, Unit: "/s", Target: 0.75,
+				Note: "polls against the bare Fiber handler answering a small JSON object, the mean of its runs before and after"})
+		case strings.HasPrefix(r.Case, "POST") && engine == "PostgreSQL" && b.ceiling > 0:
+			b.ratios = append(b.ratios, ratio{Measure: "create, " + engine, Ours: r.RPS, Limit: b.ceiling, Unit: "/s", Target: 0.80,
+				Note: fmt.Sprintf("creates against the raw-SQL ceiling of the create transaction (`pgbench -M prepared -c %d` running its statements on the same PostgreSQL)", b.conns)})
+		}
+	}
 }
 
-// workerThroughput measures tasks per second from queued to completed and settled: n tasks are queued
-// (by an instance without workers), then two instances with workers share the queue, each with its
-// credentials on one standalone simulator that completes a task as soon as it is submitted. The rate is
-// taken between 10% and 90% done, so start-up and the last stragglers do not count.
-func (b *bench) workerThroughput(dbURL string, n int) float64 {
-	log.Printf("worker: queueing %d tasks", n)
-	dataDir := filepath.Join(b.work, "data-worker")
-	simAddr := freeAddr()
-	sim := exec.Command(b.videogen, "upstream-sim", "--addr", simAddr, "--keys", "w1,w2,w3,w4")
-	sim.Env = []string{"PATH=" + os.Getenv("PATH"), "SIM_DURATION=0", "SIM_CONCURRENCY=100000", "SIM_DATA_DIR=" + filepath.Join(b.work, "sim"), "LOG_LEVEL=warn"}
-	sim.Stderr = os.Stderr
-	if err := sim.Start(); err != nil {
-		log.Fatal(err)
+// report is docs/performance.md's generated part: where and when, the throughput of every case, every
+// figure against its limit, and the server's CPU profile during each.
+func (b *bench) report(rs []result) string {
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "## The last run of `make bench`\n\n")
+	fmt.Fprintf(&w, "Measured %s. Each row is the median of %d runs of %s; load from a separate\n", machine(), b.runs, b.duration)
+	fmt.Fprintf(&w, "process (`wrk -t1 -c%d`) over loopback, spread over %d funded accounts (one key each); rate limits and the backlog are raised for the run.\n", b.conns, b.accounts)
+	fmt.Fprintf(&w, "The server, its workers, the database and the load generator share the same cores.\n\n")
+	fmt.Fprintf(&w, "| target | request | requests/s | p50 | p99 | errors |\n|---|---|---:|---:|---:|---:|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&w, "| %s | %s | %.0f | %s | %s | %d |\n", r.Target, r.Case, r.RPS, ms(r.P50), ms(r.P99), r.Errors)
 	}
-	defer func() { _ = sim.Process.Kill(); _ = sim.Wait() }()
-	up := []string{"UPSTREAM_BASE_URL=http://" + simAddr, "UPSTREAM_API_KEYS=w1,w2,w3,w4", "UPSTREAM_CONCURRENCY=1000",
-		"MAX_QUEUED_PER_ACCOUNT=100000000", "QUEUE_TIMEOUT=24h", "POLL_INTERVAL_MIN=50ms", "POLL_INTERVAL_MAX=1s"}
-	url, _, stop := b.startServer(dbURL, dataDir, append(up, "WORKERS=false")...)
-	keys := b.fund(dbURL)
-	for i := 0; i < n; i++ {
-		req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(`{"model":"videogen-2.0-mini-480p","prompt":"worker run"}`))
-		req.Header.Set("Authorization", "Bearer "+keys[i%len(keys)])
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			log.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			log.Fatalf("queue a task: %d", resp.StatusCode)
-		}
+	fmt.Fprintf(&w, "\n### Against the limits\n\nEach of ours as a share of its limit, both measured in this run.\n\n%s\n", ratiosTable(b.ratios))
+	for _, s := range b.sections {
+		fmt.Fprintf(&w, "%s\n", s)
 	}
-	stop()
-	d, err := db.Open(context.Background(), dbURL)
-	if err != nil {
-		log.Fatal(err)
+	fmt.Fprintf(&w, "Every POST reserves funds in the ledger, inserts the task, its first log line and its call-log row. Every GET authenticates, rate-limits, reads the task and writes a call-log row. ")
+	fmt.Fprintf(&w, "The plain GET rows are served as in production, with the poll cache on: a poll of an unfinished task reads the database at most once a second per task (once for a finished one), so under this load, 100 tasks polled thousands of times a second, almost every poll is a cache hit. ")
+	fmt.Fprintf(&w, "The \"poll cache off\" rows (`POLL_CACHE_TTL=0`, a second instance on the same database) read the database on every poll; they show the cost of the path itself.\n\n")
+	fmt.Fprintf(&w, "### Where the time goes\n\nCPU profiles of the server process during the middle run (`go tool pprof -top`).\n\n")
+	for _, p := range b.profiles {
+		fmt.Fprintf(&w, "#### %s — %s\n\n```\n%s```\n\n", p.Target, p.Case, p.Top)
 	}
-	defer d.Close()
-	done := func() int {
-		var c int64
-		d.R.Model(&models.Task{}).Where("status = 'completed' AND billing_state = 'settled'").Count(&c)
-		return int(c)
-	}
-	log.Printf("worker: two instances take the queue")
-	var stops []func()
-	var pprofAddr string
-	for i := 0; i < 2; i++ {
-		_, addr, stop := b.startServer(dbURL, dataDir, append(up, fmt.Sprintf("WORKER_ID=bench-%d", i))...)
-		stops = append(stops, stop)
-		pprofAddr = addr
-	}
-	defer func() {
-		for _, s := range stops {
-			s()
-		}
-	}()
-	var from, to time.Time
-	var fromN, toN int
-	var cpuFrom []float64
-	var prof chan string
-	deadline := time.Now().Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		c := done()
-		switch {
-		case from.IsZero() && c >= n/10:
-			from, fromN, cpuFrom = time.Now(), c, readCPU()
-			prof = make(chan string, 1)
-			go func() { prof <- b.profile(pprofAddr, 8*time.Second) }()
-		case !from.IsZero() && c >= n*9/10:
-			to, toN = time.Now(), c
-			b.workerCPU = cpuBetween(cpuFrom, readCPU())
-		}
-		if !to.IsZero() {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if to.IsZero() {
-		log.Fatalf("worker: %d of %d tasks done after 10 minutes", done(), n)
-	}
-	rate := float64(toN-fromN) / to.Sub(from).Seconds()
-	d.R.Model(&models.Task{}).Where("output_bytes IS NOT NULL").Select("COALESCE(AVG(output_bytes), 0)").Scan(&b.workerBytes)
-	log.Printf("worker: %.0f tasks/s, videos of %.1f MB, CPU %.0f%% user %.0f%% system %.0f%% idle", rate, b.workerBytes/1e6,
-		100*b.workerCPU.User, 100*b.workerCPU.System, 100*b.workerCPU.Idle)
-	if prof != nil {
-		b.profiles = append(b.profiles, profile{Target: "videogen on PostgreSQL, one of two worker instances", Case: "queued → completed and settled", Top: <-prof})
-	}
-	return rate
+	return w.String()
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+	"videogen/internal/infra/db"
+	"videogen/models"
+)
+
+// workerThroughput measures tasks per second from queued to completed and settled: n tasks are queued
+// (by an instance without workers), then two instances with workers share the queue, each with its
+// credentials on one standalone simulator that completes a task as soon as it is submitted. The rate is
+// taken between 10% and 90% done, so start-up and the last stragglers do not count.
+func (b *bench) workerThroughput(dbURL string, n int) {
+	log.Printf("worker: queueing %d tasks", n)
+	dataDir := filepath.Join(b.work, "data-worker")
+	simAddr := freeAddr()
+	sim := exec.Command(b.videogen, "upstream-sim", "--addr", simAddr, "--keys", "bench-sim-key")
+	sim.Env = []string{"PATH=" + os.Getenv("PATH"), "SIM_DURATION=0", "SIM_CONCURRENCY=100000", "SIM_DATA_DIR=" + filepath.Join(b.work, "sim"), "LOG_LEVEL=warn"}
+	sim.Stderr = os.Stderr
+	if err := sim.Start(); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = sim.Process.Kill(); _ = sim.Wait() }()
+	// The pool as an operator describes it (docs/upstreams.md): one kind-sim credential on the standalone
+	// simulator, with the simulator's concurrency.
+	upFile := filepath.Join(b.work, "upstreams.yaml")
+	_ = os.WriteFile(upFile, []byte(fmt.Sprintf(simUpstreams, "http://"+simAddr)), 0o600)
+	up := []string{"UPSTREAMS_FILE=" + upFile, "MAX_QUEUED_PER_ACCOUNT=100000000", "QUEUE_TIMEOUT=24h", "POLL_INTERVAL_MIN=50ms", "POLL_INTERVAL_MAX=1s"}
+	url, _, stop := b.startServer(dbURL, dataDir, append(up, "WORKERS=false")...)
+	keys := b.fund(dbURL)
+	for i := 0; i < n; i++ {
+		req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(`{"model":"videogen-2.0-mini-480p","prompt":"worker run"}`))
+		req.Header.Set("Authorization", "Bearer "+keys[i%len(keys)])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			log.Fatalf("queue a task: %d", resp.StatusCode)
+		}
+	}
+	stop()
+	d, err := db.Open(context.Background(), dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	done := func() int {
+		var c int64
+		d.R.Model(&models.Task{}).Where("status = 'completed' AND billing_state = 'settled'").Count(&c)
+		return int(c)
+	}
+	log.Printf("worker: two instances take the queue")
+	var stops []func()
+	var pprofAddr string
+	for i := 0; i < 2; i++ {
+		_, addr, stop := b.startServer(dbURL, dataDir, append(up, fmt.Sprintf("WORKER_ID=bench-%d", i))...)
+		stops = append(stops, stop)
+		pprofAddr = addr
+	}
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+	}()
+	var from, to time.Time
+	var fromN, toN int
+	var cpuFrom []float64
+	var prof chan string
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		c := done()
+		switch {
+		case from.IsZero() && c >= n/10:
+			from, fromN, cpuFrom = time.Now(), c, readCPU()
+			prof = make(chan string, 1)
+			go func() { prof <- b.profile(pprofAddr, 8*time.Second) }()
+		case !from.IsZero() && c >= n*9/10:
+			to, toN = time.Now(), c
+			b.workerCPU = cpuBetween(cpuFrom, readCPU())
+		}
+		if !to.IsZero() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if to.IsZero() {
+		log.Fatalf("worker: %d of %d tasks done after 10 minutes", done(), n)
+	}
+	rate := float64(toN-fromN) / to.Sub(from).Seconds()
+	d.R.Model(&models.Task{}).Where("output_bytes IS NOT NULL").Select("COALESCE(AVG(output_bytes), 0)").Scan(&b.workerBytes)
+	log.Printf("worker: %.0f tasks/s, videos of %.1f MB, CPU %.0f%% user %.0f%% system %.0f%% idle", rate, b.workerBytes/1e6,
+		100*b.workerCPU.User, 100*b.workerCPU.System, 100*b.workerCPU.Idle)
+	if prof != nil {
+		b.profiles = append(b.profiles, profile{Target: "videogen on PostgreSQL, one of two worker instances", Case: "queued → completed and settled", Top: <-prof})
+	}
+	b.worker = rate
+	b.ratios = append(b.ratios, ratio{Measure: "worker, queued → completed and settled, PostgreSQL, two instances", Ours: rate, Limit: 500, Unit: "tasks/s", Target: 1,
+		Note: "the limit is the target itself, 500 tasks/s"})
+	b.sections = append(b.sections, fmt.Sprintf("During the worker run the machine's CPU was %.0f%% user, %.0f%% system (kernel) and %.0f%% idle (`/proc/stat`); "+
+		"each task's video was %.1f MB, %.0f MB/s of video at this rate.\n",
+		100*b.workerCPU.User, 100*b.workerCPU.System, 100*b.workerCPU.Idle, b.workerBytes/1e6, rate*b.workerBytes/1e6))
+}
+
+// simUpstreams is the bench's UPSTREAMS_FILE: the standalone simulator as one credential that takes as
+// many tasks at once as the simulator does.
+const simUpstreams = `upstreams:
+  - id: bench-sim
+    name: Simulator (make bench)
+    kind: sim
+    base_url: %s
+    secret: bench-sim-key
+    max_concurrency: 1000
+    models:
+      videogen-2.0-mini-480p: {upstream_model: videogen-2.0-mini-480p, cost_per_second: "0.01"}
+`
