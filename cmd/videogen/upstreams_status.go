@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os/signal"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,12 +140,7 @@ func writeUpstreamsStatus(out io.Writer, rows []status.Row, now time.Time, fresh
 			}
 			notes = append(notes, fmt.Sprintf("%s: %s%s: %s (%s, then run %s)", oneLine(r.ID), what, when, oneLine(r.AuthError), fix, hint("upstreams", "reload")))
 		}
-		aliases := make([]string, 0, len(r.ClosedRoutes))
-		for alias := range r.ClosedRoutes {
-			aliases = append(aliases, alias)
-		}
-		sort.Strings(aliases)
-		for _, alias := range aliases {
+		for _, alias := range slices.Sorted(maps.Keys(r.ClosedRoutes)) {
 			notes = append(notes, fmt.Sprintf("%s: the provider refused the route for %s (only that model takes no new task): %s (activate the model or fix upstream_model, then run %s)",
 				oneLine(r.ID), oneLine(alias), oneLine(r.ClosedRoutes[alias]), hint("upstreams", "reload")))
 		}

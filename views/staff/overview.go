@@ -2,7 +2,8 @@ package staff
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,11 +176,7 @@ func accountHref(id int64) string { return "/support/accounts/" + strconv.Format
 // ClosedRouteLines says, one line per model, which routes of the credential the provider refused (the
 // model not served or not activated for the key): only those take no new task, until a reload.
 func ClosedRouteLines(r status.Row) []string {
-	aliases := make([]string, 0, len(r.ClosedRoutes))
-	for alias := range r.ClosedRoutes {
-		aliases = append(aliases, alias)
-	}
-	sort.Strings(aliases)
+	aliases := slices.Sorted(maps.Keys(r.ClosedRoutes))
 	out := make([]string, len(aliases))
 	for i, alias := range aliases {
 		out[i] = alias + " refused by the provider (activate the model or fix upstream_model, then reload): " + r.ClosedRoutes[alias]

@@ -3,9 +3,9 @@ package apikeys
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -72,11 +72,7 @@ type InvalidLimits struct {
 }
 
 func (e *InvalidLimits) Error() string {
-	names := make([]string, 0, len(e.Fields))
-	for name := range e.Fields {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(e.Fields))
 	parts := make([]string, len(names))
 	for i, name := range names {
 		parts[i] = name + ": " + e.Fields[name]

@@ -5,8 +5,8 @@ package providers
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"videogen/internal/domain/catalog"
@@ -98,12 +98,7 @@ func catalogSizes(alias string) []string {
 
 // Names lists the known kinds, sorted.
 func Names() []string {
-	out := make([]string, 0, len(Kinds))
-	for k := range Kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(Kinds))
 }
 
 // Build makes the credentials of resolved specs, each with its protocol's adapter.
