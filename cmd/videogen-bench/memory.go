@@ -151,7 +151,8 @@ func (b *bench) measureMemory(server string) {
 	log.Printf("memory: %d created in %v, %d in flight, %d of them submitted; RSS %.0f MiB (peak %.0f MiB); %d downloads at once",
 		memTasks, created.Round(time.Millisecond), inFlight, count("model = ? AND upstream_task_id IS NOT NULL", memRunningModel),
 		mib(procStatus(pid, "VmRSS")), mib(procStatus(pid, "VmHWM")), memDownloads)
-	dur := max(b.duration, 3*time.Second)
+	// Long enough for the resident set to settle under the load; a memory bound, not a rate.
+	const dur = 5 * time.Second
 	dl := b.wrkGet(url, key, pathsFile, memDownloads, dur)
 	submitted := count("model = ? AND status IN ('queued', 'in_progress') AND upstream_task_id IS NOT NULL", memRunningModel)
 	peak := max(rss.Stop(), procStatus(pid, "VmHWM"))
