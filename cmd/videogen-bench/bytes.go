@@ -379,14 +379,18 @@ func (b *bench) measureBytes(server string) {
 		}
 	}
 	stop()
-	if c := count("status = 'completed'"); c > 0 {
-		log.Fatalf("bytes: %d tasks were copied before the simulator's renders: raise bytesGate", c)
+	// A task the first instance polled after the simulator finished it was copied beside the renders:
+	// such copies (a machine so slow that submitting 60 tasks took longer than bytesGate) are left out.
+	early := count("status = 'completed'")
+	if early > 0 {
+		log.Printf("bytes: WARNING: %d tasks were copied before the simulator rendered the others; they are left out", early)
 	}
 	var last time.Time
 	d.R.Model(&models.Task{}).Select("MAX(submitted_at)").Scan(&last)
 	time.Sleep(time.Until(last.Add(bytesGate + 100*time.Millisecond)))
 	rendered := b.prerender(d, simURL)
 	log.Printf("bytes: the simulator rendered the videos and stills in %v; a second instance copies them", rendered.Round(time.Millisecond))
+	copying := time.Now()
 	url, pprofAddr, pid, stop := b.startServerPID(dbURL, dataDir, append(up, "WORKER_ID=bench-bytes")...)
 	defer stop()
 	for deadline := time.Now().Add(5 * time.Minute); count("status = 'completed' AND billing_state = 'settled'") < bytesTasks; time.Sleep(20 * time.Millisecond) {
@@ -406,8 +410,14 @@ func (b *bench) measureBytes(server string) {
 		if err != nil {
 			log.Fatal(err)
 		}
+		if s.start.Before(copying) {
+			continue
+		}
 		worker = append(worker, s)
 		upIDs = append(upIDs, *t.UpstreamTaskID)
+	}
+	if len(worker) == 0 {
+		log.Fatal("bytes: every task was copied before the simulator's renders")
 	}
 	// The copy phase, from the first copy's start to the last task settled, for the rate of the whole.
 	first := worker[0].start
