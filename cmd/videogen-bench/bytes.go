@@ -41,8 +41,8 @@ import (
 // rate is the bytes over the time during which any copy ran. The rest of a task's handling (the poll,
 // the stills, the settlement) is reported beside it, as the whole copy phase's rate.
 
-// bytesTasks is how many realistic videos the worker copies: enough for a copy stage of a second or two.
-const bytesTasks = 60
+// bytesTasks is how many realistic videos the worker copies: a copy stage of a second or so.
+const bytesTasks = 120
 
 // bytesGate is how long the simulator takes to finish a task: time for one instance to submit them all
 // and stop before any is finished.
@@ -380,7 +380,7 @@ func (b *bench) measureBytes(server string) {
 	}
 	stop()
 	// A task the first instance polled after the simulator finished it was copied beside the renders:
-	// such copies (a machine so slow that submitting 60 tasks took longer than bytesGate) are left out.
+	// such copies (a machine so slow that submitting the tasks took longer than bytesGate) are left out.
 	early := count("status = 'completed'")
 	if early > 0 {
 		log.Printf("bytes: WARNING: %d tasks were copied before the simulator rendered the others; they are left out", early)
