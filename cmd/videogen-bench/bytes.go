@@ -49,7 +49,7 @@ const bytesTasks = 120
 const bytesGate = 8 * time.Second
 
 // bytesModel is the model of the realistic videos: the bench's worker model, rendered by the simulator
-// at its default length (5 s of 864x496, 3–7 MB).
+// at the API's default length (4 s of 864x496, 3–4 MB).
 const bytesModel = "videogen-2.0-mini-480p"
 
 // simCred is one kind-sim credential of an UPSTREAMS_FILE.
@@ -428,8 +428,8 @@ func (b *bench) measureBytes(server string) {
 	}
 	whole := settled.Sub(first)
 	wBusy, wConc := busy(worker)
-	// The raw copy runs as many copies at once as the worker ran on average while it copied, so both move
-	// the bytes with the same parallelism, and the same files in the same order of size.
+	// The raw copy moves the same files with as many copies at once as the worker ran on average while it
+	// copied: the same parallelism for both.
 	conc := max(1, int(wConc+0.5))
 	raw := rawCopy(simURL, upIDs, filepath.Join(dataDir, "blobs", "raw"), conc)
 	rBusy, rConc := busy(raw)
