@@ -45,6 +45,10 @@ func main() {
 		bare(os.Args[2])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "bare-file" {
+		bareFile(os.Args[2], os.Args[3])
+		return
+	}
 	var (
 		videogen = flag.String("videogen", "bin/videogen", "videogen binary")
 		out      = flag.String("out", "docs/performance.md", "where to write the results")
@@ -53,7 +57,7 @@ func main() {
 		runs     = flag.Int("runs", 3, "measured runs per case (the median is reported)")
 		conns    = flag.Int("conns", 64, "concurrent connections of the load process")
 		nAcct    = flag.Int("accounts", 100, "funded accounts the load is spread over")
-		engines  = flag.String("engines", "sqlite,postgres,worker", "what to measure: sqlite, postgres (with the create ceiling), worker")
+		engines  = flag.String("engines", "sqlite,postgres,worker,bytes,memory", "what to measure: sqlite, postgres (with the create ceiling), worker, bytes (copies and downloads of realistic videos), memory (the server's RSS under load)")
 		nTasks   = flag.Int("worker-tasks", 4000, "tasks the worker run completes")
 	)
 	flag.Parse()
@@ -85,6 +89,12 @@ func main() {
 		pg, drop := createDatabase(*pgURL)
 		b.workerThroughput(pg, *nTasks)
 		drop()
+	}
+	if strings.Contains(*engines, "bytes") {
+		b.measureBytes(*pgURL)
+	}
+	if strings.Contains(*engines, "memory") {
+		b.measureMemory(*pgURL)
 	}
 
 	report := b.report(results)
