@@ -91,7 +91,9 @@ func TestCallLogSurvivesACrash(t *testing.T) {
 		// Under load for a moment — enough answers of each kind that some are certainly in flight — then
 		// killed.
 		testkit.Eventually(t, 60*time.Second, "answers under load", func() bool { return polls.Load() >= 400 && creates.Load() >= 60 },
-			func() string { return fmt.Sprintf("%d polls, %d creates\n%s", polls.Load(), creates.Load(), p.stderr.String()) })
+			func() string {
+				return fmt.Sprintf("%d polls, %d creates\n%s", polls.Load(), creates.Load(), p.stderr.String())
+			})
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
