@@ -134,7 +134,9 @@ func TestRecordsGroupCommitted(t *testing.T) {
 
 // TestRecordWhileTheDatabaseFails: a batch the database refuses is retried, and committed once the
 // database takes it; refused for longer than Patience, its rows are written to the log at error level,
-// every field, and the requests go on. The writer then commits the next rows as usual.
+// every field, and the requests go on. While the database is known down (a batch was given up and none
+// committed since), a batch gets one attempt. Once the database takes rows again, the writer commits as
+// usual.
 func TestRecordWhileTheDatabaseFails(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		d := open(t, url)
@@ -176,12 +178,14 @@ func TestRecordWhileTheDatabaseFails(t *testing.T) {
 		short := start(t, d, calllog.Config{Patience: 200 * time.Millisecond}, &logs)
 		breakTable()
 		short.Record(callRow("req_given_up", nil))
-		mend()
-		if _, ok := stored(t, d, "req_given_up"); ok {
-			t.Fatal("the row given up is in the database")
-		}
 		if st := short.Stats(); st.Lost != 1 || st.Failed < 1 {
 			t.Fatalf("stats %+v, want the row lost after failed attempts", st)
+		}
+		// The database is known down now: the next batch gets one attempt, not Patience of them.
+		failed := short.Stats().Failed
+		short.Record(callRow("req_given_up_at_once", nil))
+		if st := short.Stats(); st.Lost != 2 || st.Failed != failed+1 {
+			t.Fatalf("stats %+v after a batch during a known outage, want it given up after one attempt (%d failed before)", st, failed)
 		}
 		var line string
 		for _, l := range strings.Split(logs.String(), "\n") {
@@ -193,6 +197,12 @@ func TestRecordWhileTheDatabaseFails(t *testing.T) {
 			"task_id=video_x", "amount_reserved_micros=500000", "latency_micros=1234", "bytes_in=77", "files=1", "at="} {
 			if !strings.Contains(line, want) {
 				t.Fatalf("the lost row's log line lacks %q: %q\nlog:\n%s", want, line, logs.String())
+			}
+		}
+		mend()
+		for _, id := range []string{"req_given_up", "req_given_up_at_once"} {
+			if _, ok := stored(t, d, id); ok {
+				t.Fatalf("the row %s given up is in the database", id)
 			}
 		}
 		short.Record(callRow("req_after", nil))

@@ -58,6 +58,7 @@ type Writer struct {
 	stats  Stats
 	spare  [][]models.CallLog // row slices of committed batches, for the next ones
 	cols   columns            // PostgreSQL's scratch, the writer loop's alone
+	down   bool               // the last batch was given up (the writer loop's alone)
 
 	wake chan struct{} // (capacity 1) a batch was queued, or the writer closed
 	done chan struct{} // closed when Run has returned
@@ -162,10 +163,15 @@ func (w *Writer) loop() {
 }
 
 // commit writes b in one transaction, retrying a failed attempt with a growing pause until Patience
-// after its first row arrived; past that it logs each row at error level. Either way it then wakes b's
-// requests.
+// after its first row arrived — or, right after a batch was given up, trying it once; past that it logs
+// each row at error level. Either way it then wakes b's requests.
 func (w *Writer) commit(b *batch) {
 	deadline := b.opened.Add(w.cfg.Patience)
+	if w.down {
+		// The last batch was given up, and none has committed since: the database is down, and a batch
+		// gets one attempt, so that requests are not each held Patience through an outage.
+		deadline = time.Time{}
+	}
 	pause := 10 * time.Millisecond
 	var err error
 	for {
@@ -184,6 +190,10 @@ func (w *Writer) commit(b *batch) {
 		time.Sleep(pause)
 		pause = min(2*pause, 500*time.Millisecond)
 	}
+	if err == nil && w.down {
+		w.log.Info("call log: the database takes rows again")
+	}
+	w.down = err != nil
 	if err != nil {
 		w.log.Error("call-log batch not committed; its rows follow", "rows", len(b.rows), "err", err)
 		for _, r := range b.rows {
