@@ -7,6 +7,7 @@ package calllog
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -25,9 +26,10 @@ const (
 	// a failed batch until this long after its first row arrived, then logs each row at error level and
 	// lets the requests answer (docs/decisions.md).
 	Patience = 5 * time.Second
-	// minAttempt is the least time one attempt gets, even when the batch has already waited its Patience
-	// behind a failing one: every batch is tried at least once.
-	minAttempt = time.Second
+	// attemptTimeout bounds one attempt. A database that is slow, not failing (a busy connection pool, a
+	// lock), is waited for as every request's own statements wait for it: only errors count against
+	// Patience.
+	attemptTimeout = 30 * time.Second
 )
 
 // Config tunes the writer; the zero value is the server's.
@@ -58,6 +60,7 @@ type Writer struct {
 	stats  Stats
 	spare  [][]models.CallLog // row slices of committed batches, for the next ones
 	cols   columns            // PostgreSQL's scratch, the writer loop's alone
+	conn   *sql.Conn          // PostgreSQL: the writer loop's own connection, nil until needed or after an error
 	down   bool               // the last batch was given up (the writer loop's alone)
 
 	wake chan struct{} // (capacity 1) a batch was queued, or the writer closed
@@ -143,6 +146,11 @@ func (w *Writer) signal() {
 // as soon as it arrives, and a busy server's commits grow to what arrives during one.
 func (w *Writer) loop() {
 	defer close(w.done)
+	defer func() {
+		if w.conn != nil {
+			_ = w.conn.Close() // back to the pool, before the server closes the database
+		}
+	}()
 	for {
 		w.mu.Lock()
 		if len(w.queue) == 0 {
@@ -175,7 +183,7 @@ func (w *Writer) commit(b *batch) {
 	pause := 10 * time.Millisecond
 	var err error
 	for {
-		ctx, cancel := context.WithDeadline(context.Background(), later(deadline, time.Now().Add(minAttempt)))
+		ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 		err = w.write(ctx, b.rows)
 		cancel()
 		if err == nil {
@@ -217,13 +225,6 @@ func (w *Writer) commit(b *batch) {
 	w.mu.Unlock()
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // logLost writes a row that could not be stored, every field of it (none is secret: the key's display
 // prefix, never the key), so that it can be found in the log and restored by hand.
 func (w *Writer) logLost(msg string, r models.CallLog, err error) {
@@ -247,7 +248,9 @@ func (w *Writer) write(ctx context.Context, rows []models.CallLog) error {
 
 // insertUnnest writes a whole batch on PostgreSQL with one statement — its own transaction, one round
 // trip — whatever its size: the rows go as 13 arrays, one per column, which unnest turns back into rows.
-// The statement's text never changes, so pgx prepares it once per connection.
+// The statement's text never changes, so pgx prepares it once per connection. The writer keeps a
+// connection of its own: every answer waits for its commit, which must not queue behind the requests
+// for the pool's connections (40, held through create transactions under load).
 const insertUnnest = `INSERT INTO call_logs (at, request_id, account_id, key_prefix, method, path, status, error_code,
 	latency_micros, task_id, amount_reserved_micros, bytes_in, files)
 	SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::integer[],
@@ -284,10 +287,20 @@ func (w *Writer) insertColumns(ctx context.Context, rows []models.CallLog) error
 		c.bytesIn = append(c.bytesIn, r.BytesIn)
 		c.files = append(c.files, int32(r.Files))
 	}
-	_, err := w.db.WSQL().ExecContext(ctx, insertUnnest, c.at, c.requestID, c.account, c.keyPrefix, c.method, c.path,
+	if w.conn == nil {
+		conn, err := w.db.WSQL().Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("connect for the call log: %w", err)
+		}
+		w.conn = conn
+	}
+	_, err := w.conn.ExecContext(ctx, insertUnnest, c.at, c.requestID, c.account, c.keyPrefix, c.method, c.path,
 		c.status, c.errorCode, c.latency, c.taskID, c.amount, c.bytesIn, c.files)
 	clear(c.account) // the rows' pointers, kept no longer than the rows
 	if err != nil {
+		// The connection may be what failed: the next attempt takes a fresh one.
+		_ = w.conn.Close()
+		w.conn = nil
 		return fmt.Errorf("insert call-log rows: %w", err)
 	}
 	return nil
