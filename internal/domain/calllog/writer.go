@@ -101,7 +101,7 @@ func (w *Writer) Run(ctx context.Context) error {
 // Record returns once row is committed — or, when the database refused it for Patience, once it has been
 // logged at error level. It never fails the request: its answer may already have moved money. There is
 // no context: a request that stopped waiting would answer with its row still unwritten, and the wait is
-// bounded by Patience anyway.
+// bounded anyway (Patience for a failing database, 30 s an attempt for a slow one).
 func (w *Writer) Record(row models.CallLog) {
 	w.mu.Lock()
 	if w.closed {
