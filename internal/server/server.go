@@ -315,8 +315,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if cfg.Workers {
 		s.parts.Add("worker", runner.Func(func(ctx context.Context) error { s.Worker.Run(ctx); return nil }))
 	}
-	// The last to start, the first to stop: by then no request runs (Shutdown ended them), and the rows
-	// must not wait behind the worker's tasks in hand.
+	// The last to start, the first to stop: every request waits for its call-log row's commit, so the
+	// writer runs as long as requests do (Shutdown ends them before the parts stop), and what it still
+	// holds must not wait behind the worker's tasks in hand.
 	s.parts.Add("call log", s.CallLog)
 	ok = true
 	return s, nil

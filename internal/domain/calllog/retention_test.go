@@ -81,7 +81,7 @@ func TestSweepOneInstance(t *testing.T) {
 	})
 }
 
-func open(t *testing.T, url string) *db.DB {
+func open(t testing.TB, url string) *db.DB {
 	t.Helper()
 	d, err := db.Open(context.Background(), url)
 	if err != nil {
