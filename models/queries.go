@@ -76,13 +76,14 @@ func Settlements(ctx context.Context, db *gorm.DB, accountID int64, since time.T
 	return out, nil
 }
 
-// Exists reports whether any row of model matches the condition.
+// Exists reports whether any row of model matches the condition. It reads at most one row: a COUNT, even
+// under LIMIT 1, counts every match (an account's whole ledger, on each dashboard view).
 func Exists(ctx context.Context, db *gorm.DB, model any, where string, args ...any) (bool, error) {
-	var n int64
-	if err := db.WithContext(ctx).Model(model).Where(where, args...).Limit(1).Count(&n).Error; err != nil {
+	var found []int
+	if err := db.WithContext(ctx).Model(model).Select("1").Where(where, args...).Limit(1).Scan(&found).Error; err != nil {
 		return false, fmt.Errorf("check existence: %w", err)
 	}
-	return n > 0, nil
+	return len(found) > 0, nil
 }
 
 // CallQuery filters an account's call log.
@@ -125,7 +126,9 @@ type CallCursor struct {
 func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor, limit int) ([]CallLog, bool, error) {
 	tx := q.scope(db.WithContext(ctx))
 	if after != nil {
-		tx = tx.Where("(at < ?) OR (at = ? AND id < ?)", after.At, after.At, after.ID)
+		// The bound on at alone is redundant, and it is where the index range starts: without it a page far
+		// back reads, and drops, every newer call first.
+		tx = tx.Where("at <= ? AND ((at < ?) OR (at = ? AND id < ?))", after.At, after.At, after.At, after.ID)
 	}
 	var out []CallLog
 	if err := tx.Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {

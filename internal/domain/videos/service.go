@@ -344,10 +344,13 @@ func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Pag
 		if err != nil {
 			return nil, fmt.Errorf("read cursor task: %w", err)
 		}
+		// The bound on created_at alone is redundant, and it is what an index range starts from: without it
+		// the database reads every task newer than the cursor and drops them, so a page far back costs as
+		// much as all the pages before it (docs/performance.md, "Figures that hold at a million tasks").
 		if p.Asc {
-			q = q.Where("(created_at > ?) OR (created_at = ? AND id > ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
+			q = q.Where("created_at >= ? AND ((created_at > ?) OR (created_at = ? AND id > ?))", cur.CreatedAt, cur.CreatedAt, cur.CreatedAt, cur.ID)
 		} else {
-			q = q.Where("(created_at < ?) OR (created_at = ? AND id < ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
+			q = q.Where("created_at <= ? AND ((created_at < ?) OR (created_at = ? AND id < ?))", cur.CreatedAt, cur.CreatedAt, cur.CreatedAt, cur.ID)
 		}
 	}
 	order := "created_at DESC, id DESC"
