@@ -213,9 +213,10 @@ func TestQueriesUseIndexesAtScale(t *testing.T) {
 	lastMonth := now.AddDate(0, -1, 0).Format("2006-01")
 	for _, path := range []string{
 		"/console", "/console/tasks", "/console/tasks?status=failed", "/console/tasks?model=videogen-2.0-fast-1080p",
+		"/console/tasks?status=in_progress", "/console/tasks?status=queued&model=videogen-2.0-480p", "/console/tasks?status=failed&model=videogen-2.0-1080p",
 		"/console/tasks?after=" + seeded[120].ID, "/console/tasks?status=completed&after=" + seeded[200].ID, "/console/tasks/" + seeded[5].ID,
 		"/console/calls", "/console/calls?class=5xx", "/console/calls?class=4xx&key=" + url.QueryEscape(key[:11]),
-		"/console/calls?path=%2Fcontent", "/console/calls?path=" + seeded[40].ID,
+		"/console/calls?path=%2Fcontent", "/console/calls?path=" + seeded[40].ID, "/console/calls?path=nothing-has-this&class=5xx",
 		"/console/calls?from=" + day.Format("2006-01-02T15:04") + "&to=" + day.Add(24*time.Hour).Format("2006-01-02T15:04"),
 		fmt.Sprintf("/console/calls?after=%d-%d", call.At.UnixMicro(), call.ID),
 		"/console/calls.csv?from=" + now.AddDate(0, 0, -30).Format("2006-01-02T15:04"),

@@ -95,6 +95,19 @@ type CallQuery struct {
 	PathContains string
 }
 
+// CallScanWindow bounds what one page of a filtered call log reads: the calls in the time range after the
+// cursor, newest first, at most this many. Without it a filter that matches little — a path no call has,
+// the 5xx of an account that has few — reads the account's whole call log for one page: seconds for an
+// account of a million calls (docs/performance.md, "Figures that hold at a million tasks"). A variable
+// only so that tests can make it small.
+var CallScanWindow = 10_000
+
+// rowFilters reports whether the query filters calls by what they are, not only by when.
+func (q CallQuery) rowFilters() bool {
+	return q.StatusClass != 0 || q.KeyPrefix != "" || q.PathContains != ""
+}
+
+// scope is the account's calls in the time range: what the index (account_id, at, id) or (at) reads.
 func (q CallQuery) scope(db *gorm.DB) *gorm.DB {
 	db = db.Where("account_id = ?", q.AccountID)
 	if q.From != nil {
@@ -103,6 +116,11 @@ func (q CallQuery) scope(db *gorm.DB) *gorm.DB {
 	if q.To != nil {
 		db = db.Where("at < ?", *q.To)
 	}
+	return db
+}
+
+// filter is the query's conditions on the calls themselves.
+func (q CallQuery) filter(db *gorm.DB) *gorm.DB {
 	if q.StatusClass != 0 {
 		db = db.Where("status >= ? AND status < ?", q.StatusClass*100, q.StatusClass*100+100)
 	}
@@ -122,22 +140,56 @@ type CallCursor struct {
 	ID int64
 }
 
-// CallsPage returns one page of the filtered call log, newest first, after the cursor when it is set.
-func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor, limit int) ([]CallLog, bool, error) {
-	tx := q.scope(db.WithContext(ctx))
-	if after != nil {
-		// The bound on at alone is redundant, and it is where the index range starts: without it a page far
-		// back reads, and drops, every newer call first.
-		tx = tx.Where("at <= ? AND ((at < ?) OR (at = ? AND id < ?))", after.At, after.At, after.At, after.ID)
+// older keeps the calls older than the cursor. The bound on at alone is redundant, and it is where the
+// index range starts: without it a page far back reads, and drops, every newer call first.
+func (c *CallCursor) older(db *gorm.DB) *gorm.DB {
+	if c == nil {
+		return db
 	}
+	return db.Where("at <= ? AND ((at < ?) OR (at = ? AND id < ?))", c.At, c.At, c.At, c.ID)
+}
+
+// CallsPage returns one page of the filtered call log, newest first, after the cursor when it is set, and
+// the cursor of the next page (nil on the last). With a filter on status, key or path it reads at most
+// CallScanWindow calls: when fewer than a page of those match, the page holds the matches and the next
+// cursor is the last call read, so each page of a rare filter costs a bounded read and the next one goes
+// on searching further back.
+func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor, limit int) ([]CallLog, *CallCursor, error) {
+	base := func() *gorm.DB { return after.older(q.scope(db.WithContext(ctx).Model(&CallLog{}))) }
 	var out []CallLog
-	if err := tx.Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
-		return nil, false, fmt.Errorf("read call log: %w", err)
+	if !q.rowFilters() {
+		if err := base().Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+			return nil, nil, fmt.Errorf("read call log: %w", err)
+		}
+		return pageOfCalls(out, limit), nextCall(out, limit), nil
+	}
+	window := base().Order("at DESC, id DESC").Limit(CallScanWindow)
+	if err := q.filter(db.WithContext(ctx).Table("(?) AS w", window)).Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+		return nil, nil, fmt.Errorf("read call log: %w", err)
 	}
 	if len(out) > limit {
-		return out[:limit], true, nil
+		return pageOfCalls(out, limit), nextCall(out, limit), nil
 	}
-	return out, false, nil
+	// Fewer than a page matched: the next page starts after the last call read, if the window was full.
+	// (An OFFSET of a constant: this reads the window again, never more.)
+	var edge []CallLog
+	if err := base().Select("at", "id").Order("at DESC, id DESC").Offset(CallScanWindow - 1).Limit(1).Find(&edge).Error; err != nil {
+		return nil, nil, fmt.Errorf("read call log: %w", err)
+	}
+	if len(edge) == 0 {
+		return out, nil, nil
+	}
+	return out, &CallCursor{At: edge[0].At, ID: edge[0].ID}, nil
+}
+
+func pageOfCalls(rows []CallLog, limit int) []CallLog { return rows[:min(len(rows), limit)] }
+
+// nextCall is the cursor after a page read with one row more than its limit: its last row, if more follow.
+func nextCall(rows []CallLog, limit int) *CallCursor {
+	if len(rows) <= limit {
+		return nil
+	}
+	return &CallCursor{At: rows[limit-1].At, ID: rows[limit-1].ID}
 }
 
 // TaskCalls returns the API calls that name a task, oldest first (its create, its polls, its downloads).
