@@ -100,7 +100,7 @@ type CallQuery struct {
 // the 5xx of an account that has few — reads the account's whole call log for one page: seconds for an
 // account of a million calls (docs/performance.md, "Figures that hold at a million tasks"). A variable
 // only so that tests can make it small.
-var CallScanWindow = 10_000
+var CallScanWindow = 5_000
 
 // rowFilters reports whether the query filters calls by what they are, not only by when.
 func (q CallQuery) rowFilters() bool {

@@ -329,7 +329,7 @@ type Page struct {
 // model the account hardly uses) reads every task of the account for one page (docs/performance.md,
 // "Figures that hold at a million tasks"). Queued and in-progress tasks need no window: a partial index
 // holds only them (migration 00022). A variable only so that tests can make it small.
-var TaskScanWindow = 5_000
+var TaskScanWindow = 2_000
 
 // List returns the account's tasks, newest first unless Asc, after the cursor task.
 func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Page, error) {
