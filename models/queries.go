@@ -76,11 +76,13 @@ func Settlements(ctx context.Context, db *gorm.DB, accountID int64, since time.T
 	return out, nil
 }
 
-// Exists reports whether any row of model matches the condition. It reads at most one row: a COUNT, even
-// under LIMIT 1, counts every match (an account's whole ledger, on each dashboard view).
+// Exists reports whether any row of model (a table with an id) matches the condition. It reads at most
+// one row: a COUNT, even under LIMIT 1, counts every match (an account's whole ledger, on each dashboard
+// view). The order by id keeps the plan on the account's index: unordered, PostgreSQL may scan the table
+// from its start for the biggest accounts, betting that a match comes early.
 func Exists(ctx context.Context, db *gorm.DB, model any, where string, args ...any) (bool, error) {
 	var found []int
-	if err := db.WithContext(ctx).Model(model).Select("1").Where(where, args...).Limit(1).Scan(&found).Error; err != nil {
+	if err := db.WithContext(ctx).Model(model).Select("1").Where(where, args...).Order("id").Limit(1).Scan(&found).Error; err != nil {
 		return false, fmt.Errorf("check existence: %w", err)
 	}
 	return len(found) > 0, nil
