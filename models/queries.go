@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"videogen/internal/infra/db"
 	"videogen/internal/infra/storetext"
 )
 
@@ -66,12 +67,33 @@ func AccountKeys(ctx context.Context, db *gorm.DB, accountID int64) ([]APIKey, e
 	return out, nil
 }
 
-// Settlements returns an account's charges since a time, oldest first.
-func Settlements(ctx context.Context, db *gorm.DB, accountID int64, since time.Time) ([]LedgerEntry, error) {
-	var out []LedgerEntry
-	err := db.WithContext(ctx).Where("account_id = ? AND kind = ? AND created_at >= ?", accountID, KindSettle, since).Order("id").Find(&out).Error
+// SpendSlice is what an account was charged (settlements) in one slice of time.
+type SpendSlice struct {
+	Start  time.Time
+	Micros int64
+}
+
+// spendSliceSeconds is the width of SettledSince's slices: a quarter of an hour, so each falls in one day
+// in any time zone (db.Slice).
+const spendSliceSeconds = 900
+
+// SettledSince returns an account's charges since a time, summed per quarter of an hour, oldest first: at
+// most a hundred rows a day however many videos were charged (the dashboard's 30 days of spending read
+// every settlement whole before, five thousand rows for the biggest accounts).
+func SettledSince(ctx context.Context, d *db.DB, accountID int64, since time.Time) ([]SpendSlice, error) {
+	var rows []struct {
+		Slice  int64
+		Micros int64
+	}
+	slice := d.Slice("created_at", spendSliceSeconds)
+	err := d.R.WithContext(ctx).Model(&LedgerEntry{}).Select(slice+" AS slice, CAST(COALESCE(SUM(-delta_reserved), 0) AS BIGINT) AS micros").
+		Where("account_id = ? AND kind = ? AND created_at >= ?", accountID, KindSettle, since).Group("slice").Order("slice").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read charges of account %d: %w", accountID, err)
+	}
+	out := make([]SpendSlice, len(rows))
+	for i, r := range rows {
+		out[i] = SpendSlice{Start: time.Unix(r.Slice*spendSliceSeconds, 0).UTC(), Micros: r.Micros}
 	}
 	return out, nil
 }

@@ -35,7 +35,19 @@ var (
 	scaleTasks    = flag.Int("scale-tasks", 1_000_000, "scale run: tasks seeded, over a year")
 	scaleCalls    = flag.Int("scale-calls", 20_000_000, "scale run: call-log rows seeded, over the call log's retention")
 	scalePageTime = flag.Duration("scale-page-time", 3*time.Second, "scale run: how long each console page is loaded")
+	scaleKeep     = flag.Bool("scale-keep", false, "scale run: keep both databases (to look at plans afterwards; a few GB, drop them by hand)")
 )
+
+// scaleCleanup stops the run's servers and drops its databases when it stops early: log.Fatal runs no
+// deferred call, and a run that dies must not leave gigabytes behind. Each is safe to call twice.
+var scaleCleanup []func()
+
+func scaleFatalf(format string, args ...any) {
+	for i := len(scaleCleanup) - 1; i >= 0; i-- {
+		scaleCleanup[i]()
+	}
+	log.Fatalf(format, args...)
+}
 
 // scaleWindow is how much of the biggest account's history the empty database is given: enough for
 // every page the run opens and for the month it exports, so both databases show the same rows.
@@ -56,6 +68,7 @@ type scaleDB struct {
 	taskID, deepTask, reqID string
 	oldTask                 string // a task of the first months: only in the seeded database
 	callCursor, oldCursor   string // call-log cursors, 7 hours back and 80 days back
+	dataDir                 string
 }
 
 // pageCase is one console or staff page the run opens on both databases.
@@ -83,13 +96,18 @@ func (b *bench) measureScale(pgURL, out string) {
 	seeded := &scaleDB{name: "seeded"}
 	empty.url, empty.drop = createDatabase(pgURL)
 	seeded.url, seeded.drop = createDatabase(pgURL)
-	defer empty.drop()
-	defer seeded.drop()
+	if *scaleKeep {
+		log.Printf("scale: the databases are kept: %s (empty) and %s (seeded); drop them when done", empty.url, seeded.url)
+	} else {
+		scaleCleanup = append(scaleCleanup, empty.drop, seeded.drop)
+		defer empty.drop()
+		defer seeded.drop()
+	}
 	for _, d := range []*scaleDB{empty, seeded} {
 		cmd := exec.Command(b.videogen, "migrate")
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DATABASE_URL=" + d.url, "DATA_DIR=" + filepath.Join(b.work, "scale-"+d.name), "LOG_LEVEL=warn"}
 		if o, err := cmd.CombinedOutput(); err != nil {
-			log.Fatalf("videogen migrate: %v\n%s", err, o)
+			scaleFatalf("videogen migrate: %v\n%s", err, o)
 		}
 	}
 	spec := seed.Spec{Accounts: *scaleAccounts, Tasks: *scaleTasks, Calls: *scaleCalls, Now: now,
@@ -108,11 +126,7 @@ func (b *bench) measureScale(pgURL, out string) {
 
 	for _, d := range []*scaleDB{empty, seeded} {
 		d.prepare(b, now)
-		defer func(d *scaleDB) {
-			for _, stop := range d.stop {
-				stop()
-			}
-		}(d)
+		defer d.stopPages()
 	}
 	// Each case runs on one database, then the other, the first one in turn, so a drift of the machine
 	// during the run does not favour either.
@@ -156,6 +170,9 @@ func (b *bench) measureScale(pgURL, out string) {
 	b.ratios = append(b.ratios, ratio{Measure: "scale: CSV export of a month of the call log", Ours: export[1].RowsPerSec(), Limit: export[0].RowsPerSec(),
 		Unit: "rows/s", Target: 0.90, Note: fmt.Sprintf("GET /console/calls.csv of 30 days of the biggest account: %d rows, the median of 3 downloads", export[1].Rows)})
 
+	empty.stopPages()
+	seeded.stopPages()
+
 	// The API last: its creates leave thousands of queued tasks behind (no worker runs them).
 	var api [][2]result
 	for n, c := range []struct{ name, mode string }{{"GET /v1/videos/{id}", "get"}, {"GET /v1/videos/{id}, poll cache off", "get-uncached"}, {"POST /v1/videos", "post"}} {
@@ -169,7 +186,7 @@ func (b *bench) measureScale(pgURL, out string) {
 	}
 
 	if err := writeRegion(out, "bench-scale", scaleReport(spec, seeded.seeded, sizes, audit, api, pages, export, b)); err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 }
 
@@ -191,13 +208,13 @@ type auditFigure struct {
 func auditDB(dbURL string) auditFigure {
 	d, err := db.Open(context.Background(), dbURL)
 	if err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	defer d.Close()
 	start := time.Now()
 	problems, err := tasks.Audit(context.Background(), d)
 	if err != nil {
-		log.Fatalf("scale: ledger audit: %v", err)
+		scaleFatalf("scale: ledger audit: %v", err)
 	}
 	for i, p := range problems {
 		if i < 10 {
@@ -213,13 +230,13 @@ func auditDB(dbURL string) auditFigure {
 func seedDB(dbURL string, spec seed.Spec) *seed.Result {
 	d, err := db.Open(context.Background(), dbURL)
 	if err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	defer d.Close()
 	sqlDB, _ := d.W.DB()
 	res, err := seed.Seed(context.Background(), sqlDB, spec, log.Printf)
 	if err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	log.Printf("scale: seeded in %s", res.Took.Round(time.Millisecond))
 	return res
@@ -229,7 +246,7 @@ func seedDB(dbURL string, spec seed.Spec) *seed.Result {
 func tableSizes(dbURL string) []string {
 	d, err := db.Open(context.Background(), dbURL)
 	if err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	defer d.Close()
 	var rows []struct {
@@ -240,7 +257,7 @@ func tableSizes(dbURL string) []string {
 	if err := d.R.Raw(`SELECT c.relname AS name, c.reltuples::bigint AS rows, pg_total_relation_size(c.oid) AS bytes FROM pg_class c
 		WHERE c.relname IN ('tasks', 'task_events', 'ledger_entries', 'call_logs', 'accounts', 'users', 'api_keys') AND c.relkind = 'r'
 			AND c.relnamespace = 'public'::regnamespace ORDER BY pg_total_relation_size(c.oid) DESC`).Scan(&rows).Error; err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	var out []string
 	for _, r := range rows {
@@ -255,14 +272,14 @@ func (d *scaleDB) prepare(b *bench, d0 time.Time) {
 	ctx := context.Background()
 	conn, err := db.Open(ctx, d.url)
 	if err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	defer conn.Close()
 	d.accountID = d.seeded.AccountID(1)
 	owner := d.seeded.UserID(1)
 	one := func(dst any, q string, args ...any) {
 		if err := conn.R.Raw(q, args...).Row().Scan(dst); err != nil {
-			log.Fatalf("scale %s: %s: %v", d.name, q, err)
+			scaleFatalf("scale %s: %s: %v", d.name, q, err)
 		}
 	}
 	one(&d.email, "SELECT email FROM users WHERE id = ?", owner)
@@ -275,38 +292,38 @@ func (d *scaleDB) prepare(b *bench, d0 time.Time) {
 	var at time.Time
 	var id int64
 	if err := conn.R.Raw("SELECT at, id FROM call_logs WHERE account_id = ? AND at < ? ORDER BY at DESC, id DESC LIMIT 1", d.accountID, ago(7*time.Hour)).Row().Scan(&at, &id); err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	d.callCursor = fmt.Sprintf("%d-%d", at.UnixMicro(), id)
 	if d.name == "seeded" {
 		one(&d.oldTask, "SELECT id FROM tasks WHERE account_id = ? AND created_at < ? ORDER BY created_at DESC, id DESC LIMIT 1", d.accountID, ago(330*24*time.Hour))
 		if err := conn.R.Raw("SELECT at, id FROM call_logs WHERE account_id = ? AND at < ? ORDER BY at DESC, id DESC LIMIT 1", d.accountID,
 			ago(80*24*time.Hour)).Row().Scan(&at, &id); err != nil {
-			log.Fatal(err)
+			scaleFatalf("scale: %v", err)
 		}
 		d.oldCursor = fmt.Sprintf("%d-%d", at.UnixMicro(), id)
 	}
 	d.cookie = session(conn, owner, false)
 	staff, err := accounts.Create(ctx, conn, accounts.NewUser{Email: "support-bench@example.com", Verified: true})
 	if err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	if err := conn.W.Model(&models.User{}).Where("id = ?", staff.ID).Updates(map[string]any{"role": models.RoleSupport, "totp_enabled_at": time.Now().UTC()}).Error; err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	d.staff = session(conn, staff.ID, true)
 
 	// The API's servers: one as in production, one without workers and with the poll cache off; the
 	// accounts the load is spread over, funded, each with one task to poll.
 	// No worker runs on either: what is measured is the request's own path, never a backlog of renders
-	// left by the other database's creates; nor does the hourly ledger check (timed apart, above).
-	dataDir := filepath.Join(b.work, "scale-"+d.name)
-	quiet := []string{"WORKERS=false", "LEDGER_CHECK_INTERVAL=0", "MAX_QUEUED_PER_ACCOUNT=100000000", "QUEUE_TIMEOUT=24h"}
-	url, _, stop := b.startServer(d.url, dataDir, quiet...)
+	// left by the other database's creates; nor does the hourly ledger check (timed apart, above). The
+	// pages' server stays up through the pages; the API's are started for each case and stopped after it,
+	// so the run never holds more than one server's pool of connections open on the shared PostgreSQL.
+	d.dataDir = filepath.Join(b.work, "scale-"+d.name)
+	url, _, stop := b.startServer(d.url, d.dataDir, scaleQuiet...)
 	d.appURL = url
 	d.stop = append(d.stop, stop)
-	uncached, _, stop2 := b.startServer(d.url, dataDir, append(quiet, "POLL_CACHE_TTL=0")...)
-	d.stop = append(d.stop, stop2)
+	scaleCleanup = append(scaleCleanup, stop)
 	keys := b.fund(d.url)
 	var targets []string
 	for _, k := range keys {
@@ -315,22 +332,29 @@ func (d *scaleDB) prepare(b *bench, d0 time.Time) {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			log.Fatal(err)
+			scaleFatalf("scale: %v", err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		tid := between(string(body), `"id":"`, `"`)
 		if resp.StatusCode != 200 || tid == "" {
-			log.Fatalf("scale %s: setup create: %d %s", d.name, resp.StatusCode, body)
+			scaleFatalf("scale %s: setup create: %d %s", d.name, resp.StatusCode, body)
 		}
 		targets = append(targets, k+" "+tid)
 	}
 	_ = os.WriteFile(filepath.Join(b.work, "scale-"+d.name+"-targets.txt"), []byte(strings.Join(targets, "\n")+"\n"), 0o600)
-	scaleUncached[d.name] = uncached
 }
 
-// scaleUncached is each database's server with the poll cache off.
-var scaleUncached = map[string]string{}
+// scaleQuiet is the servers' settings: no worker, no ledger check, no backlog limit in the way.
+var scaleQuiet = []string{"WORKERS=false", "LEDGER_CHECK_INTERVAL=0", "MAX_QUEUED_PER_ACCOUNT=100000000", "QUEUE_TIMEOUT=24h"}
+
+// stopPages stops the pages' server.
+func (d *scaleDB) stopPages() {
+	for _, stop := range d.stop {
+		stop()
+	}
+	d.stop = nil
+}
 
 // session starts a console session for a user and returns its cookie header; staff sessions have passed
 // the second factor.
@@ -345,18 +369,20 @@ func session(conn *db.DB, userID int64, secondFactor bool) string {
 		s.SecondFactorAt = &now
 	}
 	if err := conn.W.Create(&s).Error; err != nil {
-		log.Fatal(err)
+		scaleFatalf("scale: %v", err)
 	}
 	return "vg_session=" + token
 }
 
-// api runs one API case with wrk against the database's server.
+// api runs one API case with wrk against a server of its own on the database, stopped after it.
 func (d *scaleDB) api(b *bench, name, mode string) result {
 	targets := filepath.Join(b.work, "scale-"+d.name+"-targets.txt")
-	url := d.appURL
+	env := scaleQuiet
 	if mode == "get-uncached" {
-		url, mode = scaleUncached[d.name], "get"
+		env, mode = append(append([]string(nil), scaleQuiet...), "POLL_CACHE_TTL=0"), "get"
 	}
+	url, _, stop := b.startServer(d.url, d.dataDir, env...)
+	defer stop()
 	return b.median("videogen on PostgreSQL, "+d.name, name, url, mode, targets, "")
 }
 
@@ -426,7 +452,7 @@ func (d *scaleDB) page(pc pageCase, dur time.Duration) pageFigure {
 	for i := 0; i < 3; i++ { // warm-up
 		status, body, _ := get()
 		if status != want {
-			log.Fatalf("scale %s: %s: %d, want %d: %.300s", d.name, path, status, want, body)
+			scaleFatalf("scale %s: %s: %d, want %d: %.300s", d.name, path, status, want, body)
 		}
 		last = body
 	}
@@ -484,12 +510,12 @@ func (d *scaleDB) export(now time.Time) exportFigure {
 		start := time.Now()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			log.Fatal(err)
+			scaleFatalf("scale: %v", err)
 		}
 		lines, err := countLines(resp.Body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != 200 {
-			log.Fatalf("scale %s: export: %d %v", d.name, resp.StatusCode, err)
+			scaleFatalf("scale %s: export: %d %v", d.name, resp.StatusCode, err)
 		}
 		figs = append(figs, exportFigure{Rows: lines - 1, Took: time.Since(start)})
 	}

@@ -7,5 +7,11 @@
 -- literally, so the partial index is usable on both engines.
 CREATE INDEX tasks_account_unfinished ON tasks (account_id, created_at DESC, id DESC) WHERE status IN ('queued', 'in_progress');
 
+-- An account's users, removed members included: the staff pages name each tenant's owner and list its
+-- members on every view (models.AccountWithOwner, AccountUsers), and the only index by account was the
+-- partial one of current members, so each view read the whole users table.
+CREATE INDEX users_account ON users (account_id, id);
+
 -- +goose Down
+DROP INDEX users_account;
 DROP INDEX tasks_account_unfinished;

@@ -295,7 +295,7 @@ func Seed(ctx context.Context, db *sql.DB, spec Spec, logf func(format string, a
 
 	// Sorts and hashes of millions of rows: give this session the memory for them. Its commits need not
 	// wait for the disk either; nothing else about the database changes.
-	for _, set := range []string{"SET work_mem = '256MB'", "SET maintenance_work_mem = '512MB'", "SET synchronous_commit = off"} {
+	for _, set := range []string{"SET work_mem = '1GB'", "SET maintenance_work_mem = '512MB'", "SET synchronous_commit = off"} {
 		if _, err := conn.ExecContext(ctx, set); err != nil {
 			return nil, fmt.Errorf("seed: %s: %w", set, err)
 		}
