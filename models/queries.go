@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"videogen/internal/infra/db"
 	"videogen/internal/infra/storetext"
 )
 
@@ -66,23 +67,47 @@ func AccountKeys(ctx context.Context, db *gorm.DB, accountID int64) ([]APIKey, e
 	return out, nil
 }
 
-// Settlements returns an account's charges since a time, oldest first.
-func Settlements(ctx context.Context, db *gorm.DB, accountID int64, since time.Time) ([]LedgerEntry, error) {
-	var out []LedgerEntry
-	err := db.WithContext(ctx).Where("account_id = ? AND kind = ? AND created_at >= ?", accountID, KindSettle, since).Order("id").Find(&out).Error
+// SpendSlice is what an account was charged (settlements) in one slice of time.
+type SpendSlice struct {
+	Start  time.Time
+	Micros int64
+}
+
+// spendSliceSeconds is the width of SettledSince's slices: a quarter of an hour, so each falls in one day
+// in any time zone (db.Slice).
+const spendSliceSeconds = 900
+
+// SettledSince returns an account's charges since a time, summed per quarter of an hour, oldest first: at
+// most a hundred rows a day however many videos were charged (the dashboard's 30 days of spending read
+// every settlement whole before, five thousand rows for the biggest accounts).
+func SettledSince(ctx context.Context, d *db.DB, accountID int64, since time.Time) ([]SpendSlice, error) {
+	var rows []struct {
+		Slice  int64
+		Micros int64
+	}
+	slice := d.Slice("created_at", spendSliceSeconds)
+	err := d.R.WithContext(ctx).Model(&LedgerEntry{}).Select(slice+" AS slice, CAST(COALESCE(SUM(-delta_reserved), 0) AS BIGINT) AS micros").
+		Where("account_id = ? AND kind = ? AND created_at >= ?", accountID, KindSettle, since).Group("slice").Order("slice").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read charges of account %d: %w", accountID, err)
+	}
+	out := make([]SpendSlice, len(rows))
+	for i, r := range rows {
+		out[i] = SpendSlice{Start: time.Unix(r.Slice*spendSliceSeconds, 0).UTC(), Micros: r.Micros}
 	}
 	return out, nil
 }
 
-// Exists reports whether any row of model matches the condition.
+// Exists reports whether any row of model (a table with an id) matches the condition. It reads at most
+// one row: a COUNT, even under LIMIT 1, counts every match (an account's whole ledger, on each dashboard
+// view). The order by id keeps the plan on the account's index: unordered, PostgreSQL may scan the table
+// from its start for the biggest accounts, betting that a match comes early.
 func Exists(ctx context.Context, db *gorm.DB, model any, where string, args ...any) (bool, error) {
-	var n int64
-	if err := db.WithContext(ctx).Model(model).Where(where, args...).Limit(1).Count(&n).Error; err != nil {
+	var found []int
+	if err := db.WithContext(ctx).Model(model).Select("1").Where(where, args...).Order("id").Limit(1).Scan(&found).Error; err != nil {
 		return false, fmt.Errorf("check existence: %w", err)
 	}
-	return n > 0, nil
+	return len(found) > 0, nil
 }
 
 // CallQuery filters an account's call log.
@@ -94,6 +119,19 @@ type CallQuery struct {
 	PathContains string
 }
 
+// CallScanWindow bounds what one page of a filtered call log reads: the calls in the time range after the
+// cursor, newest first, at most this many. Without it a filter that matches little — a path no call has,
+// the 5xx of an account that has few — reads the account's whole call log for one page: seconds for an
+// account of a million calls (docs/performance.md, "Figures that hold at a million tasks"). A variable
+// only so that tests can make it small.
+var CallScanWindow = 5_000
+
+// rowFilters reports whether the query filters calls by what they are, not only by when.
+func (q CallQuery) rowFilters() bool {
+	return q.StatusClass != 0 || q.KeyPrefix != "" || q.PathContains != ""
+}
+
+// scope is the account's calls in the time range: what the index (account_id, at, id) or (at) reads.
 func (q CallQuery) scope(db *gorm.DB) *gorm.DB {
 	db = db.Where("account_id = ?", q.AccountID)
 	if q.From != nil {
@@ -102,6 +140,11 @@ func (q CallQuery) scope(db *gorm.DB) *gorm.DB {
 	if q.To != nil {
 		db = db.Where("at < ?", *q.To)
 	}
+	return db
+}
+
+// filter is the query's conditions on the calls themselves.
+func (q CallQuery) filter(db *gorm.DB) *gorm.DB {
 	if q.StatusClass != 0 {
 		db = db.Where("status >= ? AND status < ?", q.StatusClass*100, q.StatusClass*100+100)
 	}
@@ -121,20 +164,56 @@ type CallCursor struct {
 	ID int64
 }
 
-// CallsPage returns one page of the filtered call log, newest first, after the cursor when it is set.
-func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor, limit int) ([]CallLog, bool, error) {
-	tx := q.scope(db.WithContext(ctx))
-	if after != nil {
-		tx = tx.Where("(at < ?) OR (at = ? AND id < ?)", after.At, after.At, after.ID)
+// older keeps the calls older than the cursor. The bound on at alone is redundant, and it is where the
+// index range starts: without it a page far back reads, and drops, every newer call first.
+func (c *CallCursor) older(db *gorm.DB) *gorm.DB {
+	if c == nil {
+		return db
 	}
+	return db.Where("at <= ? AND ((at < ?) OR (at = ? AND id < ?))", c.At, c.At, c.At, c.ID)
+}
+
+// CallsPage returns one page of the filtered call log, newest first, after the cursor when it is set, and
+// the cursor of the next page (nil on the last). With a filter on status, key or path it reads at most
+// CallScanWindow calls: when fewer than a page of those match, the page holds the matches and the next
+// cursor is the last call read, so each page of a rare filter costs a bounded read and the next one goes
+// on searching further back.
+func CallsPage(ctx context.Context, db *gorm.DB, q CallQuery, after *CallCursor, limit int) ([]CallLog, *CallCursor, error) {
+	base := func() *gorm.DB { return after.older(q.scope(db.WithContext(ctx).Model(&CallLog{}))) }
 	var out []CallLog
-	if err := tx.Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
-		return nil, false, fmt.Errorf("read call log: %w", err)
+	if !q.rowFilters() {
+		if err := base().Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+			return nil, nil, fmt.Errorf("read call log: %w", err)
+		}
+		return pageOfCalls(out, limit), nextCall(out, limit), nil
+	}
+	window := base().Order("at DESC, id DESC").Limit(CallScanWindow)
+	if err := q.filter(db.WithContext(ctx).Table("(?) AS w", window)).Order("at DESC, id DESC").Limit(limit + 1).Find(&out).Error; err != nil {
+		return nil, nil, fmt.Errorf("read call log: %w", err)
 	}
 	if len(out) > limit {
-		return out[:limit], true, nil
+		return pageOfCalls(out, limit), nextCall(out, limit), nil
 	}
-	return out, false, nil
+	// Fewer than a page matched: the next page starts after the last call read, if the window was full.
+	// (An OFFSET of a constant: this reads the window again, never more.)
+	var edge []CallLog
+	if err := base().Select("at", "id").Order("at DESC, id DESC").Offset(CallScanWindow - 1).Limit(1).Find(&edge).Error; err != nil {
+		return nil, nil, fmt.Errorf("read call log: %w", err)
+	}
+	if len(edge) == 0 {
+		return out, nil, nil
+	}
+	return out, &CallCursor{At: edge[0].At, ID: edge[0].ID}, nil
+}
+
+func pageOfCalls(rows []CallLog, limit int) []CallLog { return rows[:min(len(rows), limit)] }
+
+// nextCall is the cursor after a page read with one row more than its limit: its last row, if more follow.
+func nextCall(rows []CallLog, limit int) *CallCursor {
+	if len(rows) <= limit {
+		return nil
+	}
+	return &CallCursor{At: rows[limit-1].At, ID: rows[limit-1].ID}
 }
 
 // TaskCalls returns the API calls that name a task, oldest first (its create, its polls, its downloads).

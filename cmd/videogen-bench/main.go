@@ -57,7 +57,7 @@ func main() {
 		runs     = flag.Int("runs", 3, "measured runs per case (the median is reported)")
 		conns    = flag.Int("conns", 64, "concurrent connections of the load process")
 		nAcct    = flag.Int("accounts", 100, "funded accounts the load is spread over")
-		engines  = flag.String("engines", "sqlite,postgres,worker,bytes,memory", "what to measure: sqlite, postgres (with the create ceiling), worker, bytes (copies and downloads of realistic videos), memory (the server's RSS under load)")
+		engines  = flag.String("engines", "sqlite,postgres,worker,bytes,memory", "what to measure: sqlite, postgres (with the create ceiling), worker, bytes (copies and downloads of realistic videos), memory (the server's RSS under load); scale (make bench-scale, not by default)")
 		nTasks   = flag.Int("worker-tasks", 4000, "tasks the worker run completes")
 	)
 	flag.Parse()
@@ -71,6 +71,13 @@ func main() {
 	defer os.RemoveAll(work)
 	b := &bench{videogen: *videogen, work: work, duration: *duration, runs: *runs, conns: *conns, accounts: *nAcct}
 
+	if strings.Contains(*engines, "scale") {
+		b.measureScale(*pgURL, *out) // scale.go: a million tasks against an empty database, its own region of the file
+		if *engines == "scale" {
+			fmt.Printf("\nmake bench-scale, %s\n\n%s", machine(), ratiosTable(b.ratios))
+			return
+		}
+	}
 	var results []result
 	bareRes := b.measureBare()
 	results = append(results, bareRes...)

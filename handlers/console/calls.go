@@ -74,6 +74,9 @@ func filterValues(f customer.CallFilter) url.Values {
 	return out
 }
 
+// callsPageSize is how many calls a page of the call log lists.
+const callsPageSize = 50
+
 // ShowCalls answers GET /console/calls: the filtered call log, newest first, a page at a time.
 func (h *Handler) ShowCalls(c *fiber.Ctx) error {
 	v := h.TenantViewer(c, "calls")
@@ -90,7 +93,7 @@ func (h *Handler) ShowCalls(c *fiber.Ctx) error {
 			after = &models.CallCursor{At: time.UnixMicro(us).UTC(), ID: n}
 		}
 	}
-	rows, more, err := models.CallsPage(c.UserContext(), h.DB.R, q, after, 50)
+	rows, next, err := models.CallsPage(c.UserContext(), h.DB.R, q, after, callsPageSize)
 	if err != nil {
 		return err
 	}
@@ -107,10 +110,15 @@ func (h *Handler) ShowCalls(c *fiber.Ctx) error {
 	if after != nil {
 		p.First = "?" + vals.Encode()
 	}
-	if more {
-		last := rows[len(rows)-1]
-		vals.Set("after", fmt.Sprintf("%d-%d", last.At.UnixMicro(), last.ID))
+	if next != nil {
+		vals.Set("after", fmt.Sprintf("%d-%d", next.At.UnixMicro(), next.ID))
 		p.Next = "?" + vals.Encode()
+		// A filter that matched less than a page among the calls one page may read: say how far back this
+		// page looked, so an empty or short page with an Older link reads as what it is.
+		if len(rows) < callsPageSize {
+			searched := next.At
+			p.SearchedTo = &searched
+		}
 	}
 	return h.Render(c, customer.CallsList(v, p))
 }
@@ -152,7 +160,7 @@ func (h *Handler) ExportCalls(c *fiber.Ctx) error {
 		_ = w.Write([]string{"time", "request_id", "method", "path", "status", "error_code", "key_prefix", "task_id", "amount_reserved_usd", "latency_ms", "bytes_in"})
 		var after *models.CallCursor
 		for {
-			rows, more, err := models.CallsPage(ctx, r, q, after, exportBatch)
+			rows, next, err := models.CallsPage(ctx, r, q, after, exportBatch)
 			if err != nil {
 				log.Error("call-log export", "account", q.AccountID, "err", err)
 				_ = w.Write([]string{exportStoppedMarker})
@@ -164,11 +172,10 @@ func (h *Handler) ExportCalls(c *fiber.Ctx) error {
 					fmt.Sprintf("%.3f", float64(row.LatencyMicros)/1000), strconv.FormatInt(row.BytesIn, 10)})
 			}
 			w.Flush()
-			if err := bw.Flush(); err != nil || !more {
+			if err := bw.Flush(); err != nil || next == nil {
 				break // done, or the client went away
 			}
-			last := rows[len(rows)-1]
-			after = &models.CallCursor{At: last.At, ID: last.ID}
+			after = next
 		}
 		w.Flush()
 		_ = bw.Flush()

@@ -28,7 +28,7 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 	now := time.Now().In(v.Location)
 	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, v.Location)
 	first := today.AddDate(0, 0, -29)
-	charges, err := models.Settlements(ctx, h.DB.R, u.AccountID, first.UTC())
+	charges, err := models.SettledSince(ctx, h.DB, u.AccountID, first.UTC())
 	if err != nil {
 		return err
 	}
@@ -36,11 +36,11 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 	for i := range d.Spend {
 		d.Spend[i].Day = first.AddDate(0, 0, i)
 	}
-	for _, e := range charges {
-		t := e.CreatedAt.In(v.Location)
+	for _, c := range charges {
+		t := c.Start.In(v.Location)
 		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, v.Location)
 		if i := int(day.Sub(first).Hours()/24 + 0.5); i >= 0 && i < len(d.Spend) {
-			d.Spend[i].Micros += -e.DeltaReserved
+			d.Spend[i].Micros += c.Micros
 		}
 	}
 

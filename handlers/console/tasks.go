@@ -46,7 +46,7 @@ func (h *Handler) ShowTasks(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p := customer.TasksPage{Tasks: page.Tasks, Filter: f}
+	p := customer.TasksPage{Tasks: page.Tasks, Filter: f, SearchedTo: page.SearchedTo}
 	for _, m := range catalog.Models {
 		p.Models = append(p.Models, m.ID)
 	}
@@ -61,7 +61,7 @@ func (h *Handler) ShowTasks(c *fiber.Ctx) error {
 		p.First = "?" + q.Encode()
 	}
 	if page.HasMore {
-		q.Set("after", page.Tasks[len(page.Tasks)-1].ID)
+		q.Set("after", page.Next)
 		p.Next = "?" + q.Encode()
 	}
 	return h.Render(c, customer.TasksList(h.TenantViewer(c, "tasks"), p))

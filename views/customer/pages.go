@@ -143,6 +143,9 @@ type TasksPage struct {
 	Models []string
 	Next   string // query string of the next page, "" on the last
 	First  string // query string of the first page when not on it
+	// SearchedTo is set when the filters matched less than a page among the tasks one page reads
+	// (videos.TaskScanWindow): the creation time of the oldest task this page looked at.
+	SearchedTo *time.Time
 }
 
 // TaskPage is one task with its history.
@@ -174,6 +177,9 @@ type CallsPage struct {
 	First  string
 	CSV    string // link to the CSV export of the whole filtered range
 	Error  string
+	// SearchedTo is set when the filter matched less than a page among the calls one page reads
+	// (models.CallScanWindow): the time of the oldest call this page looked at; Older goes on from there.
+	SearchedTo *time.Time
 }
 
 // WalletPage is the balance, the ways to add funds, the balance alerts and the ledger.

@@ -316,51 +316,100 @@ type ListParams struct {
 type Page struct {
 	Tasks   []models.Task
 	HasMore bool
+	// Next is the cursor of the next page when HasMore: the last task listed, or, when a filtered page
+	// holds less than a page, the last task it searched (see TaskScanWindow).
+	Next string
+	// SearchedTo is set when a filter matched less than a page among the tasks one page reads: the
+	// creation time of the oldest task this page looked at.
+	SearchedTo *time.Time
 }
+
+// TaskScanWindow bounds what one page of a list filtered by status or model reads: the account's tasks
+// after the cursor, in the list's order, at most this many. Without it a filter that matches little (a
+// model the account hardly uses) reads every task of the account for one page (docs/performance.md,
+// "Figures that hold at a million tasks"). Queued and in-progress tasks need no window: a partial index
+// holds only them (migration 00022). A variable only so that tests can make it small.
+var TaskScanWindow = 2_000
 
 // List returns the account's tasks, newest first unless Asc, after the cursor task.
 func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Page, error) {
-	q := s.DB.R.WithContext(ctx).Where("account_id = ?", accountID)
-	if !p.WithDeleted {
-		q = q.Where("deleted_at IS NULL")
-	}
-	if p.Status != "" {
-		q = q.Where("status = ?", p.Status)
-	}
-	if p.Model != "" {
-		q = q.Where("model = ?", p.Model)
-	}
 	if p.After != "" && !ids.IsVideoID(p.After) {
 		return nil, refusal.Field("invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
 	}
+	var cur *models.Task
 	if p.After != "" {
 		// The cursor may name a task deleted since its page was read: it still marks the place, so paging
 		// goes on where it was.
-		var cur models.Task
-		err := s.DB.R.WithContext(ctx).Select("id", "created_at").Where("id = ? AND account_id = ?", p.After, accountID).Take(&cur).Error
+		cur = &models.Task{}
+		err := s.DB.R.WithContext(ctx).Select("id", "created_at").Where("id = ? AND account_id = ?", p.After, accountID).Take(cur).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return nil, refusal.Field("invalid_request", "after", "after must be the id of one of your videos, as returned in last_id.")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read cursor task: %w", err)
 		}
-		if p.Asc {
-			q = q.Where("(created_at > ?) OR (created_at = ? AND id > ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
-		} else {
-			q = q.Where("(created_at < ?) OR (created_at = ? AND id < ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
-		}
 	}
 	order := "created_at DESC, id DESC"
 	if p.Asc {
 		order = "created_at ASC, id ASC"
 	}
-	var tasks []models.Task
-	if err := q.Order(order).Limit(p.Limit + 1).Find(&tasks).Error; err != nil {
+	// base is the account's tasks after the cursor: what the index (account_id, created_at, id) reads.
+	base := func() *gorm.DB {
+		q := s.DB.R.WithContext(ctx).Model(&models.Task{}).Where("account_id = ?", accountID)
+		if !p.WithDeleted {
+			q = q.Where("deleted_at IS NULL")
+		}
+		// The bound on created_at alone is redundant, and it is what an index range starts from: without it
+		// the database reads every task newer than the cursor and drops them, so a page far back costs as
+		// much as all the pages before it.
+		switch {
+		case cur != nil && p.Asc:
+			q = q.Where("created_at >= ? AND ((created_at > ?) OR (created_at = ? AND id > ?))", cur.CreatedAt, cur.CreatedAt, cur.CreatedAt, cur.ID)
+		case cur != nil:
+			q = q.Where("created_at <= ? AND ((created_at < ?) OR (created_at = ? AND id < ?))", cur.CreatedAt, cur.CreatedAt, cur.CreatedAt, cur.ID)
+		}
+		return q
+	}
+	filter := func(q *gorm.DB) *gorm.DB {
+		if p.Status != "" {
+			q = q.Where("status = ?", p.Status)
+		}
+		if p.Model != "" {
+			q = q.Where("model = ?", p.Model)
+		}
+		return q
+	}
+	var rows []models.Task
+	var q *gorm.DB
+	switch {
+	case p.Status == "" && p.Model == "":
+		q = base()
+	case p.Status == tasks.Queued || p.Status == tasks.InProgress:
+		// Named literally, so the partial index of unfinished tasks serves it on both engines.
+		q = filter(base().Where("status IN ('queued', 'in_progress')"))
+	default:
+		q = filter(s.DB.R.WithContext(ctx).Table("(?) AS w", base().Order(order).Limit(TaskScanWindow)))
+	}
+	if err := q.Order(order).Limit(p.Limit + 1).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
-	page := &Page{Tasks: tasks}
-	if len(tasks) > p.Limit {
-		page.Tasks, page.HasMore = tasks[:p.Limit], true
+	page := &Page{Tasks: rows}
+	if len(rows) > p.Limit {
+		page.Tasks, page.HasMore, page.Next = rows[:p.Limit], true, rows[p.Limit-1].ID
+		return page, nil
+	}
+	if p.Model == "" && (p.Status == "" || p.Status == tasks.Queued || p.Status == tasks.InProgress) {
+		return page, nil
+	}
+	// Fewer than a page matched among the window: the next page starts after the last task read, if the
+	// window was full. (An OFFSET of a constant: this reads the window again, never more.)
+	var edge []models.Task
+	if err := base().Select("id", "created_at").Order(order).Offset(TaskScanWindow - 1).Limit(1).Find(&edge).Error; err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	if len(edge) > 0 {
+		at := edge[0].CreatedAt
+		page.HasMore, page.Next, page.SearchedTo = true, edge[0].ID, &at
 	}
 	return page, nil
 }

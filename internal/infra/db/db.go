@@ -223,6 +223,17 @@ func IsUniqueViolation(err error) bool {
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505")
 }
 
+// Slice is the SQL expression numbering the slice of `seconds` (since the Unix epoch) a time column falls
+// in, on either engine: a report groups by it in SQL and gives each slice its day in a time zone in Go,
+// which neither engine's SQL knows by name on both. With slices of 15 minutes no slice straddles a local
+// midnight, every zone's offset being a multiple of them.
+func (d *DB) Slice(column string, seconds int) string {
+	if d.Postgres {
+		return fmt.Sprintf("CAST(FLOOR(EXTRACT(EPOCH FROM %s) / %d) AS BIGINT)", column, seconds)
+	}
+	return fmt.Sprintf("(CAST(strftime('%%s', %s) AS INTEGER) / %d)", column, seconds)
+}
+
 // UTCDay is the SQL expression for the UTC day (YYYY-MM-DD) of a time column: per-day reports group
 // by it on either engine.
 func (d *DB) UTCDay(column string) string {
