@@ -68,6 +68,7 @@ type Config struct {
 	UpstreamsWatch      time.Duration `env:"UPSTREAMS_WATCH_INTERVAL" envDefault:"2s" help:"how often each instance publishes its upstream health and checks for 'videogen upstreams reload'"`
 
 	SimDuration    time.Duration `env:"SIM_DURATION" envDefault:"20s" help:"how long a simulated generation takes, queued to completed (0: at once)"`
+	SimOutput      string        `env:"SIM_OUTPUT" envDefault:"realistic" help:"what a simulated generation serves: realistic (a video of the size and length asked) or tiny (the same 5 KB video for every task, so a load test measures the worker apart from the bytes)"`
 	SimCredentials int           `env:"SIM_CREDENTIALS" envDefault:"2" help:"simulated upstream credentials in the pool"`
 	SimConcurrency int           `env:"SIM_CONCURRENCY" envDefault:"4" help:"tasks each simulated credential runs at once"`
 	SimDataDir     string        `env:"SIM_DATA_DIR" help:"where the simulator keeps its tasks (default DATA_DIR/sim); they outlive a platform restart"`
@@ -236,6 +237,9 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be a positive duration such as 30s", name))
 		}
+	}
+	if c.SimOutput != "realistic" && c.SimOutput != "tiny" {
+		errs = append(errs, fmt.Errorf("SIM_OUTPUT is %q: want realistic or tiny", c.SimOutput))
 	}
 	if c.SimDuration < 0 {
 		errs = append(errs, errors.New("SIM_DURATION must not be negative (0 completes at once, as make bench's worker run wants)"))

@@ -58,6 +58,9 @@ type Config struct {
 	Secrets     []string      // accepted Bearer credentials
 	// Protocol is the wire protocol: ProtocolVideogen (default), ProtocolOpenAI or ProtocolArk.
 	Protocol string
+	// Output is what a finished task serves: OutputRealistic (default), a video of the size and length
+	// asked, or OutputTiny, the same few-KB video for every task (docs/upstreams.md#simulator).
+	Output string
 	// Keep is how long a finished task and its video stay available, like a provider's retention
 	// (default 24 h, as Ark's video URLs); older ones are deleted, so a long-running simulator does not
 	// grow without bound.
@@ -65,6 +68,16 @@ type Config struct {
 	Now  func() time.Time
 	Log  *slog.Logger
 }
+
+// What the simulator's finished tasks serve (Config.Output).
+const (
+	// OutputRealistic renders each task's video at the size and length asked, and its stills from it.
+	OutputRealistic = "realistic"
+	// OutputTiny serves one tiny valid MP4 (64×36, one frame, about 5 KB) and its stills for every task,
+	// rendered once and held in memory, so that serving an output costs almost nothing: make bench
+	// measures the worker's lifecycle apart from the bytes it copies (docs/performance.md).
+	OutputTiny = "tiny"
+)
 
 // Media is one input of a task, named with Ark's roles in both protocols.
 type Media struct {
@@ -105,6 +118,8 @@ type Task struct {
 	CancelledAt  *time.Time    `json:"cancelled_at,omitempty"`
 	// InputReference is the first frame uploaded as a file part of OpenAI's create form (ProtocolOpenAI).
 	InputReference *Upload `json:"input_reference,omitempty"`
+
+	fps int // frames a second of its files when not the simulator's 24 (tinyTask)
 }
 
 // Upload is a file a submission carried in its body rather than by URL.
@@ -130,6 +145,7 @@ type Sim struct {
 	revoked map[string]bool   // owners refused by [sim:401] until Reinstate or a restart
 	tripped map[string]bool   // owner + prompt of each [sim:401] that revoked its credential
 	render  sync.Map          // task id → *sync.Mutex, so one output is rendered once
+	tiny    sync.Map          // file suffix → *tinyFile, with OutputTiny
 }
 
 // New opens (or creates) a simulator whose state lives in cfg.Dir.
@@ -147,6 +163,13 @@ func New(cfg Config) (*Sim, error) {
 	case ProtocolVideogen, ProtocolOpenAI, ProtocolArk, ProtocolGemini:
 	default:
 		return nil, fmt.Errorf("simulator protocol %q: want %s, %s, %s or %s", cfg.Protocol, ProtocolVideogen, ProtocolOpenAI, ProtocolArk, ProtocolGemini)
+	}
+	switch cfg.Output {
+	case "":
+		cfg.Output = OutputRealistic
+	case OutputRealistic, OutputTiny:
+	default:
+		return nil, fmt.Errorf("simulator output %q: want %s or %s", cfg.Output, OutputRealistic, OutputTiny)
 	}
 	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}, revoked: map[string]bool{}, tripped: map[string]bool{}}
 	for _, sec := range cfg.Secrets {
