@@ -75,6 +75,7 @@ type Config struct {
 
 	Workers         bool          `env:"WORKERS" envDefault:"true" help:"run the task workers in this process"`
 	WorkerID        string        `env:"WORKER_ID" help:"name of this instance in task leases (default host-pid)"`
+	WorkerTasks     int           `env:"WORKER_CONCURRENCY" envDefault:"64" help:"tasks this instance's worker handles at once (a submission, a poll or a download each); each one waiting on the upstream or the database holds one"`
 	QueueTimeout    time.Duration `env:"QUEUE_TIMEOUT" envDefault:"30m" help:"a task waiting this long for an upstream slot fails and is refunded"`
 	RunTimeout      time.Duration `env:"RUN_TIMEOUT" envDefault:"30m" help:"a task running upstream longer than this fails and is refunded"`
 	PollMin         time.Duration `env:"POLL_INTERVAL_MIN" envDefault:"1s" help:"first interval between upstream polls of a task"`
@@ -228,8 +229,8 @@ func (c *Config) Validate() error {
 	if c.RateLimitRPS <= 0 || c.RateLimitBurst < 1 {
 		errs = append(errs, errors.New("RATE_LIMIT_RPS must be > 0 and RATE_LIMIT_BURST >= 1"))
 	}
-	if c.SimCredentials < 1 || c.SimConcurrency < 1 || c.UpstreamConcurrency < 1 {
-		errs = append(errs, errors.New("SIM_CREDENTIALS, SIM_CONCURRENCY and UPSTREAM_CONCURRENCY must be >= 1"))
+	if c.SimCredentials < 1 || c.SimConcurrency < 1 || c.UpstreamConcurrency < 1 || c.WorkerTasks < 1 {
+		errs = append(errs, errors.New("SIM_CREDENTIALS, SIM_CONCURRENCY, UPSTREAM_CONCURRENCY and WORKER_CONCURRENCY must be >= 1"))
 	}
 	for name, d := range map[string]time.Duration{"LEASE_DURATION": c.LeaseDuration, "QUEUE_TIMEOUT": c.QueueTimeout,
 		"RUN_TIMEOUT": c.RunTimeout, "OUTPUT_RETENTION": c.OutputRetention, "UPSTREAM_TIMEOUT": c.UpstreamTimeout,
