@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -102,6 +104,81 @@ func Settle(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, no
 		return err
 	}
 	return topups.BalanceFell(tx, accountID, now, true)
+}
+
+// Charge is one task's reservation to settle (SettleMany).
+type Charge struct {
+	AccountID int64
+	TaskID    string
+	Amount    money.Micros
+}
+
+// SettleMany is Settle for several tasks in one transaction (the task store's group-committed
+// completions): each gets its settle entry, exactly as Settle writes it, with the balances after it as
+// if they had been settled one by one in the order given; each account's balance moves once by the sum
+// of its charges, and the balance alerts are checked once for all. Accounts are locked in id order, so
+// that two batches never wait on each other.
+func SettleMany(tx *gorm.DB, charges []Charge, now time.Time) error {
+	if len(charges) == 1 {
+		c := charges[0]
+		return Settle(tx, c.AccountID, c.TaskID, c.Amount, now)
+	}
+	if len(charges) == 0 {
+		return nil
+	}
+	sum := map[int64]int64{}
+	for _, c := range charges {
+		sum[c.AccountID] += int64(c.Amount)
+	}
+	ids := make([]int64, 0, len(sum))
+	for id := range sum {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	if tx.Dialector.Name() == "postgres" && len(ids) > 1 {
+		// The UPDATE below locks its rows in the order of its plan: take them first in id order. NO KEY
+		// UPDATE is the lock the UPDATE itself takes.
+		if err := tx.Exec("SELECT id FROM accounts WHERE id IN ? ORDER BY id FOR NO KEY UPDATE", ids).Error; err != nil {
+			return fmt.Errorf("lock accounts: %w", err)
+		}
+	}
+	rows := make([]string, len(ids))
+	args := []any{now}
+	for i, id := range ids {
+		rows[i] = "(CAST(? AS BIGINT), CAST(? AS BIGINT))"
+		args = append(args, id, sum[id])
+	}
+	var after []struct {
+		ID              int64
+		AvailableMicros int64
+		ReservedMicros  int64
+	}
+	if err := tx.Raw(`UPDATE accounts SET reserved_micros = reserved_micros - v.column2, updated_at = ?
+		FROM (VALUES `+strings.Join(rows, ", ")+`) AS v WHERE accounts.id = v.column1
+		RETURNING accounts.id, accounts.available_micros, accounts.reserved_micros`, args...).Scan(&after).Error; err != nil {
+		return fmt.Errorf("update balances: %w", err)
+	}
+	if len(after) != len(ids) {
+		return fmt.Errorf("settle %d accounts, %d found: %w", len(ids), len(after), ErrUnknownAccount)
+	}
+	// Each entry's balances after it: the account's final balances, less what its later charges took.
+	reserved := map[int64]int64{}
+	available := map[int64]int64{}
+	for _, a := range after {
+		reserved[a.ID], available[a.ID] = a.ReservedMicros, a.AvailableMicros
+	}
+	entries := make([]models.LedgerEntry, len(charges))
+	for i := len(charges) - 1; i >= 0; i-- {
+		c := charges[i]
+		taskID := c.TaskID
+		entries[i] = models.LedgerEntry{AccountID: c.AccountID, Kind: models.KindSettle, TaskID: &taskID,
+			DeltaReserved: -int64(c.Amount), AvailableAfter: available[c.AccountID], ReservedAfter: reserved[c.AccountID], CreatedAt: now}
+		reserved[c.AccountID] += int64(c.Amount)
+	}
+	if err := tx.Create(&entries).Error; err != nil {
+		return fmt.Errorf("append settle entries: %w", err)
+	}
+	return topups.BalancesFell(tx, ids, now, true)
 }
 
 // Release refunds a task's reservation in full inside tx, under the same rule as Settle.

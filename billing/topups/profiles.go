@@ -112,6 +112,11 @@ func TakeLowBalanceDue(tx *gorm.DB, accountID int64) (bool, error) {
 // money Stripe gave back (a refund, a dispute) or a staff correction must never make us charge the
 // customer's card again at once. They may still send the low-balance e-mail.
 func BalanceFell(tx *gorm.DB, accountID int64, now time.Time, mayRecharge bool) error {
+	return BalancesFell(tx, []int64{accountID}, now, mayRecharge)
+}
+
+// BalancesFell is BalanceFell for several accounts at once, in one UPDATE.
+func BalancesFell(tx *gorm.DB, accountIDs []int64, now time.Time, mayRecharge bool) error {
 	const avail = "(SELECT available_micros FROM accounts WHERE id = billing_profiles.account_id)"
 	const lowCrossed = "(low_balance_armed AND low_balance_micros > 0 AND low_balance_micros > " + avail + ")"
 	rechargeCrossed := "(recharge_enabled AND recharge_armed AND recharge_below_micros > " + avail + ")"
@@ -124,9 +129,9 @@ func BalanceFell(tx *gorm.DB, accountID int64, now time.Time, mayRecharge bool) 
 		recharge_due = recharge_due OR `+rechargeCrossed+`,
 		recharge_armed = recharge_armed AND NOT `+rechargeCrossed+`,
 		updated_at = ?
-		WHERE account_id = ? AND (`+lowCrossed+` OR `+rechargeCrossed+`)`, now, accountID).Error
+		WHERE account_id IN ? AND (`+lowCrossed+` OR `+rechargeCrossed+`)`, now, accountIDs).Error
 	if err != nil {
-		return fmt.Errorf("watch the balance alerts of account %d: %w", accountID, err)
+		return fmt.Errorf("watch the balance alerts of accounts %v: %w", accountIDs, err)
 	}
 	return nil
 }

@@ -138,6 +138,7 @@ type bench struct {
 	worker                float64 // tasks per second, queued to completed and settled (0: not measured)
 	workerCPU             cpuShare
 	workerBytes           float64 // mean size of a copied video
+	lastPID               int     // process id of the last server startServer started
 	bareRPS               float64 // the bare handler's polls/s, the mean of its runs before and after
 	ratios                []ratio // every figure against its limit, in the order measured
 	sections              []string
@@ -288,6 +289,7 @@ func (b *bench) startServer(dbURL, dataDir string, extra ...string) (url, pprofA
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
+	b.lastPID = cmd.Process.Pid
 	url = "http://" + addr
 	waitReady(url + "/readyz")
 	return url, pprofAddr, func() {

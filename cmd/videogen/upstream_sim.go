@@ -24,7 +24,7 @@ func simCmd() *cobra.Command {
 	var addr, keys, protocol, dir string
 	c := &cobra.Command{
 		Use:   "upstream-sim",
-		Short: "run the upstream simulator standalone, speaking the platform's own, OpenAI's, Ark's or the Gemini API's protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_DATA_DIR apply)",
+		Short: "run the upstream simulator standalone, speaking the platform's own, OpenAI's, Ark's or the Gemini API's protocol (SIM_DURATION, SIM_CONCURRENCY, SIM_OUTPUT, SIM_DATA_DIR apply)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(nil)
 			if err != nil {
@@ -44,7 +44,7 @@ func simCmd() *cobra.Command {
 			}
 			log := newLogger(cfg)
 			s, err := sim.New(sim.Config{Dir: dir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency, Secrets: secrets,
-				Protocol: protocol, Log: log, Now: time.Now})
+				Protocol: protocol, Output: cfg.SimOutput, Log: log, Now: time.Now})
 			if err != nil {
 				return err
 			}

@@ -207,7 +207,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	polls := videos.NewPollCache(cfg.PollCacheTTL)
 	s.Worker = worker.New(worker.Config{
 		ID: cfg.WorkerID, PollMin: cfg.PollMin, PollMax: cfg.PollMax, Lease: cfg.LeaseDuration,
-		RunTimeout: cfg.RunTimeout, OutputRetention: cfg.OutputRetention,
+		RunTimeout: cfg.RunTimeout, OutputRetention: cfg.OutputRetention, Parallel: cfg.WorkerTasks,
 	}, worker.Deps{Tasks: s.Tasks, Pool: pool, Blobs: blobs, Log: log.With("part", "worker"),
 		OnChange: polls.Forget, Inputs: s.Media.SignedInputs, FFmpeg: findFFmpeg(cfg.FFmpegPath, log)})
 	var wakeWorker func()

@@ -76,7 +76,7 @@ func (s *Server) builtinSimulator() ([]upstream.Credential, error) {
 	if err != nil {
 		return nil, err
 	}
-	sm, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency,
+	sm, err := sim.New(sim.Config{Dir: cfg.SimDataDir, Duration: cfg.SimDuration, Concurrency: cfg.SimConcurrency, Output: cfg.SimOutput,
 		// The simulator stands for a provider, which keeps its own time, not the instance's clock.
 		Secrets: secrets, Log: s.Log.With("part", "simulator"), Now: time.Now})
 	if err != nil {

@@ -24,60 +24,20 @@ func (s *Store) skipLocked() string {
 
 // ClaimDue leases up to limit tasks that hold a credential and whose next check is due, soonest first.
 func (s *Store) ClaimDue(ctx context.Context, owner string, lease time.Duration, limit int) ([]models.Task, error) {
-	out, err := s.claim(ctx, owner, lease, int64(limit), "credential_id IS NOT NULL AND status IN ('queued', 'in_progress')", "next_check_at", nil)
+	out, err := s.claim(ctx, owner, lease, int64(limit), "credential_id IS NOT NULL AND status IN ('queued', 'in_progress')", "next_check_at")
 	if err != nil {
 		return nil, fmt.Errorf("claim in-flight tasks: %w", err)
 	}
 	return out, nil
 }
 
-// FreeSlots is how many more tasks each credential among credIDs may take now: enabled, its key not
-// refused, with room. Credentials without room are left out.
-func (s *Store) FreeSlots(ctx context.Context, credIDs []string) (map[string]int64, error) {
-	if len(credIDs) == 0 {
-		return nil, nil
-	}
-	var rows []struct {
-		ID   string
-		Free int64
-	}
-	if err := s.db.R.WithContext(ctx).Model(&models.UpstreamCredential{}).
-		Where("enabled = ? AND auth_error IS NULL AND in_flight < max_concurrency AND id IN ?", true, credIDs).
-		Select("id, max_concurrency - in_flight AS free").Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("count free slots: %w", err)
-	}
-	out := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		out[r.ID] = r.Free
-	}
-	return out, nil
-}
-
-// ClaimWaiting leases up to limit tasks waiting for a credential, oldest first, among those of the
-// given model aliases (the ones a credential with room serves).
-func (s *Store) ClaimWaiting(ctx context.Context, owner string, lease time.Duration, limit int64, aliases []string) ([]models.Task, error) {
-	if len(aliases) == 0 || limit <= 0 {
-		return nil, nil
-	}
-	out, err := s.claim(ctx, owner, lease, limit, "credential_id IS NULL AND status = 'queued' AND model IN ?", "created_at, id", aliases)
-	if err != nil {
-		return nil, fmt.Errorf("claim queued tasks: %w", err)
-	}
-	return out, nil
-}
-
-// claim leases up to limit due, unleased tasks matching which (a fixed condition of this file, with
-// aliases bound to its one placeholder when it has one), in order.
-func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, limit int64, which, order string, aliases []string) ([]models.Task, error) {
+// claim leases up to limit due, unleased tasks matching which (a fixed condition of this file), in order.
+func (s *Store) claim(ctx context.Context, owner string, lease time.Duration, limit int64, which, order string) ([]models.Task, error) {
 	now := s.Now()
 	var out []models.Task
 	due := "SELECT id FROM tasks WHERE " + which + " AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY " + order +
 		" LIMIT ?" + s.skipLocked()
-	args := []any{owner, now.Add(lease)}
-	if aliases != nil {
-		args = append(args, aliases)
-	}
-	args = append(args, now, now, limit)
+	args := []any{owner, now.Add(lease), now, now, limit}
 	err := s.db.W.WithContext(ctx).Raw("UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE id IN ("+due+") RETURNING *", args...).Scan(&out).Error
 	return out, err
 }

@@ -17,7 +17,7 @@ import (
 // docs/decisions.md, "Cancelling a video"). It depends on how far the task got:
 //
 //   - waiting for a credential: nothing exists upstream, so it fails here at once (StartCancel), in
-//     Fail's transaction — a worker assigning it a slot at the same moment loses AssignSlot's guard;
+//     Fail's transaction — a worker assigning it a slot at the same moment loses the assignment's guard;
 //   - holding a credential without an upstream id: a submission is in flight or its outcome is unknown,
 //     and the provider may be generating it; it cannot be stopped or refunded safely now (ErrSubmitting);
 //   - accepted upstream: the cancel takes the task's lease as a worker would (no worker polls or

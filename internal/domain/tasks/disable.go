@@ -20,7 +20,7 @@ import (
 // Only tasks without a credential are touched: nothing was sent upstream for them, so nothing paid is
 // thrown away. A task that already holds a credential was (or is being) submitted; it runs to its end
 // and settles like any other. A worker may hold a lease on a waiting task while it assigns it a slot:
-// AssignSlot's UPDATE requires status 'queued' and no credential, so whichever commits first wins and
+// the assignment's UPDATE (AssignWaiting) requires status 'queued' and no credential, so whichever commits first wins and
 // the other changes nothing. Each ending writes its webhook event as Fail's does. Lock order is the store's: the tasks first, then (through billing) the
 // account.
 func (s *Store) FailWaiting(tx *gorm.DB, accountID int64, code, message string) ([]models.Task, error) {

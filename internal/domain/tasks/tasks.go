@@ -69,6 +69,9 @@ type Store struct {
 	db     *db.DB
 	now    func() time.Time
 	events Events
+
+	submissions *group[submitted]  // MarkSubmitted, group-committed
+	completions *group[completion] // Complete, group-committed
 }
 
 // Events is told of each task's terminal transition inside its transaction — the webhooks outbox
@@ -77,6 +80,37 @@ type Store struct {
 type Events interface {
 	TaskEnded(tx *gorm.DB, accountID int64, videoID string, completed bool, at time.Time) error
 	Wake()
+}
+
+// manyEvents is Events that can be told of several endings of the same kind at once, inside their one
+// transaction (webhooks.Service): the group-committed completions use it when it is there.
+type manyEvents interface {
+	TasksEnded(tx *gorm.DB, accountIDs []int64, videoIDs []string, completed bool, at time.Time) error
+}
+
+// tasksEnded tells the events of several completions, inside their transaction.
+func (s *Store) tasksEnded(tx *gorm.DB, ended []*models.Task, at time.Time) error {
+	if s.events == nil || len(ended) == 0 {
+		return nil
+	}
+	many, ok := s.events.(manyEvents)
+	if !ok || len(ended) == 1 {
+		for _, t := range ended {
+			if err := s.taskEnded(tx, t, true, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	accts := make([]int64, len(ended))
+	ids := make([]string, len(ended))
+	for i, t := range ended {
+		accts[i], ids[i] = t.AccountID, t.ID
+	}
+	if err := many.TasksEnded(tx, accts, ids, true, at); err != nil {
+		return fmt.Errorf("record the events of %d completions: %w", len(ended), err)
+	}
+	return nil
 }
 
 // TellEvents has every later terminal transition told to e. The assembly calls it once, before anything
@@ -103,8 +137,19 @@ func (s *Store) ended() {
 
 // NewStore returns the task store on d; now is the clock.
 func NewStore(d *db.DB, now func() time.Time) *Store {
-	return &Store{db: d, now: now}
+	s := &Store{db: d, now: now}
+	s.submissions = newGroup(groupMax, groupWriters, s.markSubmittedBatch)
+	s.completions = newGroup(groupMax, groupWriters, s.completeBatch)
+	return s
 }
+
+// A group-committed batch holds up to groupMax transitions: enough to take whatever arrives while the
+// previous batches commit under load, few enough that its transaction stays short. groupWriters batches
+// are written at once, so that one batch's round trips to the database do not hold up the next.
+const (
+	groupMax     = 64
+	groupWriters = 4
+)
 
 // Now is the store's clock, as the database keeps times (UTC, microseconds).
 func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

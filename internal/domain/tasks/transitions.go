@@ -1,10 +1,12 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +14,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"videogen/billing"
-	"videogen/internal/infra/ids"
 	"videogen/internal/infra/storetext"
 	"videogen/internal/money"
 	"videogen/models"
@@ -50,61 +51,6 @@ func leaveBacklog(tx *gorm.DB, accountID int64) error {
 	return nil
 }
 
-// AssignSlot takes the least-loaded credential among credIDs with room (in flight over capacity, then
-// id), counts the task against it and records the first submission attempt with a fresh upstream
-// idempotency key and the provider model the credential serves the task's alias as — one transaction,
-// before any upstream call. A credential whose key a provider refused (auth_error) is skipped whatever
-// instance saw it. ok is false when no credential has room or the task no longer waits (a deadline
-// failed it meanwhile).
-func (s *Store) AssignSlot(ctx context.Context, t *models.Task, credIDs []string, upstreamModel func(credID string) string, runTimeout time.Duration, owner string) (credID string, ok bool, err error) {
-	if len(credIDs) == 0 {
-		return "", false, nil
-	}
-	now := s.Now()
-	key := ids.NewUpstreamIdempotencyKey()
-	var cred models.UpstreamCredential
-	var model string
-	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		q := tx.Where("enabled = ? AND auth_error IS NULL AND in_flight < max_concurrency AND id IN ?", true, credIDs).
-			Order("CAST(in_flight AS BIGINT) * 1000000 / max_concurrency ASC, in_flight ASC, id ASC")
-		if s.db.Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
-		}
-		if err := q.Take(&cred).Error; err != nil {
-			return err
-		}
-		res := tx.Exec("UPDATE upstream_credentials SET in_flight = in_flight + 1, updated_at = ? WHERE id = ? AND in_flight < max_concurrency", now, cred.ID)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return errors.Join(res.Error, gorm.ErrRecordNotFound)
-		}
-		if model = upstreamModel(cred.ID); model == "" {
-			// A reload took the alias from this credential since it was chosen: the next round picks again.
-			return gorm.ErrRecordNotFound
-		}
-		res = tx.Exec(`UPDATE tasks SET credential_id = ?, upstream_key = ?, upstream_model = ?, submit_attempts = 1, submitted_at = ?,
-			run_deadline = ?, updated_at = ? WHERE id = ? AND status = 'queued' AND credential_id IS NULL`,
-			cred.ID, key, model, now, now.Add(runTimeout), now, t.ID)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return gorm.ErrRecordNotFound // failed by its deadline meanwhile: roll the slot back
-		}
-		if err := leaveBacklog(tx, t.AccountID); err != nil {
-			return err
-		}
-		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("submission attempt 1 on upstream credential %s (model %s), idempotency key %s (worker %s)", cred.ID, model, key, owner))
-	})
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("assign a slot to %s: %w", t.ID, err)
-	}
-	t.CredentialID, t.UpstreamKey, t.UpstreamModel, t.SubmitAttempts, t.SubmittedAt = &cred.ID, &key, &model, 1, &now
-	return cred.ID, true, nil
-}
-
 // ReturnToQueue gives a task's slot back and puts it back among the tasks waiting for a credential,
 // when its first and only submission certainly created nothing upstream (the key or the model was
 // refused, or the submission was not sent): another credential may take it, with a new idempotency
@@ -121,14 +67,14 @@ func (s *Store) ReturnToQueue(ctx context.Context, t *models.Task, owner string,
 			return res.Error
 		}
 		done = true
-		if err := freeSlot(tx, t.CredentialID, now); err != nil {
+		if err := logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("returned to the queue: credential %s did not take it (%s); nothing was created upstream", *t.CredentialID, reason)); err != nil {
 			return err
 		}
 		// It was admitted to the backlog at create; it only comes back to it.
 		if err := tx.Exec("UPDATE accounts SET waiting_tasks = waiting_tasks + 1 WHERE id = ?", t.AccountID).Error; err != nil {
 			return fmt.Errorf("return to backlog: %w", err)
 		}
-		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("returned to the queue: credential %s did not take it (%s); nothing was created upstream", *t.CredentialID, reason))
+		return freeSlot(tx, t.CredentialID, now) // last: see lockOrder
 	})
 	if err != nil {
 		return false, fmt.Errorf("return %s to the queue: %w", t.ID, err)
@@ -157,26 +103,94 @@ func (s *Store) RecordAttempt(ctx context.Context, t *models.Task, owner string)
 	})
 }
 
-// MarkSubmitted stores the upstream's id of an accepted task and when to poll it. With keepClaim the
-// worker keeps its lease because the answer already says more (in progress, done, failed) and it acts
-// on it now: let go earlier, and another worker could poll at the same time and log its steps twice.
+// MarkSubmitted stores the upstream's id of an accepted task and when to poll it, with its log line.
+// With keepClaim the worker keeps its lease because the answer already says more (in progress, done,
+// failed) and it acts on it now: let go earlier, and another worker could poll at the same time and log
+// its steps twice. Submissions recorded at the same moment are written in one transaction (group).
 func (s *Store) MarkSubmitted(ctx context.Context, t *models.Task, upstreamID string, nextCheck time.Time, keepClaim bool) error {
-	now := s.Now()
-	release := !keepClaim
-	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec(`UPDATE tasks SET upstream_task_id = ?, poll_count = 0, next_check_at = ?,
-			lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_until = CASE WHEN ? THEN NULL ELSE lease_until END,
-			updated_at = ? WHERE id = ? AND status IN ?`, upstreamID, nextCheck, release, release, now, t.ID, Unfinished)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
-		}
-		return logEvent(tx, t.ID, now, t.Status, t.Status, "accepted upstream as "+upstreamID)
-	})
-	if err != nil {
-		return fmt.Errorf("record upstream id of %s: %w", t.ID, err)
+	m := &submitted{ctx: ctx, t: t, upstreamID: upstreamID, nextCheck: nextCheck, release: !keepClaim}
+	s.submissions.do(m)
+	if m.err != nil {
+		return fmt.Errorf("record upstream id of %s: %w", t.ID, m.err)
 	}
 	t.UpstreamTaskID = &upstreamID
 	return nil
+}
+
+// submitted is one MarkSubmitted in a batch.
+type submitted struct {
+	ctx        context.Context
+	t          *models.Task
+	upstreamID string
+	nextCheck  time.Time
+	release    bool
+	err        error
+}
+
+// markSubmittedBatch writes a batch of MarkSubmitted in one transaction: the tasks in one UPDATE (each
+// guarded on its status), then the log lines of those it changed in one INSERT. The batch's tasks are
+// next checked at the latest time any of them asked for (they asked within moments of each other), so
+// none is polled sooner than its caller wanted.
+func (s *Store) markSubmittedBatch(batch []*submitted) {
+	now := s.Now()
+	order := slices.Clone(batch)
+	slices.SortFunc(order, func(a, b *submitted) int { return strings.Compare(a.t.ID, b.t.ID) })
+	next := order[0].nextCheck
+	rows := make([]string, len(order))
+	var args []any
+	byID := make(map[string]*submitted, len(order))
+	for i, m := range order {
+		next = later(next, m.nextCheck)
+		rows[i] = "(?, ?, CAST(? AS INTEGER))"
+		release := 0
+		if m.release {
+			release = 1
+		}
+		args = append(args, m.t.ID, m.upstreamID, release)
+		byID[m.t.ID] = m
+	}
+	args = append([]any{next, now}, args...)
+	args = append(args, Unfinished)
+	err := s.db.Tx(context.WithoutCancel(batch[0].ctx), func(tx *gorm.DB) error {
+		var changed []string
+		if err := tx.Raw(`UPDATE tasks SET upstream_task_id = v.column2, poll_count = 0, next_check_at = ?,
+			lease_owner = CASE WHEN v.column3 = 1 THEN NULL ELSE lease_owner END, lease_until = CASE WHEN v.column3 = 1 THEN NULL ELSE lease_until END,
+			updated_at = ? FROM (VALUES `+strings.Join(rows, ", ")+`) AS v WHERE tasks.id = v.column1 AND tasks.status IN ?
+			RETURNING tasks.id`, args...).Scan(&changed).Error; err != nil {
+			return err
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		slices.Sort(changed)
+		events := make([]models.TaskEvent, len(changed))
+		for i, id := range changed {
+			m := byID[id]
+			events[i] = event(id, now, m.t.Status, m.t.Status, "accepted upstream as "+m.upstreamID)
+		}
+		if err := tx.Create(&events).Error; err != nil {
+			return fmt.Errorf("task events: %w", err)
+		}
+		return nil
+	})
+	if err != nil && len(batch) > 1 {
+		// One of them failed the batch: each alone, so that the others are still recorded.
+		for _, m := range batch {
+			s.markSubmittedBatch([]*submitted{m})
+		}
+		return
+	}
+	for _, m := range batch {
+		m.err = err
+	}
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // DeferSubmission releases the claim after a submission without a clear answer (timeout, 5xx, a busy
@@ -271,54 +285,15 @@ func (o Output) Keys() []string {
 
 // Complete marks the task completed with its stored output and, in the same transaction, charges its
 // reservation and frees its credential slot. won is false when the task had already ended (a deadline):
-// then nothing changes and the caller deletes its copy.
+// then nothing changes and the caller deletes its copy. Completions arriving at the same moment are
+// written in one transaction (group), each exactly as it would be alone.
 func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expires time.Time, cost Cost) (won bool, err error) {
-	now := s.Now()
-	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		r := out.Rendered
-		res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
-			output_bytes = ?, thumbnail_key = ?, spritesheet_key = ?, last_frame_key = ?, last_frame_type = ?,
-			usage_completion_tokens = ?, usage_total_tokens = ?, upstream_cost_micros = ?,
-			rendered_seed = ?, rendered_size = ?, rendered_resolution = ?, rendered_ratio = ?, rendered_seconds = ?, rendered_fps = ?,
-			lease_owner = NULL, lease_until = NULL, updated_at = ?
-			WHERE id = ? AND status IN ? AND billing_state = ?`,
-			Completed, billing.Settled, now, expires, out.Key, out.Size, nullable(out.ThumbnailKey), nullable(out.SpritesheetKey),
-			nullable(out.LastFrameKey), nullable(out.LastFrameType),
-			cost.CompletionTokens, cost.TotalTokens, cost.column(),
-			r.Seed, nullable(r.Size), nullable(r.Resolution), nullable(r.Ratio), nonZero(r.Seconds), nonZero(r.FPS),
-			now, t.ID, movingTo(Completed), billing.Reserved)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return nil
-		}
-		won = true
-		// Lock order everywhere: task, credential, account (AssignSlot takes the credential only with a
-		// waiting task, which no ending holds) — so two transactions never wait on each other.
-		if err := freeSlot(tx, t.CredentialID, now); err != nil {
-			return err
-		}
-		if err := billing.Settle(tx, t.AccountID, t.ID, money.Micros(t.AmountMicros), now); err != nil {
-			return err
-		}
-		if err := logEvent(tx, t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
-			out.Size, money.Micros(t.AmountMicros).USD(), cost.text())); err != nil {
-			return err
-		}
-		if err := s.taskEnded(tx, t, true, now); err != nil {
-			return err
-		}
-		if note := renderedDiffers(t, r); note != "" {
-			return logEvent(tx, t.ID, now, Completed, Completed, note)
-		}
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("complete %s: %w", t.ID, err)
+	c := &completion{ctx: ctx, t: t, out: out, expires: expires, cost: cost}
+	s.completions.do(c)
+	if c.err != nil {
+		return false, fmt.Errorf("complete %s: %w", t.ID, c.err)
 	}
-	if won {
-		s.ended()
+	if c.won {
 		t.Status, t.BillingState, t.Progress, t.OutputKey = Completed, billing.Settled, 100, &out.Key
 		t.ThumbnailKey, t.SpritesheetKey = nullable(out.ThumbnailKey), nullable(out.SpritesheetKey)
 		t.LastFrameKey, t.LastFrameType = nullable(out.LastFrameKey), nullable(out.LastFrameType)
@@ -331,7 +306,117 @@ func (s *Store) Complete(ctx context.Context, t *models.Task, out Output, expire
 			t.RenderedFPS = &r.FPS
 		}
 	}
-	return won, nil
+	return c.won, nil
+}
+
+// completion is one Complete in a batch.
+type completion struct {
+	ctx     context.Context
+	t       *models.Task
+	out     Output
+	expires time.Time
+	cost    Cost
+	won     bool
+	err     error
+}
+
+// completeBatch writes a batch of completions in one transaction, in the package's lock order
+// (lockOrder): every task first (in id order), guarded on an unfinished status and a reserved
+// reservation; then, for those it moved, their webhook events and log lines (one INSERT); then the
+// charges (billing.SettleMany: one entry each, each account's balance moved once, in id order); last
+// each credential's slots, freed once for the batch. If the transaction fails, each completion is
+// written alone, so that one failure does not fail the others.
+func (s *Store) completeBatch(batch []*completion) {
+	won, err := s.completeTx(batch)
+	if err != nil && len(batch) > 1 {
+		for _, c := range batch {
+			s.completeBatch([]*completion{c})
+		}
+		return
+	}
+	for i, c := range batch {
+		c.won, c.err = err == nil && won[i], err
+	}
+	if err == nil && slices.Contains(won, true) {
+		s.ended()
+	}
+}
+
+func (s *Store) completeTx(batch []*completion) ([]bool, error) {
+	now := s.Now()
+	won := make([]bool, len(batch))
+	idx := make([]int, len(batch))
+	for i := range idx {
+		idx[i] = i
+	}
+	err := s.db.Tx(context.WithoutCancel(batch[0].ctx), func(tx *gorm.DB) error {
+		clear(won)
+		slices.SortFunc(idx, func(a, b int) int { return strings.Compare(batch[a].t.ID, batch[b].t.ID) })
+		for _, i := range idx {
+			c := batch[i]
+			t, out, r := c.t, c.out, c.out.Rendered
+			res := tx.Exec(`UPDATE tasks SET status = ?, billing_state = ?, progress = 100, completed_at = ?, expires_at = ?, output_key = ?,
+				output_bytes = ?, thumbnail_key = ?, spritesheet_key = ?, last_frame_key = ?, last_frame_type = ?,
+				usage_completion_tokens = ?, usage_total_tokens = ?, upstream_cost_micros = ?,
+				rendered_seed = ?, rendered_size = ?, rendered_resolution = ?, rendered_ratio = ?, rendered_seconds = ?, rendered_fps = ?,
+				lease_owner = NULL, lease_until = NULL, updated_at = ?
+				WHERE id = ? AND status IN ? AND billing_state = ?`,
+				Completed, billing.Settled, now, c.expires, out.Key, out.Size, nullable(out.ThumbnailKey), nullable(out.SpritesheetKey),
+				nullable(out.LastFrameKey), nullable(out.LastFrameType),
+				c.cost.CompletionTokens, c.cost.TotalTokens, c.cost.column(),
+				r.Seed, nullable(r.Size), nullable(r.Resolution), nullable(r.Ratio), nonZero(r.Seconds), nonZero(r.FPS),
+				now, t.ID, movingTo(Completed), billing.Reserved)
+			if res.Error != nil {
+				return res.Error
+			}
+			won[i] = res.RowsAffected > 0
+		}
+		// What locks no account or credential first (task log, webhook events), so that those rows stay
+		// locked for as short a time as they can.
+		var events []models.TaskEvent
+		var ended []*models.Task
+		for _, i := range idx {
+			if !won[i] {
+				continue
+			}
+			c := batch[i]
+			t := c.t
+			events = append(events, event(t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
+				c.out.Size, money.Micros(t.AmountMicros).USD(), c.cost.text())))
+			if note := renderedDiffers(t, c.out.Rendered); note != "" {
+				events = append(events, event(t.ID, now, Completed, Completed, note))
+			}
+			ended = append(ended, t)
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		if err := s.tasksEnded(tx, ended, now); err != nil {
+			return err
+		}
+		if err := tx.Create(&events).Error; err != nil {
+			return fmt.Errorf("task events: %w", err)
+		}
+		// Then the charges, the accounts in id order (lockOrder).
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(batch[a].t.AccountID, batch[b].t.AccountID) })
+		freed := map[string]int64{}
+		var charges []billing.Charge
+		for _, i := range idx {
+			if !won[i] {
+				continue
+			}
+			t := batch[i].t
+			charges = append(charges, billing.Charge{AccountID: t.AccountID, TaskID: t.ID, Amount: money.Micros(t.AmountMicros)})
+			if t.CredentialID != nil {
+				freed[*t.CredentialID]++
+			}
+		}
+		if err := billing.SettleMany(tx, charges, now); err != nil {
+			return err
+		}
+		return freeSlots(tx, freed, now) // last: see lockOrder
+	})
+	return won, err
 }
 
 // renderedDiffers says, for staff, where the provider reports having rendered another size, ratio or
@@ -434,9 +519,6 @@ func (s *Store) failTx(ctx context.Context, t *models.Task, code, message string
 				return err
 			}
 		}
-		if err := freeSlot(tx, cur.CredentialID, now); err != nil {
-			return err
-		}
 		if err := billing.Release(tx, cur.AccountID, cur.ID, money.Micros(cur.AmountMicros), now); err != nil {
 			return err
 		}
@@ -448,7 +530,10 @@ func (s *Store) failTx(ctx context.Context, t *models.Task, code, message string
 		if err := s.taskEnded(tx, &cur, false, now); err != nil {
 			return err
 		}
-		return logEvent(tx, t.ID, now, cur.Status, Failed, code+": "+message)
+		if err := logEvent(tx, t.ID, now, cur.Status, Failed, code+": "+message); err != nil {
+			return err
+		}
+		return freeSlot(tx, cur.CredentialID, now) // last: see lockOrder
 	})
 	if err != nil {
 		return false, fmt.Errorf("fail %s: %w", t.ID, err)
@@ -568,22 +653,46 @@ func nullable(s string) *string {
 	return &s
 }
 
+// lockOrder: every transaction of this package that writes more than one of them locks a task first,
+// then accounts, then credentials (in id order when several), so that two transactions never wait on
+// each other. A credential's row is the hottest — every task of the credential, on every instance,
+// writes it twice — so it comes last, just before the commit, and stays locked only that long.
+//
+// freeSlot gives the task's credential slot back; it is the last write of its transaction (lockOrder).
 func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {
 	if credID == nil {
 		return nil
 	}
-	if err := tx.Exec("UPDATE upstream_credentials SET in_flight = in_flight - 1, updated_at = ? WHERE id = ? AND in_flight > 0", now, *credID).Error; err != nil {
-		return fmt.Errorf("free the slot on %s: %w", *credID, err)
+	return freeSlots(tx, map[string]int64{*credID: 1}, now)
+}
+
+// freeSlots gives back n slots of each credential, in id order (lockOrder).
+func freeSlots(tx *gorm.DB, n map[string]int64, now time.Time) error {
+	ids := make([]string, 0, len(n))
+	for id := range n {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := tx.Exec("UPDATE upstream_credentials SET in_flight = CASE WHEN in_flight > ? THEN in_flight - ? ELSE 0 END, updated_at = ? WHERE id = ?",
+			n[id], n[id], now, id).Error; err != nil {
+			return fmt.Errorf("free the slots on %s: %w", id, err)
+		}
 	}
 	return nil
 }
 
-// logEvent writes one line of a task's log. Details come partly from upstreams, so they are made safe to
-// store.
+// logEvent writes one line of a task's log.
 func logEvent(tx *gorm.DB, taskID string, at time.Time, from, to, detail string) error {
-	detail, _ = storetext.Clip(detail, 2000)
-	if err := tx.Create(&models.TaskEvent{TaskID: taskID, At: at, FromStatus: from, ToStatus: to, Detail: detail}).Error; err != nil {
+	e := event(taskID, at, from, to, detail)
+	if err := tx.Create(&e).Error; err != nil {
 		return fmt.Errorf("task event: %w", err)
 	}
 	return nil
+}
+
+// event is one line of a task's log. Details come partly from upstreams, so they are made safe to store.
+func event(taskID string, at time.Time, from, to, detail string) models.TaskEvent {
+	detail, _ = storetext.Clip(detail, 2000)
+	return models.TaskEvent{TaskID: taskID, At: at, FromStatus: from, ToStatus: to, Detail: detail}
 }

@@ -51,6 +51,41 @@ func (s *Service) TaskEnded(tx *gorm.DB, accountID int64, videoID string, comple
 	return s.record(tx, accountID, typ, videoID, at, to)
 }
 
+// TasksEnded is TaskEnded for several tasks that ended the same way in one transaction (the task store's
+// group-committed completions): video i of accountIDs[i], each recorded exactly as TaskEnded records it,
+// the accounts' endpoints read in one query.
+func (s *Service) TasksEnded(tx *gorm.DB, accountIDs []int64, videoIDs []string, completed bool, at time.Time) error {
+	if len(accountIDs) == 0 {
+		return nil
+	}
+	typ := VideoFailed
+	if completed {
+		typ = VideoCompleted
+	}
+	var eps []models.WebhookEndpoint
+	if err := tx.Select("id", "account_id", "events").Where("account_id IN ? AND enabled = ?", accountIDs, true).Order("id").Find(&eps).Error; err != nil {
+		return fmt.Errorf("find webhook endpoints: %w", err)
+	}
+	if len(eps) == 0 {
+		return nil
+	}
+	for i, acct := range accountIDs {
+		var to []string
+		for j := range eps {
+			if eps[j].AccountID == acct && eps[j].Receives(typ) {
+				to = append(to, eps[j].ID)
+			}
+		}
+		if len(to) == 0 {
+			continue
+		}
+		if err := s.record(tx, acct, typ, videoIDs[i], at, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // record writes one event and a delivery of it, due at once, to each endpoint in to.
 func (s *Service) record(tx *gorm.DB, accountID int64, typ, subject string, at time.Time, to []string) error {
 	at = at.UTC().Truncate(time.Microsecond)

@@ -3,18 +3,34 @@ package worker
 import (
 	"context"
 
+	"videogen/internal/domain/tasks"
 	"videogen/models"
 )
 
-// Claim leases due tasks: those in flight whose next check is due, and as many waiting tasks (oldest
-// first) as the healthy credentials have free slots — only tasks of the aliases those credentials serve,
-// so a task no free credential can take does not hold a handler.
-func (w *Worker) Claim(ctx context.Context, limit int) ([]models.Task, error) {
-	out, err := w.Tasks.ClaimDue(ctx, w.cfg.ID, w.cfg.Lease, limit)
+// Claimed is a task a claim round leased to this worker, and what to do with it first.
+type Claimed struct {
+	models.Task
+	// Assigned: the task was waiting and has just been given a credential and its first submission
+	// attempt (tasks.Store.AssignWaiting): it is submitted at once.
+	Assigned bool
+	// Unreadable: the task was waiting, but its stored inputs cannot be read: it fails.
+	Unreadable bool
+}
+
+// Claim leases due tasks: those in flight whose next check is due, then as many waiting tasks (oldest
+// first) as the healthy credentials have free slots, each given its credential in the same transaction
+// — only tasks of the aliases those credentials serve, so a task no free credential can take does not
+// hold a handler.
+func (w *Worker) Claim(ctx context.Context, limit int) ([]Claimed, error) {
+	due, err := w.Tasks.ClaimDue(ctx, w.cfg.ID, w.cfg.Lease, limit)
 	if err != nil {
 		return nil, err
 	}
-	limit -= len(out)
+	out := make([]Claimed, 0, len(due))
+	for _, t := range due {
+		out = append(out, Claimed{Task: t})
+	}
+	limit -= len(due)
 	if limit <= 0 {
 		return out, nil
 	}
@@ -24,19 +40,34 @@ func (w *Worker) Claim(ctx context.Context, limit int) ([]models.Task, error) {
 			healthy = append(healthy, id)
 		}
 	}
-	slots, err := w.Tasks.FreeSlots(ctx, healthy)
-	if err != nil || len(slots) == 0 {
-		return out, err
-	}
-	var free int64
-	ids := make([]string, 0, len(slots))
-	for id, n := range slots {
-		free += n
-		ids = append(ids, id)
-	}
-	waiting, err := w.Tasks.ClaimWaiting(ctx, w.cfg.ID, w.cfg.Lease, min(free, int64(limit)), w.Pool.Aliases(ids))
+	got, err := w.Tasks.AssignWaiting(ctx, w.cfg.ID, w.cfg.Lease, limit, w.routing(healthy), w.cfg.RunTimeout, w.Tasks.Now().Add(w.cfg.PollMin))
 	if err != nil {
 		return out, err
 	}
-	return append(out, waiting...), nil
+	for _, t := range got.Tasks {
+		out = append(out, Claimed{Task: t, Assigned: true})
+	}
+	for _, t := range got.Unreadable {
+		out = append(out, Claimed{Task: t, Unreadable: true})
+	}
+	return out, nil
+}
+
+// routing is how the pool routes waiting tasks among the healthy credentials.
+func (w *Worker) routing(healthy []string) tasks.Routing {
+	return tasks.Routing{
+		Credentials: healthy,
+		Aliases:     w.Pool.Aliases,
+		Candidates: func(t *models.Task) ([]string, error) {
+			req, err := t.Request()
+			if err != nil {
+				return nil, err
+			}
+			return w.Pool.Candidates(req), nil
+		},
+		UpstreamModel: func(credID, alias string) string {
+			c, _ := w.Pool.Credential(credID)
+			return c.Models[alias].UpstreamModel
+		},
+	}
 }

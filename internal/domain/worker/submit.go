@@ -10,34 +10,6 @@ import (
 	"videogen/models"
 )
 
-// assignAndSubmit gives a waiting task the least-loaded healthy credential with room that serves its
-// alias and accepts its inputs, and submits it; without one the task waits for the next round.
-func (w *Worker) assignAndSubmit(ctx context.Context, t *models.Task) {
-	req, err := t.Request()
-	if err != nil {
-		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read. Your reservation was released.")
-		return
-	}
-	upstreamModel := func(id string) string {
-		c, _ := w.Pool.Credential(id)
-		return c.Models[t.Model].UpstreamModel
-	}
-	credID, ok, err := w.Tasks.AssignSlot(ctx, t, w.Pool.Candidates(req), upstreamModel, w.cfg.RunTimeout, w.cfg.ID)
-	if err != nil {
-		w.Log.Error("assign credential", "task", t.ID, "err", err)
-	}
-	if !ok {
-		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
-		return
-	}
-	cred, ok := w.Pool.Credential(credID)
-	if !ok { // cannot happen: the slot was taken among the pool's credentials
-		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
-		return
-	}
-	w.submit(ctx, t, cred)
-}
-
 // resubmit repeats a submission that had no clear answer, with the same credential and key, after
 // recording the attempt.
 func (w *Worker) resubmit(ctx context.Context, t *models.Task, cred upstream.Credential) {

@@ -26,7 +26,7 @@ type Config struct {
 	RunTimeout      time.Duration // submitted → terminal deadline
 	OutputRetention time.Duration // how long outputs stay downloadable
 	Batch           int           // tasks claimed per round
-	Parallel        int           // tasks handled at once
+	Parallel        int           // tasks handled at once (WORKER_CONCURRENCY)
 }
 
 // Deps are the parts the worker works with.
@@ -58,7 +58,7 @@ func New(cfg Config, d Deps) *Worker {
 		cfg.Batch = 32
 	}
 	if cfg.Parallel <= 0 {
-		cfg.Parallel = 16
+		cfg.Parallel = 64 // WORKER_CONCURRENCY's default
 	}
 	return &Worker{Deps: d, cfg: cfg, wake: make(chan struct{}, 1)}
 }
@@ -96,8 +96,8 @@ func (w *Worker) Run(ctx context.Context) {
 	// cannot know of (a task created on another instance, a slot freed there, a breaker closing) waits at
 	// most that long. Creates and freed handlers on this instance wake it at once (Notify).
 	idle := min(max(5*w.cfg.PollMin, 100*time.Millisecond), 2*time.Second)
-	// Creates wake the worker; under a burst of them, claims are spaced so the queue is not re-read for
-	// every single create.
+	// Creates and freed handlers wake the worker; under a burst of them, claims are spaced so the queue is
+	// not re-read for every single one.
 	gap := min(max(w.cfg.PollMin/10, 5*time.Millisecond), 50*time.Millisecond)
 	t := time.NewTimer(tick)
 	defer t.Stop()
@@ -105,25 +105,34 @@ func (w *Worker) Run(ctx context.Context) {
 	for {
 		claimed := time.Now()
 		wait := tick
+		full := false // the round took all it asked for: more work is likely waiting
 		if free := cap(handlers) - len(handlers); free > 0 {
-			claims, err := w.Claim(work, min(free, w.cfg.Batch))
+			limit := min(free, w.cfg.Batch)
+			claims, err := w.Claim(work, limit)
 			if err != nil {
 				w.Log.Error("claim tasks", "err", err)
 			} else if len(claims) == 0 {
 				wait = w.idleWait(work, tick, idle)
 			}
+			full = len(claims) == limit
 			for i := range claims {
 				handlers <- struct{}{}
 				wg.Add(1)
-				go func(t models.Task) {
+				go func(c Claimed) {
 					defer func() {
 						<-handlers
 						wg.Done()
 						w.Notify() // a handler is free: look for more work now
 					}()
-					w.handle(work, &t)
+					w.handle(work, c)
 				}(claims[i])
 			}
+		}
+		if full && len(handlers) < cap(handlers) && ctx.Err() == nil {
+			// Work is waiting and handlers are free (a round claims at most Batch): claim again at once.
+			// Otherwise the next round waits for a free handler, at least gap after this one, so that the
+			// handlers freed meanwhile are filled by one round rather than one round each.
+			continue
 		}
 		t.Reset(wait)
 		select {
@@ -156,12 +165,17 @@ func (w *Worker) idleWait(ctx context.Context, tick, idle time.Duration) time.Du
 	return min(max(next.Sub(w.Tasks.Now()), tick), idle)
 }
 
-// handle moves one claimed task a step: a waiting task gets a credential and is submitted, a task whose
+// handle moves one claimed task a step: a task just given a credential is submitted, a task whose
 // submission had no clear answer is submitted again, a submitted task is polled.
-func (w *Worker) handle(ctx context.Context, t *models.Task) {
+func (w *Worker) handle(ctx context.Context, c Claimed) {
+	t := &c.Task
 	defer w.keepLease(ctx, t)()
-	if t.CredentialID == nil {
-		w.assignAndSubmit(ctx, t)
+	if c.Unreadable {
+		w.fail(ctx, t, "internal_error", "The task's stored inputs could not be read. Your reservation was released.")
+		return
+	}
+	if t.CredentialID == nil { // cannot happen: a claimed task holds a credential or is Unreadable
+		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMin))
 		return
 	}
 	cred, ok := w.Pool.Credential(*t.CredentialID)
@@ -171,6 +185,10 @@ func (w *Worker) handle(ctx context.Context, t *models.Task) {
 		// as draining — or for its run deadline.
 		w.Log.Error("task's credential is not configured on this instance", "task", t.ID, "credential", *t.CredentialID)
 		w.unclaim(ctx, t, w.Tasks.Now().Add(w.cfg.PollMax))
+		return
+	}
+	if c.Assigned {
+		w.submit(ctx, t, cred)
 		return
 	}
 	if t.UpstreamTaskID == nil {

@@ -448,12 +448,12 @@ func TestClaimsAreDisjoint(t *testing.T) {
 		ctx := context.Background()
 		for round := 0; round < 10; round++ {
 			one.DB.W.Exec("UPDATE tasks SET lease_owner = NULL, lease_until = NULL")
-			var a, b []models.Task
+			var a, b []worker.Claimed
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for _, c := range []struct {
 				w   *worker.Worker
-				out *[]models.Task
+				out *[]worker.Claimed
 			}{{one.Worker, &a}, {two.Worker, &b}} {
 				wg.Add(1)
 				go func() {

@@ -68,12 +68,14 @@ type Config struct {
 	UpstreamsWatch      time.Duration `env:"UPSTREAMS_WATCH_INTERVAL" envDefault:"2s" help:"how often each instance publishes its upstream health and checks for 'videogen upstreams reload'"`
 
 	SimDuration    time.Duration `env:"SIM_DURATION" envDefault:"20s" help:"how long a simulated generation takes, queued to completed (0: at once)"`
+	SimOutput      string        `env:"SIM_OUTPUT" envDefault:"realistic" help:"what a simulated generation serves: realistic (a video of the size and length asked) or tiny (the same 5 KB video for every task, so a load test measures the worker apart from the bytes)"`
 	SimCredentials int           `env:"SIM_CREDENTIALS" envDefault:"2" help:"simulated upstream credentials in the pool"`
 	SimConcurrency int           `env:"SIM_CONCURRENCY" envDefault:"4" help:"tasks each simulated credential runs at once"`
 	SimDataDir     string        `env:"SIM_DATA_DIR" help:"where the simulator keeps its tasks (default DATA_DIR/sim); they outlive a platform restart"`
 
 	Workers         bool          `env:"WORKERS" envDefault:"true" help:"run the task workers in this process"`
 	WorkerID        string        `env:"WORKER_ID" help:"name of this instance in task leases (default host-pid)"`
+	WorkerTasks     int           `env:"WORKER_CONCURRENCY" envDefault:"64" help:"tasks this instance's worker handles at once (a submission, a poll or a download each); each one waiting on the upstream or the database holds one"`
 	QueueTimeout    time.Duration `env:"QUEUE_TIMEOUT" envDefault:"30m" help:"a task waiting this long for an upstream slot fails and is refunded"`
 	RunTimeout      time.Duration `env:"RUN_TIMEOUT" envDefault:"30m" help:"a task running upstream longer than this fails and is refunded"`
 	PollMin         time.Duration `env:"POLL_INTERVAL_MIN" envDefault:"1s" help:"first interval between upstream polls of a task"`
@@ -227,8 +229,8 @@ func (c *Config) Validate() error {
 	if c.RateLimitRPS <= 0 || c.RateLimitBurst < 1 {
 		errs = append(errs, errors.New("RATE_LIMIT_RPS must be > 0 and RATE_LIMIT_BURST >= 1"))
 	}
-	if c.SimCredentials < 1 || c.SimConcurrency < 1 || c.UpstreamConcurrency < 1 {
-		errs = append(errs, errors.New("SIM_CREDENTIALS, SIM_CONCURRENCY and UPSTREAM_CONCURRENCY must be >= 1"))
+	if c.SimCredentials < 1 || c.SimConcurrency < 1 || c.UpstreamConcurrency < 1 || c.WorkerTasks < 1 {
+		errs = append(errs, errors.New("SIM_CREDENTIALS, SIM_CONCURRENCY, UPSTREAM_CONCURRENCY and WORKER_CONCURRENCY must be >= 1"))
 	}
 	for name, d := range map[string]time.Duration{"LEASE_DURATION": c.LeaseDuration, "QUEUE_TIMEOUT": c.QueueTimeout,
 		"RUN_TIMEOUT": c.RunTimeout, "OUTPUT_RETENTION": c.OutputRetention, "UPSTREAM_TIMEOUT": c.UpstreamTimeout,
@@ -236,6 +238,9 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be a positive duration such as 30s", name))
 		}
+	}
+	if c.SimOutput != "realistic" && c.SimOutput != "tiny" {
+		errs = append(errs, fmt.Errorf("SIM_OUTPUT is %q: want realistic or tiny", c.SimOutput))
 	}
 	if c.SimDuration < 0 {
 		errs = append(errs, errors.New("SIM_DURATION must not be negative (0 completes at once, as make bench's worker run wants)"))

@@ -152,7 +152,7 @@ func (s *Service) Disable(ctx context.Context, by audit.Actor, accountID int64, 
 		case len(p.StaffUsers) > 0:
 			return fmt.Errorf("%w (%s)", ErrStaffAccount, strings.Join(p.StaffUsers, ", "))
 		}
-		// The tasks first, then the account: the lock order of the task store (task, credential, account).
+		// The tasks first, then the account: the lock order of the task store (task, account, credential).
 		failed, err := s.Tasks.FailWaiting(tx, accountID, TaskErrorCode, taskErrorMessage)
 		if err != nil {
 			return err

@@ -418,7 +418,7 @@ func (s *Sim) arkFile(w http.ResponseWriter, r *http.Request) {
 
 // renderLastFrame draws the video's last frame at its size as a PNG, from the frames the video shows
 // (mp4synth.Frame), as Ark returns the last frame of what it rendered.
-func renderLastFrame(t *Task, f *os.File) error {
+func renderLastFrame(t *Task, f io.Writer) error {
 	p, err := t.params()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,13 +82,26 @@ func (s *Sim) serveVideo(w http.ResponseWriter, t *Task, fail func(status int, m
 // serveStill serves the task's thumbnail or spritesheet, as OpenAI's content endpoint does for its
 // variants: a JPEG drawn in pure Go from the same frames the video shows (mp4synth.Frame).
 func (s *Sim) serveStill(w http.ResponseWriter, t *Task, variant string, fail func(status int, msg string)) {
-	render := func(t *Task, f *os.File) error { return renderStill(t, variant, f) }
+	render := func(t *Task, w io.Writer) error { return renderStill(t, variant, w) }
 	s.serveFile(w, t, "image/jpeg", "."+variant+".jpg", render, fail)
 }
 
 // serveFile streams one of the task's rendered files (suffix names which), rendering it on first request.
-func (s *Sim) serveFile(w http.ResponseWriter, t *Task, contentType, suffix string, render func(*Task, *os.File) error,
+// With OutputTiny it serves the tiny file of that suffix from memory instead.
+func (s *Sim) serveFile(w http.ResponseWriter, t *Task, contentType, suffix string, render func(*Task, io.Writer) error,
 	fail func(status int, msg string)) {
+	if s.cfg.Output == OutputTiny {
+		b, err := s.tinyBytes(suffix, render)
+		if err != nil {
+			s.cfg.Log.Error("simulator render", "file", "tiny"+suffix, "err", err)
+			fail(http.StatusInternalServerError, "rendering failed")
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		_, _ = w.Write(b)
+		return
+	}
 	path, err := s.rendered(t, suffix, render)
 	if err != nil {
 		s.cfg.Log.Error("simulator render", "task", t.ID, "err", err)
@@ -111,7 +125,7 @@ func (s *Sim) serveFile(w http.ResponseWriter, t *Task, contentType, suffix stri
 }
 
 // rendered returns the path of the task's file with the given suffix, rendering it once on first request.
-func (s *Sim) rendered(t *Task, suffix string, render func(*Task, *os.File) error) (string, error) {
+func (s *Sim) rendered(t *Task, suffix string, render func(*Task, io.Writer) error) (string, error) {
 	path := filepath.Join(s.outputDir(), t.ID+suffix)
 	lock, _ := s.render.LoadOrStore(t.ID+suffix, &sync.Mutex{})
 	mu := lock.(*sync.Mutex)
@@ -138,16 +152,44 @@ func (s *Sim) rendered(t *Task, suffix string, render func(*Task, *os.File) erro
 	return path, nil
 }
 
+// tinyTask is what every file of OutputTiny is drawn from: 64×36, one second at one frame a second — a
+// valid MP4 of about 5 KB, and stills of that frame.
+var tinyTask = Task{ID: "tiny", Size: "64x36", Seconds: 1, fps: 1}
+
+// tinyFile is one file of OutputTiny, rendered once.
+type tinyFile struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// tinyBytes is the file of the given suffix drawn from tinyTask, rendered on first request and then
+// served from memory: every task serves the same bytes.
+func (s *Sim) tinyBytes(suffix string, render func(*Task, io.Writer) error) ([]byte, error) {
+	v, _ := s.tiny.LoadOrStore(suffix, &tinyFile{})
+	f := v.(*tinyFile)
+	f.once.Do(func() {
+		var buf bytes.Buffer
+		f.err = render(&tinyTask, &buf)
+		f.b = buf.Bytes()
+	})
+	return f.b, f.err
+}
+
 // params is what the task's video is drawn from.
 func (t *Task) params() (mp4synth.Params, error) {
 	wd, ht, err := parseSize(t.Size)
 	if err != nil {
 		return mp4synth.Params{}, err
 	}
-	return mp4synth.Params{Width: wd, Height: ht, Seconds: t.Seconds, FPS: fps, Seed: t.renderSeed()}, nil
+	rate := fps
+	if t.fps != 0 {
+		rate = t.fps
+	}
+	return mp4synth.Params{Width: wd, Height: ht, Seconds: t.Seconds, FPS: rate, Seed: t.renderSeed()}, nil
 }
 
-func (s *Sim) renderVideo(t *Task, f *os.File) error {
+func (s *Sim) renderVideo(t *Task, f io.Writer) error {
 	p, err := t.params()
 	if err != nil {
 		return err
@@ -158,7 +200,7 @@ func (s *Sim) renderVideo(t *Task, f *os.File) error {
 
 // renderStill draws the task's thumbnail (its first frame, at its size) or spritesheet (its frames at
 // tile size) from the frames of its video.
-func renderStill(t *Task, variant string, f *os.File) error {
+func renderStill(t *Task, variant string, f io.Writer) error {
 	p, err := t.params()
 	if err != nil {
 		return err
@@ -171,7 +213,7 @@ func renderStill(t *Task, variant string, f *os.File) error {
 		return stills.EncodeThumbnail(f, img)
 	}
 	frame := func(n, w, h int) (image.Image, error) { return mp4synth.Frame(p, n, w, h) }
-	return stills.EncodeSpritesheet(f, p.Width, p.Height, p.Seconds*fps, frame)
+	return stills.EncodeSpritesheet(f, p.Width, p.Height, p.Seconds*p.FPS, frame)
 }
 
 // fps is the frame rate of every simulated video, as Seedance renders.

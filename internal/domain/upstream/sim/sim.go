@@ -58,6 +58,9 @@ type Config struct {
 	Secrets     []string      // accepted Bearer credentials
 	// Protocol is the wire protocol: ProtocolVideogen (default), ProtocolOpenAI or ProtocolArk.
 	Protocol string
+	// Output is what a finished task serves: OutputRealistic (default), a video of the size and length
+	// asked, or OutputTiny, the same few-KB video for every task (docs/upstreams.md#simulator).
+	Output string
 	// Keep is how long a finished task and its video stay available, like a provider's retention
 	// (default 24 h, as Ark's video URLs); older ones are deleted, so a long-running simulator does not
 	// grow without bound.
@@ -65,6 +68,16 @@ type Config struct {
 	Now  func() time.Time
 	Log  *slog.Logger
 }
+
+// What the simulator's finished tasks serve (Config.Output).
+const (
+	// OutputRealistic renders each task's video at the size and length asked, and its stills from it.
+	OutputRealistic = "realistic"
+	// OutputTiny serves one tiny valid MP4 (64×36, one frame, about 5 KB) and its stills for every task,
+	// rendered once and held in memory, so that serving an output costs almost nothing: make bench
+	// measures the worker's lifecycle apart from the bytes it copies (docs/performance.md).
+	OutputTiny = "tiny"
+)
 
 // Media is one input of a task, named with Ark's roles in both protocols.
 type Media struct {
@@ -105,6 +118,8 @@ type Task struct {
 	CancelledAt  *time.Time    `json:"cancelled_at,omitempty"`
 	// InputReference is the first frame uploaded as a file part of OpenAI's create form (ProtocolOpenAI).
 	InputReference *Upload `json:"input_reference,omitempty"`
+
+	fps int // frames a second of its files when not the simulator's 24 (tinyTask)
 }
 
 // Upload is a file a submission carried in its body rather than by URL.
@@ -129,7 +144,11 @@ type Sim struct {
 	byKey   map[string]string // owner + key → task id
 	revoked map[string]bool   // owners refused by [sim:401] until Reinstate or a restart
 	tripped map[string]bool   // owner + prompt of each [sim:401] that revoked its credential
-	render  sync.Map          // task id → *sync.Mutex, so one output is rendered once
+	// open lists, per owner, the tasks not yet seen finished: a task's state only moves forward with the
+	// clock, so a create counts the running ones among these and forgets the finished — not all tasks.
+	open   map[string]map[string]bool
+	render sync.Map // task id → *sync.Mutex, so one output is rendered once
+	tiny   sync.Map // file suffix → *tinyFile, with OutputTiny
 }
 
 // New opens (or creates) a simulator whose state lives in cfg.Dir.
@@ -148,7 +167,14 @@ func New(cfg Config) (*Sim, error) {
 	default:
 		return nil, fmt.Errorf("simulator protocol %q: want %s, %s, %s or %s", cfg.Protocol, ProtocolVideogen, ProtocolOpenAI, ProtocolArk, ProtocolGemini)
 	}
-	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}, revoked: map[string]bool{}, tripped: map[string]bool{}}
+	switch cfg.Output {
+	case "":
+		cfg.Output = OutputRealistic
+	case OutputRealistic, OutputTiny:
+	default:
+		return nil, fmt.Errorf("simulator output %q: want %s or %s", cfg.Output, OutputRealistic, OutputTiny)
+	}
+	s := &Sim{cfg: cfg, owners: map[string]bool{}, tasks: map[string]*Task{}, byKey: map[string]string{}, revoked: map[string]bool{}, tripped: map[string]bool{}, open: map[string]map[string]bool{}}
 	for _, sec := range cfg.Secrets {
 		s.owners[owner(sec)] = true
 	}
@@ -238,6 +264,7 @@ func (s *Sim) load() error {
 			return fmt.Errorf("decode simulator task %s: %w", e.Name(), err)
 		}
 		s.tasks[t.ID] = &t
+		s.opened(&t)
 		if t.IdemKey != "" {
 			s.byKey[t.Owner+"\x00"+t.IdemKey] = t.ID
 		}
@@ -245,7 +272,10 @@ func (s *Sim) load() error {
 	return nil
 }
 
-// save writes a task atomically (temp file, fsync, rename): a crash never leaves half a task.
+// save writes a task atomically (temp file, rename): a crash of the simulator never leaves half a task.
+// It is not synced to disk: the simulator's tasks outlive a restart of its process, as the tests and
+// make run need, and a simulator need not survive a power cut — while an fsync per submission, under the
+// simulator's lock, would make it the slowest part of a load test (docs/performance.md).
 func (s *Sim) save(t *Task) error {
 	b, _ := json.Marshal(t)
 	f, err := os.CreateTemp(s.taskDir(), ".task-*")
@@ -253,9 +283,6 @@ func (s *Sim) save(t *Task) error {
 		return fmt.Errorf("save simulator task: %w", err)
 	}
 	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -373,11 +400,12 @@ func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
 	now := s.cfg.Now()
 	s.pruneLocked(now)
 	running := 0
-	for _, x := range s.tasks {
-		if x.Owner == own {
-			if st, _ := x.state(now); st == stQueued || st == stInProgress {
-				running++
-			}
+	for id := range s.open[own] {
+		x, ok := s.tasks[id]
+		if st, _ := x.stateIf(ok, now); st == stQueued || st == stInProgress {
+			running++
+		} else {
+			delete(s.open[own], id) // finished (or gone): it never runs again
 		}
 	}
 	if running >= s.cfg.Concurrency {
@@ -392,10 +420,27 @@ func (s *Sim) create(own string, t *Task) (*Task, bool, error) {
 		return nil, false, err
 	}
 	s.tasks[t.ID] = t
+	s.opened(t)
 	if t.IdemKey != "" {
 		s.byKey[own+"\x00"+t.IdemKey] = t.ID
 	}
 	return t, true, nil
+}
+
+// opened counts t among its owner's tasks that may still be running.
+func (s *Sim) opened(t *Task) {
+	if s.open[t.Owner] == nil {
+		s.open[t.Owner] = map[string]bool{}
+	}
+	s.open[t.Owner][t.ID] = true
+}
+
+// stateIf is t.state(now) for a task that exists (ok), else a finished state.
+func (t *Task) stateIf(ok bool, now time.Time) (string, int) {
+	if !ok {
+		return stCompleted, 100
+	}
+	return t.state(now)
 }
 
 // newID names a task as the protocol's provider would: OpenAI's ids read video_<hex> (VideoResource's

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +154,68 @@ func TestSimulatorPrunesOldTasks(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tasks", old.ID+".json")); !os.IsNotExist(err) {
 		t.Fatalf("pruned task file still on disk: %v", err)
+	}
+}
+
+// TestSimulatorTinyOutput: with OutputTiny every finished task serves the same few-KB MP4, which ffmpeg
+// decodes to its one frame, and stills that are JPEGs — what make bench's worker run copies.
+func TestSimulatorTinyOutput(t *testing.T) {
+	ctx := context.Background()
+	s, err := sim.New(sim.Config{Dir: t.TempDir(), Concurrency: 4, Secrets: []string{"key-a"}, Output: sim.OutputTiny,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	c := httpapi.New("sim", hs.URL, 5*time.Second)
+	var videos [][]byte
+	for i, prompt := range []string{"a harbour", "a meadow"} {
+		st, err := c.Submit(ctx, credA, req(prompt, fmt.Sprint("k", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, c, credA, st.ID, upstream.StateCompleted)
+		body, size, err := c.Download(ctx, credA, st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(body)
+		_ = body.Close()
+		if err != nil || int64(len(b)) != size || len(b) > 10_000 {
+			t.Fatalf("tiny video of %d bytes (Content-Length %d, %v), want a few KB", len(b), size, err)
+		}
+		videos = append(videos, b)
+		for _, variant := range []string{"thumbnail", "spritesheet"} {
+			still, typ, _, err := c.DownloadStill(ctx, credA, st.ID, variant)
+			if err != nil {
+				t.Fatalf("%s: %v", variant, err)
+			}
+			head := make([]byte, 3)
+			_, err = io.ReadFull(still, head)
+			_ = still.Close()
+			if err != nil || typ != "image/jpeg" || string(head) != "\xff\xd8\xff" {
+				t.Fatalf("%s: %q %q %v, want a JPEG", variant, typ, head, err)
+			}
+		}
+	}
+	if string(videos[0]) != string(videos[1]) {
+		t.Fatal("two tasks served different tiny videos; every task serves the same bytes")
+	}
+	// The decoder is the proof the file is valid: ffmpeg must decode it without an error.
+	ffmpeg, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Fatalf("ffmpeg is required for this test (apt-get install ffmpeg): %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.mp4")
+	if err := os.WriteFile(path, videos[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(ffmpeg, "-v", "error", "-xerror", "-i", path, "-f", "framemd5", "-").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ffmpeg cannot decode the tiny video: %v\n%s", err, out)
+	}
+	if frames := strings.Count(string(out), "\n0,"); frames != 1 {
+		t.Fatalf("ffmpeg decoded %d frames, want 1:\n%s", frames, out)
 	}
 }
