@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 	"videogen/internal/infra/db"
@@ -105,7 +103,7 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 			partsFrom = map[int]float64{}
 			for _, pids := range parts() {
 				for _, pid := range pids {
-					partsFrom[pid] = procCPU(pid)
+					partsFrom[pid] = procCPU(pid).Seconds()
 				}
 			}
 			prof = make(chan string, 1)
@@ -116,7 +114,7 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 			partsCPU = map[string]float64{}
 			for name, pids := range parts() {
 				for _, pid := range pids {
-					partsCPU[name] += procCPU(pid) - partsFrom[pid] // a backend started since counts whole
+					partsCPU[name] += procCPU(pid).Seconds() - partsFrom[pid] // a backend started since counts whole
 				}
 			}
 		}
@@ -154,22 +152,6 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 		"Each task took %.2f ms of CPU (%s; `/proc/<pid>/stat`): with the machine's %d cores to itself the run could reach about %.0f tasks/s.\n",
 		100*b.workerCPU.User, 100*b.workerCPU.System, 100*b.workerCPU.Idle, b.workerBytes/1e6, rate*b.workerBytes/1e6,
 		total, strings.Join(split, ", "), runtime.NumCPU(), float64(runtime.NumCPU())*1000/total))
-}
-
-// procCPU is the CPU time a process has used, user and system, in seconds (0 when it is gone).
-func procCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses and may hold spaces.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100 // USER_HZ, 100 on Linux
 }
 
 // simUpstreams is the bench's UPSTREAMS_FILE: the standalone simulator as one credential that takes as
