@@ -2,6 +2,7 @@ package videos
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -275,7 +276,7 @@ func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*Polled
 			return p, nil
 		}
 	}
-	t, err := s.Get(ctx, accountID, id)
+	t, err := s.readPolled(ctx, accountID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +289,68 @@ func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*Polled
 		s.Polls.put(accountID, t.ID, p) // the id as read, not the request's (whose bytes are reused)
 	}
 	return p, nil
+}
+
+// pollQuery reads what a task's API object shows (ToVideo) and nothing else, by the task's primary key:
+// the one statement of a poll the cache cannot answer.
+const pollQuery = `SELECT id, model, status, progress, created_at, completed_at, expires_at, prompt, size, seconds,
+	remixed_from_video_id, error_code, error_message, aspect_ratio, generate_audio, watermark, seed, rendered_seed,
+	amount_micros, billing_state
+	FROM tasks WHERE id = ? AND account_id = ? AND deleted_at IS NULL`
+
+var pollQueryPostgres = db.NumberPlaceholders(pollQuery)
+
+// readPolled is Get for the poll: the columns ToVideo needs, scanned without GORM's reflection.
+func (s *Service) readPolled(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	if !ids.IsVideoID(id) {
+		return nil, refusal.NotFound
+	}
+	q := pollQuery
+	if s.DB.Postgres {
+		q = pollQueryPostgres
+	}
+	var (
+		t                            models.Task
+		completed, expires           sql.NullTime
+		remixed, errCode, errMessage sql.NullString
+		seed, renderedSeed           sql.NullInt64
+	)
+	err := s.DB.QueryRow(ctx, q, id, accountID).Scan(&t.ID, &t.Model, &t.Status, &t.Progress, &t.CreatedAt, &completed, &expires,
+		&t.Prompt, &t.Size, &t.Seconds, &remixed, &errCode, &errMessage, &t.AspectRatio, &t.GenerateAudio, &t.Watermark,
+		&seed, &renderedSeed, &t.AmountMicros, &t.BillingState)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, refusal.NotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", id, err)
+	}
+	t.AccountID = accountID
+	t.CompletedAt, t.ExpiresAt = nullTime(completed), nullTime(expires)
+	t.RemixedFromVideoID, t.ErrorCode, t.ErrorMessage = nullString(remixed), nullString(errCode), nullString(errMessage)
+	t.Seed, t.RenderedSeed = nullInt64(seed), nullInt64(renderedSeed)
+	return &t, nil
+}
+
+func nullTime(v sql.NullTime) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := v.Time
+	return &t
+}
+
+func nullString(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	return &v.String
+}
+
+func nullInt64(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
 }
 
 // Get reads a task of the account from the database, as the API shows it. Another account's task, and

@@ -76,13 +76,18 @@ func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	return d.rsql.QueryRowContext(ctx, query, args...)
 }
 
-// Placeholders returns query with its ? placeholders numbered for the engine ($1, $2, … on PostgreSQL;
-// unchanged on SQLite). Call it once per query, not per execution. A ? inside a string literal is not
-// told apart: such queries must take the value as a parameter.
+// Placeholders returns query with its ? placeholders as the engine takes them (NumberPlaceholders on
+// PostgreSQL; unchanged on SQLite). Call it once per query, not per execution.
 func (d *DB) Placeholders(query string) string {
 	if !d.Postgres {
 		return query
 	}
+	return NumberPlaceholders(query)
+}
+
+// NumberPlaceholders returns query with its ? placeholders numbered as PostgreSQL takes them: $1, $2, …
+// A ? inside a string literal is not told apart: such queries must take the value as a parameter.
+func NumberPlaceholders(query string) string {
 	out := make([]byte, 0, len(query)+8)
 	n := 0
 	for i := 0; i < len(query); i++ {
