@@ -309,48 +309,17 @@ func (s *Service) readPolled(ctx context.Context, accountID int64, id string) (*
 	if s.DB.Postgres {
 		q = pollQueryPostgres
 	}
-	var (
-		t                            models.Task
-		completed, expires           sql.NullTime
-		remixed, errCode, errMessage sql.NullString
-		seed, renderedSeed           sql.NullInt64
-	)
-	err := s.DB.QueryRow(ctx, q, id, accountID).Scan(&t.ID, &t.Model, &t.Status, &t.Progress, &t.CreatedAt, &completed, &expires,
-		&t.Prompt, &t.Size, &t.Seconds, &remixed, &errCode, &errMessage, &t.AspectRatio, &t.GenerateAudio, &t.Watermark,
-		&seed, &renderedSeed, &t.AmountMicros, &t.BillingState)
+	t := models.Task{AccountID: accountID}
+	err := s.DB.ReadRow(ctx, q, []any{id, accountID}, &t.ID, &t.Model, &t.Status, &t.Progress, &t.CreatedAt, &t.CompletedAt,
+		&t.ExpiresAt, &t.Prompt, &t.Size, &t.Seconds, &t.RemixedFromVideoID, &t.ErrorCode, &t.ErrorMessage, &t.AspectRatio,
+		&t.GenerateAudio, &t.Watermark, &t.Seed, &t.RenderedSeed, &t.AmountMicros, &t.BillingState)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, refusal.NotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read task %s: %w", id, err)
 	}
-	t.AccountID = accountID
-	t.CompletedAt, t.ExpiresAt = nullTime(completed), nullTime(expires)
-	t.RemixedFromVideoID, t.ErrorCode, t.ErrorMessage = nullString(remixed), nullString(errCode), nullString(errMessage)
-	t.Seed, t.RenderedSeed = nullInt64(seed), nullInt64(renderedSeed)
 	return &t, nil
-}
-
-func nullTime(v sql.NullTime) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := v.Time
-	return &t
-}
-
-func nullString(v sql.NullString) *string {
-	if !v.Valid {
-		return nil
-	}
-	return &v.String
-}
-
-func nullInt64(v sql.NullInt64) *int64 {
-	if !v.Valid {
-		return nil
-	}
-	return &v.Int64
 }
 
 // Get reads a task of the account from the database, as the API shows it. Another account's task, and

@@ -2,7 +2,10 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -12,7 +15,7 @@ import (
 )
 
 // TestCountQueries: every statement run with a counting context adds one — GORM's reads, writes, raw
-// statements and rows, in a transaction or not, and QueryRow's — and statements run with another
+// statements and rows, in a transaction or not, and ReadRow's — and statements run with another
 // context add nothing.
 func TestCountQueries(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
@@ -51,9 +54,23 @@ func TestCountQueries(t *testing.T) {
 				return tx.Model(&a).Update("name", "in a transaction").Error
 			})
 		})
-		step("QueryRow", 1, func() error {
+		step("ReadRow", 1, func() error {
 			var name string
-			return d.QueryRow(q, d.Placeholders("SELECT name FROM accounts WHERE id = ?"), acct.ID).Scan(&name)
+			var disabled *time.Time
+			if err := d.ReadRow(q, d.Placeholders("SELECT name, disabled_at FROM accounts WHERE id = ?"), []any{acct.ID}, &name, &disabled); err != nil {
+				return err
+			}
+			if name != "in a transaction" || disabled != nil {
+				t.Errorf("ReadRow read %q, %v", name, disabled)
+			}
+			return nil
+		})
+		step("ReadRow of no row", 1, func() error {
+			var name string
+			if err := d.ReadRow(q, d.Placeholders("SELECT name FROM accounts WHERE id = ?"), []any{-1}, &name); !errors.Is(err, sql.ErrNoRows) {
+				t.Errorf("ReadRow of no row: %v, want sql.ErrNoRows", err)
+			}
+			return nil
 		})
 		step("another context", 0, func() error { return d.R.WithContext(ctx).Take(&models.Account{}, acct.ID).Error })
 		step("a context derived from the counting one", 1, func() error {
