@@ -60,7 +60,7 @@ func New(d Deps) *fiber.App {
 	// record it.
 	app.Server().HeaderReceived = b.HeaderReceived
 	recoverPanics := recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: b.LogPanic})
-	app.Use(b.CloseWhileDraining, b.TagRequest, b.Measure, b.AccessLog, recoverPanics, helmet.New(securityHeaders), b.StrictTransport, b.LimitPageBody)
+	app.Use(b.CloseWhileDraining, b.TagRequest, b.Measure, b.AccessLog, recoverPanics, web.SecurityHeaders(securityHeaders), b.StrictTransport, b.LimitPageBody)
 	app.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(static.FS), MaxAge: 3600}))
 
 	app.Get("/healthz", b.Healthz)

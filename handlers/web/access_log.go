@@ -15,7 +15,12 @@ import (
 // an error that escaped the routes, so the line has the status the client got. Health probes and static
 // files are logged at debug, where they do not drown the rest.
 func (h *Base) AccessLog(c *fiber.Ctx) error {
-	start := time.Now()
+	// No line is below info but health probes' and static files' (debug): when info is off, none is
+	// written, and the clock need not be read.
+	var start time.Time
+	if h.Log.Enabled(context.Background(), slog.LevelInfo) {
+		start = time.Now()
+	}
 	err := c.Next()
 	if err != nil {
 		if rerr := h.LastResortError(c, err); rerr != nil {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"videogen/internal/infra/db"
 )
 
 // unmatchedRoute labels the requests no route answered (404s of unknown paths, 405s): the paths clients
@@ -12,7 +14,8 @@ import (
 const unmatchedRoute = "unmatched"
 
 // measure counts every request for /metrics (nil Metrics: nothing), by method, route pattern and the
-// status the client got. The route is the one that answered: the endpoint's pattern, or for a request a
+// status the client got, and the database statements it ran: the request's context counts them
+// (db.CountQueries), so what background work runs beside it is not counted. The route is the one that answered: the endpoint's pattern, or for a request a
 // group's middleware refused before any endpoint ran (401, 413, 429 under /v1) the group's prefix. It runs outside accessLog, which renders an error a route returned, so the
 // status it reads after c.Next() is the one sent. Refusals fasthttp makes before any route runs (headers
 // too large, a body cut off) do not get here; the access log records those.
@@ -21,6 +24,8 @@ func (h *Base) Measure(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	start := time.Now()
+	queries := db.CountQueries(c.UserContext())
+	c.SetUserContext(queries)
 	// The route is this middleware's own until another route matches: if it still is afterwards, no route
 	// of the app took the request.
 	entry := c.Route()
@@ -38,7 +43,7 @@ func (h *Base) Measure(c *fiber.Ctx) error {
 	if r := c.Route(); r != entry {
 		route = r.Path // the registered pattern ("/v1/videos/:id"), not the request's path
 	}
-	h.Metrics.ObserveRequest(methodLabel(c.Method()), route, status, time.Since(start))
+	h.Metrics.ObserveRequest(methodLabel(c.Method()), route, status, time.Since(start), queries.N())
 	return err
 }
 

@@ -65,14 +65,19 @@ func hasBody(header *fasthttp.RequestHeader) bool {
 	return n > 0 || n == -1
 }
 
+// xRequestID is the header's name as the server writes it (canonical case): set as it is, without
+// normalizing it on every request.
+var xRequestID = []byte("X-Request-Id")
+
 // requestID gives every request a fresh id (never the client's, which could be forged into our logs).
 func (h *Base) TagRequest(c *fiber.Ctx) error {
 	if hasBody(&c.Request().Header) && IsAPIPath(c.Path()) {
 		h.arriving.Delete(&c.Request().Header) // its body arrived: the routes take it from here
 	}
-	rid := ids.NewRequestID()
-	c.Locals(LocalRequestID, rid)
-	c.Set("X-Request-Id", rid)
+	var b [ids.RequestIDLen]byte
+	rid := ids.AppendRequestID(b[:0])
+	c.Response().Header.SetCanonical(xRequestID, rid)
+	c.Locals(LocalRequestID, string(rid))
 	return c.Next()
 }
 

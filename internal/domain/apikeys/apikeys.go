@@ -112,61 +112,102 @@ type Principal struct {
 	KeyPrefix string
 }
 
-type cached struct {
+// entry is a key's answer as this instance last read it.
+type entry struct {
 	p        Principal
 	valid    bool
 	disabled bool // the account is disabled (kept with the key, so a disabled account costs no more lookups)
+	// read is when the lookup that gave this answer began: the answer is as old as that, at most.
+	read time.Time
+	// refreshing is set by the request that started the entry's reread, so one request starts it.
+	refreshing atomic.Bool
 }
 
-// Authenticator checks Bearer keys. Answers are cached for ttl, so the database sees at most one lookup
-// per key per ttl however fast the key is used; a revocation, or an account disabled or enabled, on this
-// instance drops the entries at once, and one made elsewhere is seen when the entry expires.
+// Authenticator checks Bearer keys. Answers come from memory, each at most ttl old (API_KEY_CACHE_TTL):
+// that bounds how late a revocation, or an account disabled, elsewhere is seen. Within that bound the
+// database is read off the request path: a request that finds an answer past half its lifetime is
+// answered from it and starts its reread in the background, so a key in steady use is never looked up
+// on a request (docs/decisions.md, "Polls are answered from a per-instance cache"); only a key unused for
+// longer than that waits for its lookup, and then one lookup serves every request that waits for it. A
+// revocation, or an account disabled or enabled, on this instance drops the answers at once.
 type Authenticator struct {
-	db    *db.DB
-	cache *expirable.LRU[string, cached]
+	db  *db.DB
+	ttl time.Duration
+	// cache is keyed by the secret's SHA-256 (never the secret itself: the process holds no key longer
+	// than the request that carries it).
+	cache *expirable.LRU[[sha256.Size]byte, *entry]
 	group singleflight.Group
-	// forgets counts ForgetAccount calls: a lookup that was already reading when one happened does not
-	// cache what it read, which may predate the change.
+	// forgets counts what may have made a lookup's answer stale while it ran (ForgetAccount, Revoke): a
+	// lookup that was already reading when one happened does not cache what it read.
 	forgets atomic.Uint64
 	// lastUsed remembers when each key's last_used_at was last written, to write it once a minute at most.
 	lastUsed *expirable.LRU[int64, time.Time]
 	now      func() time.Time
+	// since measures an answer's age; real time, whatever the clock now says (a test holding its clock
+	// still must not make an answer last for ever). Tests of the reread move it.
+	since func(time.Time) time.Duration
 }
 
-// NewAuthenticator returns an authenticator with the given cache lifetime; now is the clock that stamps
-// keys' last use and revocation.
+// NewAuthenticator returns an authenticator whose answers are at most ttl old; now is the clock that
+// stamps keys' last use and revocation.
 func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authenticator {
 	return &Authenticator{
 		db:       d,
+		ttl:      ttl,
 		now:      now,
-		cache:    expirable.NewLRU[string, cached](100_000, nil, ttl),
+		since:    time.Since,
+		cache:    expirable.NewLRU[[sha256.Size]byte, *entry](100_000, nil, ttl),
 		lastUsed: expirable.NewLRU[int64, time.Time](100_000, nil, time.Minute),
 	}
 }
+
+// maxSecretLen bounds what is hashed: our keys are 43 characters.
+const maxSecretLen = 200
 
 // Authenticate returns the principal of a secret, or ErrInvalid. A current key of a disabled account
 // returns ErrAccountDisabled with its principal, so the refused call can still be told apart in the
 // account's call log.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (Principal, error) {
-	if !strings.HasPrefix(secret, "vg_") || len(secret) > 200 {
+	if !strings.HasPrefix(secret, "vg_") || len(secret) > maxSecretLen {
 		return Principal{}, ErrInvalid
 	}
-	h := Hash(secret)
-	c, ok := a.cache.Get(h)
+	h := sha256.Sum256([]byte(secret))
+	e, ok := a.cache.Get(h)
+	if ok {
+		switch age := a.since(e.read); {
+		case age >= a.ttl:
+			ok = false // too old to answer: read it now
+		case age >= a.ttl/2 && e.refreshing.CompareAndSwap(false, true):
+			go a.reread(h, e)
+		}
+	}
 	if !ok {
-		v, err, _ := a.group.Do(h, func() (any, error) { return a.load(ctx, h) })
+		v, err, _ := a.group.Do(string(h[:]), func() (any, error) { return a.load(ctx, h) })
 		if err != nil {
 			return Principal{}, err
 		}
-		c = v.(cached)
+		e = v.(*entry)
 	}
 	switch {
-	case !c.valid:
+	case !e.valid:
 		return Principal{}, ErrInvalid
-	case c.disabled:
-		return c.p, ErrAccountDisabled
+	case e.disabled:
+		return e.p, ErrAccountDisabled
 	}
-	return c.p, nil
+	return e.p, nil
+}
+
+// rereadTimeout bounds a background reread; one that fails leaves the answer to expire.
+const rereadTimeout = 10 * time.Second
+
+// reread reads a key's answer again before it expires, off the request path. The new answer replaces
+// the old; if there is none (the read failed, or a change on this instance made it suspect), the next
+// request may start another, and the answer in hand still expires at its age limit.
+func (a *Authenticator) reread(h [sha256.Size]byte, e *entry) {
+	ctx, cancel := context.WithTimeout(context.Background(), rereadTimeout)
+	defer cancel()
+	_, _, _ = a.group.Do(string(h[:]), func() (any, error) { return a.load(ctx, h) })
+	e.refreshing.Store(false)
 }
 
 // keyRow is a key with its account's state, read in one query.
@@ -175,36 +216,37 @@ type keyRow struct {
 	DisabledAt *time.Time
 }
 
-func (a *Authenticator) load(ctx context.Context, h string) (cached, error) {
+func (a *Authenticator) load(ctx context.Context, h [sha256.Size]byte) (*entry, error) {
 	forgets := a.forgets.Load()
+	read := time.Now()
 	var rows []keyRow
 	err := a.db.R.WithContext(ctx).Raw(`SELECT k.id, k.account_id, k.prefix, k.revoked_at, a.disabled_at
-		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = ?`, h).Scan(&rows).Error
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = ?`, hex.EncodeToString(h[:])).Scan(&rows).Error
 	if err != nil {
-		return cached{}, fmt.Errorf("look up api key: %w", err)
+		return nil, fmt.Errorf("look up api key: %w", err)
 	}
-	var c cached
+	e := &entry{read: read}
 	if len(rows) > 0 {
 		k := rows[0]
-		c = cached{p: Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, valid: k.RevokedAt == nil, disabled: k.DisabledAt != nil}
+		e.p, e.valid, e.disabled = Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, k.RevokedAt == nil, k.DisabledAt != nil
 	}
 	if a.forgets.Load() == forgets {
-		a.cache.Add(h, c)
+		a.cache.Add(h, e)
 	}
-	if c.valid && !c.disabled {
-		a.touch(c.p.KeyID)
+	if e.valid && !e.disabled {
+		a.touch(e.p.KeyID)
 	}
-	return c, nil
+	return e, nil
 }
 
 // ForgetAccount drops this instance's cached answers for an account's keys, after it was disabled or
-// enabled here, so the change holds on this instance at once; other instances see it when their entries
-// expire (API_KEY_CACHE_TTL), as with a revocation. The cache is scanned rather than the database asked
+// enabled here, so the change holds on this instance at once; other instances see it when their answers
+// reach API_KEY_CACHE_TTL, as with a revocation. The cache is scanned rather than the database asked
 // for the account's keys, so this cannot fail once the change is committed.
 func (a *Authenticator) ForgetAccount(accountID int64) {
 	a.forgets.Add(1)
 	for _, h := range a.cache.Keys() {
-		if c, ok := a.cache.Peek(h); ok && c.p.AccountID == accountID {
+		if e, ok := a.cache.Peek(h); ok && e.p.AccountID == accountID {
 			a.cache.Remove(h)
 		}
 	}
@@ -231,7 +273,12 @@ func (a *Authenticator) Revoke(ctx context.Context, prefix string) error {
 	if err != nil {
 		return err
 	}
-	a.cache.Remove(k.SecretHash)
+	a.forgets.Add(1) // a lookup begun before the commit must not cache the key as valid again
+	var h [sha256.Size]byte
+	if _, err := hex.Decode(h[:], []byte(k.SecretHash)); err != nil {
+		return fmt.Errorf("revoked key %s has a malformed hash: %w", prefix, err)
+	}
+	a.cache.Remove(h)
 	return nil
 }
 

@@ -4,30 +4,25 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
-
-	"videogen/models"
 )
 
-// PollCache keeps recently read tasks for GET /v1/videos/{id}, the endpoint clients call most. A task is
-// served from memory for at most fresh, and the worker of this instance (and a delete on this instance)
-// drops a task's entry the moment it changes it (Forget), so only another instance's change can be seen
-// up to `fresh` late — less than the shortest poll interval the API advises (openai-poll-after-ms ≥ 1 s).
-// Finished tasks are held to fresh too: a customer may delete one (DELETE /v1/videos/{id}), on any
-// instance, and it must then stop showing everywhere within that bound, not when the LRU evicts it.
+// PollCache keeps the answers of recently read tasks for GET /v1/videos/{id}, the endpoint clients call
+// most: each task's video object already rendered, so a poll answered from memory neither reads nor
+// encodes anything. A task is served from memory for at most fresh, and the worker of this instance (and
+// a delete on this instance) drops a task's entry the moment it changes it (Forget), so only another
+// instance's change can be seen up to `fresh` late — less than the shortest poll interval the API
+// advises (openai-poll-after-ms ≥ 1 s). Finished tasks are held to fresh too: a customer may delete one
+// (DELETE /v1/videos/{id}), on any instance, and it must then stop showing everywhere within that bound,
+// not when the LRU evicts it.
 type PollCache struct {
 	fresh time.Duration
-	lru   *expirable.LRU[pollKey, cachedTask]
+	lru   *expirable.LRU[pollKey, *Polled]
 }
 
 // pollKey is a task as one account asks for it.
 type pollKey struct {
 	account int64
 	id      string
-}
-
-type cachedTask struct {
-	task    models.Task
-	fetched time.Time
 }
 
 // NewPollCache returns a cache of up to 20,000 tasks; fresh bounds how late a poll may see another
@@ -37,26 +32,28 @@ func NewPollCache(fresh time.Duration) *PollCache {
 		return nil
 	}
 	const size = 20_000
-	return &PollCache{fresh: fresh, lru: expirable.NewLRU[pollKey, cachedTask](size, nil, 10*time.Minute)}
+	return &PollCache{fresh: fresh, lru: expirable.NewLRU[pollKey, *Polled](size, nil, 10*time.Minute)}
 }
 
-func (c *PollCache) get(account int64, id string, now time.Time) (*models.Task, bool) {
-	e, ok := c.lru.Get(pollKey{account, id})
-	if !ok || now.Sub(e.fetched) >= c.fresh {
+// get returns the account's task id as read at most fresh before now. The answer is shared: never
+// changed once cached.
+func (c *PollCache) get(account int64, id string, now time.Time) (*Polled, bool) {
+	p, ok := c.lru.Get(pollKey{account, id})
+	if !ok || now.Sub(p.read) >= c.fresh {
 		return nil, false
 	}
-	t := e.task
-	return &t, true
+	return p, true
 }
 
-// maxCachedPrompt keeps the cache's memory bounded (20,000 entries of at most a few KB).
-const maxCachedPrompt = 2048
+// maxCachedJSON keeps the cache's memory bounded (20,000 entries of at most 3 KB): a task with a prompt
+// longer than about 2 KB is read every time.
+const maxCachedJSON = 3072
 
-func (c *PollCache) put(t *models.Task, now time.Time) {
-	if len(t.Prompt) > maxCachedPrompt {
+func (c *PollCache) put(account int64, id string, p *Polled) {
+	if len(p.JSON) > maxCachedJSON {
 		return
 	}
-	c.lru.Add(pollKey{t.AccountID, t.ID}, cachedTask{task: *t, fetched: now})
+	c.lru.Add(pollKey{account, id}, p)
 }
 
 // Forget drops a task; the worker calls it after every change it makes. A nil cache forgets nothing.

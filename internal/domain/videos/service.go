@@ -2,6 +2,7 @@ package videos
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -250,24 +251,75 @@ func (s *Service) admit(req models.VideoRequest) error {
 	return err
 }
 
-// Poll returns a task of the account for GET /v1/videos/{id}, from the poll cache when it may.
-func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*models.Task, error) {
-	if s.Polls == nil {
-		return s.Get(ctx, accountID, id)
-	}
+// Polled is a task as GET /v1/videos/{id} answers it.
+type Polled struct {
+	// JSON is the task's video object (ToVideo) as encoding/json writes it. Shared by every poll the
+	// cache answers with it: never to be changed.
+	JSON []byte
+	// CreatedAt is when the task was created, for PollAfter.
+	CreatedAt time.Time
+	read      time.Time // when it was read from the database (real time, for the cache)
+}
+
+// PollAfter is how long the client should wait before polling again (PollAfter).
+func (p *Polled) PollAfter(now time.Time) time.Duration { return pollAfter(p.CreatedAt, now) }
+
+// Poll returns a task of the account for GET /v1/videos/{id}, rendered, from the poll cache when it may.
+func (s *Service) Poll(ctx context.Context, accountID int64, id string) (*Polled, error) {
 	// Real time, not the service's clock: freshness is how long this process has held an answer, and a
 	// test holding its clock still must not make a cached poll last for ever.
 	now := time.Now()
 	// Keyed by account and id: another account's task is never in this account's part of the cache, so
 	// refusing it costs the same database read as an unknown id, and timing tells nothing.
-	if t, ok := s.Polls.get(accountID, id, now); ok {
-		return t, nil
+	if s.Polls != nil {
+		if p, ok := s.Polls.get(accountID, id, now); ok {
+			return p, nil
+		}
 	}
-	t, err := s.Get(ctx, accountID, id)
-	if err == nil {
-		s.Polls.put(t, now)
+	t, err := s.readPolled(ctx, accountID, id)
+	if err != nil {
+		return nil, err
 	}
-	return t, err
+	body, err := json.Marshal(ToVideo(t))
+	if err != nil {
+		return nil, fmt.Errorf("render task %s: %w", t.ID, err)
+	}
+	p := &Polled{JSON: body, CreatedAt: t.CreatedAt, read: now}
+	if s.Polls != nil {
+		s.Polls.put(accountID, t.ID, p) // the id as read, not the request's (whose bytes are reused)
+	}
+	return p, nil
+}
+
+// pollQuery reads what a task's API object shows (ToVideo) and nothing else, by the task's primary key:
+// the one statement of a poll the cache cannot answer.
+const pollQuery = `SELECT id, model, status, progress, created_at, completed_at, expires_at, prompt, size, seconds,
+	remixed_from_video_id, error_code, error_message, aspect_ratio, generate_audio, watermark, seed, rendered_seed,
+	amount_micros, billing_state
+	FROM tasks WHERE id = ? AND account_id = ? AND deleted_at IS NULL`
+
+var pollQueryPostgres = db.NumberPlaceholders(pollQuery)
+
+// readPolled is Get for the poll: the columns ToVideo needs, scanned without GORM's reflection.
+func (s *Service) readPolled(ctx context.Context, accountID int64, id string) (*models.Task, error) {
+	if !ids.IsVideoID(id) {
+		return nil, refusal.NotFound
+	}
+	q := pollQuery
+	if s.DB.Postgres {
+		q = pollQueryPostgres
+	}
+	t := models.Task{AccountID: accountID}
+	err := s.DB.ReadRow(ctx, q, []any{id, accountID}, &t.ID, &t.Model, &t.Status, &t.Progress, &t.CreatedAt, &t.CompletedAt,
+		&t.ExpiresAt, &t.Prompt, &t.Size, &t.Seconds, &t.RemixedFromVideoID, &t.ErrorCode, &t.ErrorMessage, &t.AspectRatio,
+		&t.GenerateAudio, &t.Watermark, &t.Seed, &t.RenderedSeed, &t.AmountMicros, &t.BillingState)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, refusal.NotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", id, err)
+	}
+	return &t, nil
 }
 
 // Get reads a task of the account from the database, as the API shows it. Another account's task, and

@@ -75,8 +75,10 @@ func ToVideo(t *models.Task) Video {
 
 // PollAfter is how long a client should wait before polling the task again: it grows with the task's
 // age, as docs/api.md asks clients to back off (1 s for a new task, up to 15 s).
-func PollAfter(t *models.Task, now time.Time) time.Duration {
-	d := now.Sub(t.CreatedAt) / 5
+func PollAfter(t *models.Task, now time.Time) time.Duration { return pollAfter(t.CreatedAt, now) }
+
+func pollAfter(created, now time.Time) time.Duration {
+	d := now.Sub(created) / 5
 	return min(max(d, time.Second), 15*time.Second).Round(100 * time.Millisecond)
 }
 

@@ -33,6 +33,7 @@ import (
 type DB struct {
 	W, R     *gorm.DB
 	Postgres bool
+	rsql     *sql.DB // R's pool, for QueryRow
 }
 
 // Now is the clock for timestamps the database stores: UTC, microseconds (PostgreSQL's precision), so a
@@ -68,7 +69,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		if err := sqlDB.PingContext(ctx); err != nil {
 			return nil, fmt.Errorf("connect to postgres: %w", err)
 		}
-		return &DB{W: g, R: g, Postgres: true}, nil
+		if err := countStatements(g); err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		return &DB{W: g, R: g, Postgres: true, rsql: sqlDB}, nil
 	}
 
 	path := SQLitePath(url)
@@ -98,7 +102,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	rsql, _ := r.DB()
 	rsql.SetMaxOpenConns(8)
 	rsql.SetMaxIdleConns(8)
-	return &DB{W: w, R: r}, nil
+	for _, g := range []*gorm.DB{w, r} {
+		if err := countStatements(g); err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+	}
+	return &DB{W: w, R: r, rsql: rsql}, nil
 }
 
 // SQLitePath is the file a SQLite DATABASE_URL names ("data/videogen.db", "sqlite://…", "file:…").

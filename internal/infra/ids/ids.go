@@ -10,23 +10,27 @@ import (
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // random returns n characters drawn uniformly from alphabet using crypto/rand.
-func random(n int) string {
-	out := make([]byte, n)
-	buf := make([]byte, n+n/2)
-	i := 0
-	for i < n {
+func random(n int) string { return string(appendRandom(make([]byte, 0, n), n)) }
+
+// appendRandom appends n characters drawn uniformly from alphabet using crypto/rand. Its draws are read
+// into a buffer on the stack (crypto/rand's own reader does not keep it): a short id costs no allocation
+// beyond what it is appended to.
+func appendRandom(dst []byte, n int) []byte {
+	var stack [64]byte
+	buf := stack[:min(n+n/2, len(stack))]
+	for n > 0 {
 		if _, err := rand.Read(buf); err != nil {
 			panic("crypto/rand failed: " + err.Error()) // the OS random source does not fail on Linux
 		}
 		for _, b := range buf {
 			// 248 = 4*62: rejecting larger bytes keeps the draw uniform.
-			if b < 248 && i < n {
-				out[i] = alphabet[b%62]
-				i++
+			if b < 248 && n > 0 {
+				dst = append(dst, alphabet[b%62])
+				n--
 			}
 		}
 	}
-	return string(out)
+	return dst
 }
 
 // NewVideoID returns a public task id: "video_" and 24 random characters (~143 bits).
@@ -40,7 +44,16 @@ func IsVideoID(s string) bool { return hasShape(s, "video_") }
 func NewAPIKey() string { return "vg_" + random(40) }
 
 // NewRequestID returns an id for one HTTP request.
-func NewRequestID() string { return "req_" + random(20) }
+func NewRequestID() string {
+	var b [RequestIDLen]byte
+	return string(AppendRequestID(b[:0]))
+}
+
+// RequestIDLen is the length of a request id: "req_" and 20 random characters (~119 bits).
+const RequestIDLen = 4 + 20
+
+// AppendRequestID appends a new request id to dst: for a request's header, without an allocation.
+func AppendRequestID(dst []byte) []byte { return appendRandom(append(dst, "req_"...), 20) }
 
 // NewUpstreamIdempotencyKey returns the key a submission carries upstream, kept with the task.
 func NewUpstreamIdempotencyKey() string { return "vgsub_" + random(32) }
