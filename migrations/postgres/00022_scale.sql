@@ -12,6 +12,27 @@ CREATE INDEX tasks_account_unfinished ON tasks (account_id, created_at DESC, id 
 -- partial one of current members, so each view read the whole users table.
 CREATE INDEX users_account ON users (account_id, id);
 
+-- Sums over an account's tasks by creation time — the usage report, each key's spend this day and month
+-- on the keys page — read the columns they sum from the index itself (an index-only scan) instead of
+-- one table row per task: the biggest account's month went from 78 ms to 6 ms, its year by model from
+-- half a second to 30 ms. The key columns are unchanged (the lists page by them); the included ones ride
+-- along in the leaf entries. PostgreSQL only: SQLite has no INCLUDE.
+DROP INDEX tasks_account_created;
+CREATE INDEX tasks_account_created ON tasks (account_id, created_at DESC, id DESC)
+    INCLUDE (status, billing_state, seconds, amount_micros, model, api_key_id);
+-- The staff overview's 30 days of every account (tasks per day and their outcome, charges per day), the
+-- same way: from the index alone.
+DROP INDEX tasks_created;
+CREATE INDEX tasks_created ON tasks (created_at) INCLUDE (status);
+DROP INDEX ledger_entries_settled;
+CREATE INDEX ledger_entries_settled ON ledger_entries (created_at) INCLUDE (delta_reserved) WHERE kind = 'settle';
+
 -- +goose Down
+DROP INDEX ledger_entries_settled;
+CREATE INDEX ledger_entries_settled ON ledger_entries (created_at) WHERE kind = 'settle';
+DROP INDEX tasks_created;
+CREATE INDEX tasks_created ON tasks (created_at);
+DROP INDEX tasks_account_created;
+CREATE INDEX tasks_account_created ON tasks (account_id, created_at DESC, id DESC);
 DROP INDEX users_account;
 DROP INDEX tasks_account_unfinished;

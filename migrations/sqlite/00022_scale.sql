@@ -12,6 +12,9 @@ CREATE INDEX tasks_account_unfinished ON tasks (account_id, created_at DESC, id 
 -- partial one of current members, so each view read the whole users table.
 CREATE INDEX users_account ON users (account_id, id);
 
+-- PostgreSQL's migration also widens three indexes with INCLUDE columns, so sums over tasks and charges
+-- read the index alone; SQLite has no INCLUDE, and its indexes stay as they are.
+
 -- +goose Down
 DROP INDEX users_account;
 DROP INDEX tasks_account_unfinished;
