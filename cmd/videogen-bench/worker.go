@@ -93,13 +93,21 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 	var cpuFrom []float64
 	var partsFrom map[int]float64
 	var partsCPU map[string]float64 // CPU seconds of each part between 10% and 90%
+	// Transactions committed in the database (pg_stat_database, which backends update about once a
+	// second: over a window of several seconds a few percent off).
+	commits := func() float64 {
+		var n float64
+		d.R.Raw("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+		return n
+	}
+	var commitsFrom, commitsTo float64
 	var prof chan string
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
 		c := done()
 		switch {
 		case from.IsZero() && c >= n/10:
-			from, fromN, cpuFrom = time.Now(), c, readCPU()
+			from, fromN, cpuFrom, commitsFrom = time.Now(), c, readCPU(), commits()
 			partsFrom = map[int]float64{}
 			for _, pids := range parts() {
 				for _, pid := range pids {
@@ -109,7 +117,7 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 			prof = make(chan string, 1)
 			go func() { prof <- b.profile(pprofAddr, 8*time.Second) }()
 		case !from.IsZero() && c >= n*9/10:
-			to, toN = time.Now(), c
+			to, toN, commitsTo = time.Now(), c, commits()
 			b.workerCPU = cpuBetween(cpuFrom, readCPU())
 			partsCPU = map[string]float64{}
 			for name, pids := range parts() {
@@ -146,12 +154,14 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 		total += ms
 		split = append(split, fmt.Sprintf("%s %.2f ms", name, ms))
 	}
-	log.Printf("worker: CPU per task %.2f ms (%s)", total, strings.Join(split, ", "))
+	txPerTask := (commitsTo - commitsFrom) / tasksDone
+	log.Printf("worker: CPU per task %.2f ms (%s); %.2f database transactions per task", total, strings.Join(split, ", "), txPerTask)
 	b.sections = append(b.sections, fmt.Sprintf("During the worker run the machine's CPU was %.0f%% user, %.0f%% system (kernel) and %.0f%% idle (`/proc/stat`); "+
 		"each task's video was %.1f MB, %.0f MB/s of video at this rate. "+
-		"Each task took %.2f ms of CPU (%s; `/proc/<pid>/stat`): with the machine's %d cores to itself the run could reach about %.0f tasks/s.\n",
+		"Each task took %.2f ms of CPU (%s; `/proc/<pid>/stat`): with the machine's %d cores to itself the run could reach about %.0f tasks/s. "+
+		"The database committed %.2f transactions per task (`pg_stat_database`, this run's own counting of completed tasks included).\n",
 		100*b.workerCPU.User, 100*b.workerCPU.System, 100*b.workerCPU.Idle, b.workerBytes/1e6, rate*b.workerBytes/1e6,
-		total, strings.Join(split, ", "), runtime.NumCPU(), float64(runtime.NumCPU())*1000/total))
+		total, strings.Join(split, ", "), runtime.NumCPU(), float64(runtime.NumCPU())*1000/total, txPerTask))
 }
 
 // simUpstreams is the bench's UPSTREAMS_FILE: the standalone simulator as one credential that takes as
