@@ -253,7 +253,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		}
 		// The server serves on with its old pool.
 		id := createVideo(t, p.url, acct.Key, "videogen-2.0-720p", "after a refused file", 4)
-		waitEnded(t, p, acct.Key, 30*time.Second, id)
+		waitEnded(t, p, acct.Key, 90*time.Second, id)
 		if task := testkit.Task(t, d, id); task.Status != "completed" || !slices.Contains([]string{"oai-main", "ark-1"}, deref(task.CredentialID)) {
 			t.Fatalf("a task after a refused file: %s on %s", task.Status, deref(task.CredentialID))
 		}
@@ -284,7 +284,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		if r := testkit.Do(t, p.url, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "nobody serves this now"}); r.Status != 400 || r.ErrorCode() != "model_unavailable" {
 			t.Fatalf("create for an alias only the removed credential served: %d %s", r.Status, r.Body)
 		}
-		waitEnded(t, p, acct.Key, 30*time.Second, afterReload...)
+		waitEnded(t, p, acct.Key, 90*time.Second, afterReload...)
 		onArk := map[string]int{}
 		for _, id := range afterReload {
 			task := testkit.Task(t, d, id)
@@ -331,7 +331,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		})
 		mini := createVideo(t, p.url, acct.Key, "videogen-2.0-mini-480p", "after SIGHUP, on oai-main", 4)
 		fast := createVideo(t, p.url, acct.Key, "videogen-2.0-fast-720p", "after SIGHUP, not on ark-1", 4)
-		waitEnded(t, p, acct.Key, 30*time.Second, mini, fast)
+		waitEnded(t, p, acct.Key, 90*time.Second, mini, fast)
 		for id, want := range map[string]string{mini: "oai-main", fast: "ark-2"} {
 			if task := testkit.Task(t, d, id); task.Status != "completed" || deref(task.CredentialID) != want {
 				t.Errorf("task %s after SIGHUP: %s on %s, want completed on %s", task.Prompt, task.Status, deref(task.CredentialID), want)
