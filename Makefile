@@ -38,6 +38,8 @@ check-generated:
 test: test-deps check-generated ## every test, race detector on; PostgreSQL too when TEST_DATABASE_URL is set
 	$(GO) vet ./...
 	$(GO) test -race -gcflags='modernc.org/...=-d=checkptr=0' -count=1 -timeout 30m ./...
+	# Allocation counts hold only without the race detector's instrumentation (files tagged !race).
+	$(GO) test -count=1 -run 'AllocatesNothing' ./internal/infra/ids/
 
 # Tools the tests drive that a fresh machine lacks: ffmpeg decodes the simulator's videos, chromium runs
 # the browser tests, node runs the OpenAI Node SDK, caddy is the reverse proxy of the replica tests and
