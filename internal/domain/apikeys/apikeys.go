@@ -127,9 +127,10 @@ type entry struct {
 // that bounds how late a revocation, or an account disabled, elsewhere is seen. Within that bound the
 // database is read off the request path: a request that finds an answer past half its lifetime is
 // answered from it and starts its reread in the background, so a key in steady use is never looked up
-// on a request (docs/decisions.md, "Polls are answered from a per-instance cache"); only a key unused for
-// longer than that waits for its lookup, and then one lookup serves every request that waits for it. A
-// revocation, or an account disabled or enabled, on this instance drops the answers at once.
+// on a request (docs/decisions.md, "A cached poll reads nothing and renders nothing"); only a key unused
+// for longer than that waits for its lookup, and then one lookup serves every request that waits for it.
+// A revocation, or an account disabled or enabled, on this instance drops the answers at once. A ttl of 0
+// caches nothing.
 type Authenticator struct {
 	db  *db.DB
 	ttl time.Duration
@@ -230,7 +231,7 @@ func (a *Authenticator) load(ctx context.Context, h [sha256.Size]byte) (*entry, 
 		k := rows[0]
 		e.p, e.valid, e.disabled = Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, k.RevokedAt == nil, k.DisabledAt != nil
 	}
-	if a.forgets.Load() == forgets {
+	if a.ttl > 0 && a.forgets.Load() == forgets { // API_KEY_CACHE_TTL=0: every request reads its key
 		a.cache.Add(h, e)
 	}
 	if e.valid && !e.disabled {
