@@ -43,15 +43,16 @@ var errStalePlan = errors.New("a credential's free slots changed while assigning
 // AssignWaiting claims up to limit waiting tasks, oldest first, among those of aliases a credential with
 // room serves, and gives each the least-loaded candidate credential with a free slot (in flight over
 // capacity, then in flight, then id), a fresh upstream idempotency key and the provider model that
-// credential serves the alias as, in one transaction before any upstream call (docs/architecture.md, "The
-// path of a task"). Each such task leaves its account's backlog, counts against its credential's
+// credential serves the alias as, in one transaction before any upstream call (docs/architecture.md,
+// "The path of a task"). Each such task leaves its account's backlog, counts against its credential's
 // in_flight, gets the log line of its first submission attempt, and stays leased to owner for the
-// submission. A claimed task no candidate has room for is left waiting, due again at retry.
+// submission. A claimed task no candidate has room for is left waiting, due again at retry; a task past
+// its queue deadline is not claimed (the sweep fails it).
 //
 // One transaction serves the whole batch, so a credential's row is written once per batch rather than
 // once per task. Locks are taken in the order every transaction of this package takes them — tasks,
-// then accounts, then credentials — so that two transactions never wait on each other: the tasks
-// with SKIP LOCKED, the accounts and credentials in id order. A credential's free slots are read
+// then accounts, then credentials (lockOrder) — so that two transactions never wait on each other: the
+// tasks with SKIP LOCKED, the accounts and credentials in id order. A credential's free slots are read
 // without a lock and its increment is guarded (in_flight + n <= max_concurrency); when another
 // instance took the slots meanwhile, the whole batch is tried again with fresh counts. The credential's
 // row is thus locked only for its last statement and the commit.
@@ -104,8 +105,9 @@ func (s *Store) assignWaiting(tx *gorm.DB, owner string, lease time.Duration, li
 		return Assigned{}, nil
 	}
 	var waiting []models.Task
-	if err := tx.Raw("SELECT * FROM tasks WHERE credential_id IS NULL AND status = 'queued' AND model IN ? AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY created_at, id LIMIT ?"+s.skipLocked(),
-		aliases, now, now, min(free, int64(limit))).Scan(&waiting).Error; err != nil {
+	// A task past its queue deadline is not started: the sweep fails it (QUEUE_TIMEOUT).
+	if err := tx.Raw("SELECT * FROM tasks WHERE credential_id IS NULL AND status = 'queued' AND model IN ? AND next_check_at <= ? AND (lease_until IS NULL OR lease_until < ?) AND queue_deadline >= ? ORDER BY created_at, id LIMIT ?"+s.skipLocked(),
+		aliases, now, now, now, min(free, int64(limit))).Scan(&waiting).Error; err != nil {
 		return Assigned{}, fmt.Errorf("claim queued tasks: %w", err)
 	}
 	if len(waiting) == 0 {
