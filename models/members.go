@@ -194,17 +194,23 @@ func LedgerWithMembers(ctx context.Context, db *gorm.DB, accountID int64, entrie
 	byTask := map[string]string{}
 	if len(taskIDs) > 0 {
 		var rows []struct {
-			ID    string
-			Email string
+			ID        string
+			AccountID int64
+			Email     string
 		}
-		err := db.WithContext(ctx).Table("tasks").Select("tasks.id, users.email").
+		// By the tasks' ids alone, the account checked here: with account_id = ? in the query too, the
+		// statement's generic plan (PostgreSQL's, after a few runs) read the account's tasks by its index and
+		// filtered the ids — fine for an account of a hundred tasks, a third of a second for one of 75,000.
+		err := db.WithContext(ctx).Table("tasks").Select("tasks.id, tasks.account_id, users.email").
 			Joins("JOIN api_keys ON api_keys.id = tasks.api_key_id").Joins("JOIN users ON users.id = api_keys.created_by").
-			Where("tasks.account_id = ? AND tasks.id IN ?", accountID, taskIDs).Scan(&rows).Error
+			Where("tasks.id IN ?", taskIDs).Scan(&rows).Error
 		if err != nil {
 			return fmt.Errorf("read the members behind account %d's tasks: %w", accountID, err)
 		}
 		for _, r := range rows {
-			byTask[r.ID] = r.Email
+			if r.AccountID == accountID {
+				byTask[r.ID] = r.Email
+			}
 		}
 	}
 	byPayment := map[string]string{}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -269,30 +268,29 @@ func buildStatement(ctx context.Context, d *db.DB, acct *models.Account, month, 
 }
 
 // Months lists the months an account has statements with entries for, newest first, in its zone up to
-// now: the months in which an entry was stamped before now (at most the last 120). One query: the month
-// boundaries are computed here, in the account's zone (which SQLite cannot do), and the account's
-// entries of those months are counted per month by a CASE over them — the same on both databases.
+// now: the months in which an entry was stamped before now (at most the last 120). It hops from month to
+// month down the (account_id, created_at) index: the newest entry before a bound names its month, whose
+// start is the next bound — one index probe per month that has entries, however many entries each holds.
+// (Counting the entries of ten years per month read every one of them: 150,000 for the biggest accounts,
+// a tenth of a second on each Usage page.) The months are cut in Go, in the account's zone, which SQLite's
+// SQL cannot do.
 func Months(ctx context.Context, d *db.DB, accountID int64, loc *time.Location, now time.Time) ([]time.Time, error) {
 	const most = 120
-	starts := make([]time.Time, most) // starts[i] is the month i months before now's
-	var bucket strings.Builder
-	args := make([]any, 0, most+3)
-	bucket.WriteString("CASE")
-	for i := range starts {
-		starts[i] = MonthOf(now, loc).AddDate(0, -i, 0)
-		fmt.Fprintf(&bucket, " WHEN created_at >= ? THEN %d", i)
-		args = append(args, starts[i].UTC())
-	}
-	bucket.WriteString(" END")
-	args = append(args, accountID, starts[most-1].UTC(), now.UTC())
-	var found []int
-	if err := d.R.WithContext(ctx).Raw("SELECT "+bucket.String()+" AS m FROM ledger_entries WHERE account_id = ? AND created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1",
-		args...).Scan(&found).Error; err != nil {
-		return nil, fmt.Errorf("months of the ledger of account %d: %w", accountID, err)
-	}
-	out := make([]time.Time, 0, len(found))
-	for _, i := range found {
-		out = append(out, starts[i])
+	oldest := MonthOf(now, loc).AddDate(0, -(most - 1), 0)
+	var out []time.Time
+	for bound := now.UTC(); len(out) < most; {
+		// The column itself rather than MAX(created_at): SQLite then hands back a time, not the text it stores.
+		var newest []models.LedgerEntry
+		if err := d.R.WithContext(ctx).Select("created_at").Where("account_id = ? AND created_at >= ? AND created_at < ?", accountID, oldest.UTC(), bound).
+			Order("created_at DESC").Limit(1).Find(&newest).Error; err != nil {
+			return nil, fmt.Errorf("months of the ledger of account %d: %w", accountID, err)
+		}
+		if len(newest) == 0 {
+			break
+		}
+		m := MonthOf(newest[0].CreatedAt, loc)
+		out = append(out, m)
+		bound = m.UTC()
 	}
 	return out, nil
 }

@@ -379,10 +379,10 @@ func Seed(ctx context.Context, db *sql.DB, spec Spec, logf func(format string, a
 			FROM (SELECT a.id, a.created_at, (CEIL(COALESCE(SUM(t.amount_micros), 0) * 1.1 / 1000000.0) + 50)::bigint * 1000000 AS amt
 				FROM accounts a LEFT JOIN tasks t ON t.account_id = a.id
 				WHERE a.id > {BASE_ACCT} AND a.id <= {BASE_ACCT} + {A} GROUP BY a.id, a.created_at) a`},
-		// The ledger, in time order within each account (a statement cuts it by id): each top-up's credit,
-		// each task's reserve and its settle or release, with the balances after each.
+		// The ledger, ids in time order as the product appends it (a statement cuts an account's ledger by
+		// id): each top-up's credit, each task's reserve and its settle or release, with the balances after each.
 		{"ledger_entries", `INSERT INTO ledger_entries (id, account_id, kind, delta_available, delta_reserved, available_after, reserved_after, task_id, reason, actor, external_id, created_at)
-			SELECT {BASE_LEDGER} + row_number() OVER (ORDER BY account_id, created_at, ord, task_id), account_id, kind, da, dr,
+			SELECT {BASE_LEDGER} + row_number() OVER (ORDER BY created_at, account_id, ord, task_id), account_id, kind, da, dr,
 				SUM(da) OVER w, SUM(dr) OVER w, task_id, reason, actor, external_id, created_at
 			FROM (
 				SELECT account_id, 'topup' AS kind, credited_micros AS da, 0::bigint AS dr, NULL::text AS task_id, 'card top-up ' || id AS reason,
