@@ -9,6 +9,7 @@
 package lingerclose
 
 import (
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,20 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	}
 	return c.SetReadDeadline(t)
 }
+
+// ReadFrom hands a response body to the connection's own ReadFrom, so that a file streamed as a body (a
+// download of a stored video) goes out with sendfile(2), from the page cache to the socket, rather than
+// through fasthttp's 4 KiB write buffer, a read and a write system call per 4 KiB. The wrapper must
+// offer it itself: embedding net.Conn hides the *net.TCPConn's ReadFrom from bufio.Writer.ReadFrom.
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(onlyWriter{c.Conn}, r)
+}
+
+// onlyWriter hides every method but Write, so io.Copy cannot come back to ReadFrom.
+type onlyWriter struct{ io.Writer }
 
 // Mark asks for c to linger when it closes, because the server is about to answer without having read
 // the whole request. Connections that are not from a Listener (a TLS wrapper, a test's pipe) are left

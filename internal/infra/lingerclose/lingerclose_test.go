@@ -77,3 +77,77 @@ func TestMarkedCloseDrains(t *testing.T) {
 		t.Fatalf("the client read %q, %v; want the answer and an end of stream", got, err)
 	}
 }
+
+// plainListener hands out connections that offer nothing but net.Conn's methods (as a TLS wrapper does).
+type plainListener struct{ net.Listener }
+
+func (l plainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	return struct{ net.Conn }{c}, err
+}
+
+// TestReadFromSendsTheWholeFile: a file handed to a connection's ReadFrom (what fasthttp does with a
+// streamed response body, through its write buffer) arrives whole and in order, on a TCP connection
+// (which sends it with sendfile) and on one that can only Write.
+func TestReadFromSendsTheWholeFile(t *testing.T) {
+	want := make([]byte, 3<<20+17)
+	for i := range want {
+		want[i] = byte(i * 7 / 3)
+	}
+	path := t.TempDir() + "/video.mp4"
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, wrap := range map[string]func(net.Listener) net.Listener{
+		"tcp":   func(l net.Listener) net.Listener { return l },
+		"plain": func(l net.Listener) net.Listener { return plainListener{l} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := lingerclose.NewListener(wrap(ln))
+			t.Cleanup(func() { l.Close() })
+			client, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { client.Close() })
+			server, err := l.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rf, ok := server.(io.ReaderFrom)
+			if !ok {
+				t.Fatal("the connection has no ReadFrom: a streamed body cannot reach sendfile")
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sent := make(chan error, 1)
+			go func() {
+				n, err := rf.ReadFrom(f)
+				if err == nil && n != int64(len(want)) {
+					err = errors.New("short send")
+				}
+				if cerr := server.Close(); err == nil {
+					err = cerr
+				}
+				sent <- err
+			}()
+			got, err := io.ReadAll(client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-sent; err != nil {
+				t.Fatalf("ReadFrom: %v", err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("received %d bytes, not the file's %d", len(got), len(want))
+			}
+		})
+	}
+}
