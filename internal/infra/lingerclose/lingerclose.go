@@ -18,11 +18,15 @@ import (
 
 // Bounds of one lingering close. They follow nginx's lingering_time and lingering_timeout: a client that
 // keeps sending is read for at most Total, one that goes quiet is given up after Idle, and no more than
-// Bytes are read in all.
+// Bytes are read in all. A client that sends Bytes quickly (on a fast link, 64 MiB goes in a tenth of a
+// second) is then left unread, not reset, until Grace after the answer: its writes stall on a full
+// window while it reads the answer. Closing at once would reset the connection, and a reset discards an
+// answer the client has received but not yet read — the loss lingering is there to prevent.
 const (
 	Total = 30 * time.Second
 	Idle  = 5 * time.Second
 	Bytes = 64 << 20
+	Grace = 2 * time.Second
 )
 
 // maxLingering bounds the connections lingering at once; past it a connection is closed at once, so a
@@ -150,7 +154,8 @@ var drainBuffers = sync.Pool{New: func() any { b := make([]byte, 16<<10); return
 func (c *Conn) drain() {
 	defer c.l.lingering.Add(-1)
 	defer c.Conn.Close()
-	end := time.Now().Add(Total)
+	start := time.Now()
+	end := start.Add(Total)
 	buf := drainBuffers.Get().(*[]byte)
 	defer drainBuffers.Put(buf)
 	var n int64
@@ -169,4 +174,5 @@ func (c *Conn) drain() {
 			return
 		}
 	}
+	time.Sleep(time.Until(start.Add(Grace))) // the byte bound was reached: see Grace
 }

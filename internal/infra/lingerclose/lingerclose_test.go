@@ -78,6 +78,43 @@ func TestMarkedCloseDrains(t *testing.T) {
 	}
 }
 
+// TestPastTheByteBoundTheAnswerIsNotReset: a client that sends more than Bytes at loopback speed, and
+// whose reading goroutine gets its turn only later (an HTTP client's reader on a loaded machine), must not
+// see its body's writes fail before it has read the answer: Go's client, like others, reports a failed
+// write instead of an answer that arrived but was not read yet. Past the byte bound the server stops
+// reading but does not reset the connection until Grace after the answer; the writes stall meanwhile.
+// Without Grace the reset came right after the drain, a tenth of a second here.
+func TestPastTheByteBoundTheAnswerIsNotReset(t *testing.T) {
+	_, server, client := pair(t)
+	lingerclose.Mark(server)
+	if _, err := server.Write([]byte("413")); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	go func() { // the body, well past the byte bound
+		chunk := make([]byte, 1<<20)
+		for i := 0; i < lingerclose.Bytes>>20+64; i++ {
+			if _, err := client.Write(chunk); err != nil {
+				failed <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(lingerclose.Grace / 4) // the reader's late turn: the condition under test is its lateness
+	got := make([]byte, 3)
+	if _, err := io.ReadFull(client, got); err != nil || string(got) != "413" {
+		t.Fatalf("the client read %q, %v; want the answer", got, err)
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("the body's write failed before the client read the answer: %v", err)
+	default:
+	}
+}
+
 // plainListener hands out connections that offer nothing but net.Conn's methods (as a TLS wrapper does).
 type plainListener struct{ net.Listener }
 
