@@ -108,66 +108,11 @@ func (b *bench) startSim(name, duration string) (url string, stop func()) {
 	return url, func() { _ = sim.Process.Kill(); _ = sim.Wait() }
 }
 
-// startServerPID is startServer that also returns the server's process id, for its memory.
-func (b *bench) startServerPID(dbURL, dataDir string, extra ...string) (url, pprofAddr string, pid int, stop func()) {
-	addr := freeAddr()
-	pprofAddr = freeAddr()
-	cmd := exec.Command(b.videogen, "serve")
-	cmd.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"), "ADDR=" + addr, "DATABASE_URL=" + dbURL, "DATA_DIR=" + dataDir,
-		"RATE_LIMIT_RPS=1000000", "RATE_LIMIT_BURST=1000000", "LOG_LEVEL=warn", "PPROF_ADDR=" + pprofAddr,
-	}, extra...)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = dieWithBench
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
-	url = "http://" + addr
-	waitReady(url + "/readyz")
-	return url, pprofAddr, cmd.Process.Pid, func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}
-}
-
 // fundN is fund for n accounts.
 func (b *bench) fundN(dbURL string, n int) []string {
 	c := *b
 	c.accounts = n
 	return c.fund(dbURL)
-}
-
-// queueTasks creates n tasks of model through the API, conc at a time, spread over keys.
-func queueTasks(url string, keys []string, model string, n, conc int) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(`{"model":"`+model+`","prompt":"bench bytes"}`))
-				req.Header.Set("Authorization", "Bearer "+keys[i%len(keys)])
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := client.Do(req)
-				if err != nil {
-					log.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					log.Fatalf("queue a task: %d %s", resp.StatusCode, body)
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	client.CloseIdleConnections()
 }
 
 // span is one file's copy stage: from the creation of its temporary file to the rename that ends it.

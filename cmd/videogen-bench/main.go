@@ -26,6 +26,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -138,7 +139,6 @@ type bench struct {
 	worker                float64 // tasks per second, queued to completed and settled (0: not measured)
 	workerCPU             cpuShare
 	workerBytes           float64 // mean size of a copied video
-	lastPID               int     // process id of the last server startServer started
 	bareRPS               float64 // the bare handler's polls/s, the mean of its runs before and after
 	ratios                []ratio // every figure against its limit, in the order measured
 	sections              []string
@@ -275,9 +275,10 @@ func (b *bench) uncachedPolls(name, dbURL, dataDir, targets string) result {
 	return b.median("videogen on "+name, "GET /v1/videos/{id}, poll cache off", url, "get", targets, pprofAddr)
 }
 
-// startServer runs `videogen serve` on dbURL with limits raised for load and pprof on, plus extra
-// settings, and returns its URL, its pprof address and how to stop it.
-func (b *bench) startServer(dbURL, dataDir string, extra ...string) (url, pprofAddr string, stop func()) {
+// startServerPID runs `videogen serve` on dbURL with limits raised for load and pprof on, plus extra
+// settings, and returns its URL, its pprof address, its process id (for its CPU time and memory) and how
+// to stop it.
+func (b *bench) startServerPID(dbURL, dataDir string, extra ...string) (url, pprofAddr string, pid int, stop func()) {
 	addr := freeAddr()
 	pprofAddr = freeAddr()
 	cmd := exec.Command(b.videogen, "serve")
@@ -286,16 +287,56 @@ func (b *bench) startServer(dbURL, dataDir string, extra ...string) (url, pprofA
 		"RATE_LIMIT_RPS=1000000", "RATE_LIMIT_BURST=1000000", "LOG_LEVEL=warn", "PPROF_ADDR=" + pprofAddr,
 	}, extra...)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = dieWithBench
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	b.lastPID = cmd.Process.Pid
 	url = "http://" + addr
 	waitReady(url + "/readyz")
-	return url, pprofAddr, func() {
+	return url, pprofAddr, cmd.Process.Pid, func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}
+}
+
+// queueTasks creates n tasks of model through the API, conc at a time, spread over keys.
+func queueTasks(url string, keys []string, model string, n, conc int) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(`{"model":"`+model+`","prompt":"benchmark"}`))
+				req.Header.Set("Authorization", "Bearer "+keys[i%len(keys)])
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					log.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					log.Fatalf("queue a task: %d %s", resp.StatusCode, body)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	client.CloseIdleConnections()
+}
+
+// startServer runs `videogen serve` on dbURL with limits raised for load and pprof on, plus extra
+// settings, and returns its URL, its pprof address and how to stop it.
+func (b *bench) startServer(dbURL, dataDir string, extra ...string) (url, pprofAddr string, stop func()) {
+	url, pprofAddr, _, stop = b.startServerPID(dbURL, dataDir, extra...)
+	return url, pprofAddr, stop
 }
 
 // fund creates the accounts and keys the load is spread over, each with plenty of money.
@@ -397,7 +438,13 @@ func (b *bench) wrk(url, mode, script, targets string, d time.Duration) result {
 // profile takes a CPU profile of the server and returns its top functions.
 func (b *bench) profile(addr string, d time.Duration) string {
 	time.Sleep(time.Second)
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+	return b.pprofTop(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+}
+
+// pprofTop fetches a profile from url and returns `go tool pprof -top` of it (with args), from its header
+// line on.
+func (b *bench) pprofTop(url string, args ...string) string {
+	resp, err := http.Get(url)
 	if err != nil {
 		return "profile failed: " + err.Error()
 	}
@@ -406,11 +453,10 @@ func (b *bench) profile(addr string, d time.Duration) string {
 	f, _ := os.Create(path)
 	_, _ = io.Copy(f, resp.Body)
 	_ = f.Close()
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=22", b.videogen, path).CombinedOutput()
+	out, err := exec.Command("go", append(append([]string{"tool", "pprof", "-top", "-nodecount=22"}, args...), b.videogen, path)...).CombinedOutput()
 	if err != nil {
 		return "pprof failed: " + err.Error()
 	}
-	// Keep from the header line on.
 	s := string(out)
 	if i := strings.Index(s, "Showing nodes"); i >= 0 {
 		s = s[i:]

@@ -9,7 +9,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -258,22 +257,5 @@ func upload300(url, key string) error {
 // heapProfile takes a profile of the server's live heap (after a collection) and returns its top
 // allocation sites by bytes in use.
 func (b *bench) heapProfile(addr string) string {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return "heap profile failed: " + err.Error()
-	}
-	defer resp.Body.Close()
-	path := filepath.Join(b.work, fmt.Sprintf("heap-%d.pb.gz", time.Now().UnixNano()))
-	f, _ := os.Create(path)
-	_, _ = io.Copy(f, resp.Body)
-	_ = f.Close()
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=22", "-sample_index=inuse_space", b.videogen, path).CombinedOutput()
-	if err != nil {
-		return "pprof failed: " + err.Error()
-	}
-	s := string(out)
-	if i := strings.Index(s, "Showing nodes"); i >= 0 {
-		s = s[i:]
-	}
-	return s
+	return b.pprofTop("http://"+addr+"/debug/pprof/heap?gc=1", "-sample_index=inuse_space")
 }

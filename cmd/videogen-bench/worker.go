@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,20 +38,7 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 	up := []string{"UPSTREAMS_FILE=" + upFile, "MAX_QUEUED_PER_ACCOUNT=100000000", "QUEUE_TIMEOUT=24h", "POLL_INTERVAL_MIN=50ms", "POLL_INTERVAL_MAX=1s"}
 	url, _, stop := b.startServer(dbURL, dataDir, append(up, "WORKERS=false")...)
 	keys := b.fund(dbURL)
-	for i := 0; i < n; i++ {
-		req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(`{"model":"videogen-2.0-mini-480p","prompt":"worker run"}`))
-		req.Header.Set("Authorization", "Bearer "+keys[i%len(keys)])
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			log.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			log.Fatalf("queue a task: %d", resp.StatusCode)
-		}
-	}
+	queueTasks(url, keys, "videogen-2.0-mini-480p", n, 8)
 	stop()
 	d, err := db.Open(context.Background(), dbURL)
 	if err != nil {
@@ -70,10 +55,10 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 	var pprofAddr string
 	instances := []int{}
 	for i := 0; i < 2; i++ {
-		_, addr, stop := b.startServer(dbURL, dataDir, append(up, fmt.Sprintf("WORKER_ID=bench-%d", i))...)
+		_, addr, pid, stop := b.startServerPID(dbURL, dataDir, append(up, fmt.Sprintf("WORKER_ID=bench-%d", i))...)
 		stops = append(stops, stop)
 		pprofAddr = addr
-		instances = append(instances, b.lastPID)
+		instances = append(instances, pid)
 	}
 	// The CPU time each part spends per task: the worker instances, the simulator and the PostgreSQL
 	// backends serving this database. On a machine shared with other work it says what the rate would
