@@ -23,12 +23,9 @@ import (
 func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d := testkit.OpenDB(t, url)
-		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		d := pricedDB(t, url)
 		owner, other := testkit.NewAccount(t, d, "10"), testkit.NewAccount(t, d, "10")
-		svc := &videos.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(time.Minute), Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		svc := serviceOn(d, videos.NewPollCache(time.Minute))
 		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "cached"}`), videos.MediaPolicy{})
 		if aerr != nil {
 			t.Fatal(aerr)
@@ -71,14 +68,11 @@ func TestPollOfAnotherAccountsTaskReadsTheDatabase(t *testing.T) {
 func TestDeleteReachesAnotherInstancesPollCache(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d := testkit.OpenDB(t, url)
-		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		d := pricedDB(t, url)
 		acct := testkit.NewAccount(t, d, "10")
 		const fresh = 200 * time.Millisecond
 		instance := func() *videos.Service {
-			return &videos.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Prices: billing.NewPrices(d), MaxQueued: 50, QueueTimeout: time.Hour, Polls: videos.NewPollCache(fresh), Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			return serviceOn(d, videos.NewPollCache(fresh))
 		}
 		a, b := instance(), instance()
 		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "soon gone"}`), videos.MediaPolicy{})
@@ -112,4 +106,20 @@ func TestDeleteReachesAnotherInstancesPollCache(t *testing.T) {
 			t.Fatalf("another instance shows the deleted task past its cache's freshness bound: %v", err)
 		}
 	})
+}
+
+// pricedDB opens a database on url with the price list seeded.
+func pricedDB(t *testing.T, url string) *db.DB {
+	t.Helper()
+	d := testkit.OpenDB(t, url)
+	if err := billing.SeedPrices(context.Background(), d, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// serviceOn is the videos service these tests drive, on d, with polls as its poll cache (nil: none).
+func serviceOn(d *db.DB, polls *videos.PollCache) *videos.Service {
+	return &videos.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Prices: billing.NewPrices(d), MaxQueued: 50,
+		QueueTimeout: time.Hour, Polls: polls, Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }

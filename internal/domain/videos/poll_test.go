@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -25,16 +23,9 @@ import (
 func TestPollAnswersTheVideoObject(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d := testkit.OpenDB(t, url)
-		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		d := pricedDB(t, url)
 		acct := testkit.NewAccount(t, d, "10")
-		service := func(polls *videos.PollCache) *videos.Service {
-			return &videos.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Prices: billing.NewPrices(d), MaxQueued: 50,
-				QueueTimeout: time.Hour, Polls: polls, Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		}
-		uncached, cached := service(nil), service(videos.NewPollCache(time.Hour))
+		uncached, cached := serviceOn(d, nil), serviceOn(d, videos.NewPollCache(time.Hour))
 		create := func(prompt string) string {
 			body, _ := json.Marshal(map[string]string{"model": "videogen-2.0-mini-480p", "prompt": prompt})
 			req, aerr := videos.ParseCreate(body, videos.MediaPolicy{})
@@ -103,13 +94,9 @@ func mustPoll(t *testing.T, s *videos.Service, account int64, id string) []byte 
 func TestPollReadsOneRowByPrimaryKey(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		d := testkit.OpenDB(t, url)
-		if err := billing.SeedPrices(ctx, d, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+		d := pricedDB(t, url)
 		acct := testkit.NewAccount(t, d, "10")
-		svc := &videos.Service{DB: d, Tasks: tasks.NewStore(d, time.Now), Prices: billing.NewPrices(d), MaxQueued: 50,
-			QueueTimeout: time.Hour, Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		svc := serviceOn(d, nil)
 		req, aerr := videos.ParseCreate([]byte(`{"model": "videogen-2.0-mini-480p", "prompt": "one of many"}`), videos.MediaPolicy{})
 		if aerr != nil {
 			t.Fatal(aerr)
