@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -130,11 +131,7 @@ func SettleMany(tx *gorm.DB, charges []Charge, now time.Time) error {
 	for _, c := range charges {
 		sum[c.AccountID] += int64(c.Amount)
 	}
-	ids := make([]int64, 0, len(sum))
-	for id := range sum {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(sum))
 	if tx.Dialector.Name() == "postgres" && len(ids) > 1 {
 		// The UPDATE below locks its rows in the order of its plan: take them first in id order. NO KEY
 		// UPDATE is the lock the UPDATE itself takes.

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"gorm.io/gorm"
 
+	"videogen/internal/domain/tasks"
 	"videogen/internal/infra/mail"
 	"videogen/internal/server"
 	"videogen/internal/staff/metrics"
@@ -124,11 +125,18 @@ func TestMetricsTasksOverdue(t *testing.T) {
 		s.CreateVideo(t, acct.Key, video) // stays waiting for a slot
 
 		// Submitted as the worker submits it: a slot, a submission time and a run deadline.
-		task := testkit.Task(t, s.DB, running)
-		creds := s.Pool.Configured()
-		if _, ok, err := s.Tasks.AssignSlot(context.Background(), &task, []string{creds[0].ID},
-			func(string) string { return "sim-model" }, s.Cfg.RunTimeout, "alertcheck"); err != nil || !ok {
-			t.Fatalf("assign a slot: %v %v", ok, err)
+		cred := s.Pool.Configured()[0].ID
+		got, err := s.Tasks.AssignWaiting(context.Background(), "alertcheck", time.Minute, 2, tasks.Routing{Credentials: []string{cred},
+			Aliases: s.Pool.Aliases,
+			Candidates: func(t *models.Task) ([]string, error) { // only the running one; the other stays waiting
+				if t.ID != running {
+					return nil, nil
+				}
+				return []string{cred}, nil
+			},
+			UpstreamModel: func(string, string) string { return "sim-model" }}, s.Cfg.RunTimeout, time.Now().Add(time.Hour))
+		if err != nil || len(got.Tasks) != 1 || got.Tasks[0].ID != running {
+			t.Fatalf("assign a slot to the running task: %+v %v", got.Tasks, err)
 		}
 
 		check := func(when string, want float64) {

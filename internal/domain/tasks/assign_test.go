@@ -12,11 +12,11 @@ import (
 	"videogen/models"
 )
 
-// TestAssignSlotLeastLoaded: a waiting task goes to the candidate with the lowest share of its capacity
+// TestAssignWaitingLeastLoaded: a waiting task goes to the candidate with the lowest share of its capacity
 // in flight — never to a full one, nor one whose key a provider refused, nor one outside the
 // candidates — and the share is computed without overflow on large pools (PostgreSQL's INTEGER). A
 // credential that no longer serves the alias (a reload raced the choice) takes nothing.
-func TestAssignSlotLeastLoaded(t *testing.T) {
+func TestAssignWaitingLeastLoaded(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		d := testkit.OpenDB(t, dbURL)
@@ -47,12 +47,27 @@ func TestAssignSlotLeastLoaded(t *testing.T) {
 			return task
 		}
 		candidates := []string{"big", "mid", "small", "full", "refused"}
-		model := func(string) string { return "provider-model" }
+		// The routing the worker gives AssignWaiting, reduced to these credentials; model is what the
+		// credentials serve the alias as ("": a reload took it away).
+		routing := func(creds []string, model string) tasks.Routing {
+			return tasks.Routing{Credentials: creds,
+				Aliases:       func([]string) []string { return []string{"videogen-2.0-720p"} },
+				Candidates:    func(*models.Task) ([]string, error) { return creds, nil },
+				UpstreamModel: func(string, string) string { return model }}
+		}
+		assign := func(creds []string, model string) []models.Task {
+			t.Helper()
+			got, err := store.AssignWaiting(ctx, "test", time.Minute, 1, routing(creds, model), time.Hour, time.Now().Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.Tasks
+		}
 		for i, want := range []string{"mid", "big", "big"} { // mid 1/4 → 2/4 (50 %), then big 44 % → 44.02 %
 			task := waiting(i)
-			got, ok, err := store.AssignSlot(ctx, task, candidates, model, time.Hour, "test")
-			if err != nil || !ok || got != want {
-				t.Fatalf("task %d went to %q (ok %v, %v), want %q", i, got, ok, err, want)
+			got := assign(candidates, "provider-model")
+			if len(got) != 1 || got[0].ID != task.ID || *got[0].CredentialID != want {
+				t.Fatalf("task %d: assigned %+v, want it on %q", i, got, want)
 			}
 			if row := testkit.Task(t, d, task.ID); *row.CredentialID != want || *row.UpstreamModel != "provider-model" {
 				t.Fatalf("task row %+v", row)
@@ -60,8 +75,8 @@ func TestAssignSlotLeastLoaded(t *testing.T) {
 		}
 		// A route that vanished: nothing taken, nothing counted.
 		task := waiting(9)
-		if got, ok, err := store.AssignSlot(ctx, task, []string{"small"}, func(string) string { return "" }, time.Hour, "test"); ok || err != nil {
-			t.Fatalf("assigned to %q without a route (%v)", got, err)
+		if got := assign([]string{"small"}, ""); len(got) != 0 {
+			t.Fatalf("assigned %+v without a route", got)
 		}
 		var small models.UpstreamCredential
 		d.R.Where("id = ?", "small").Take(&small)
