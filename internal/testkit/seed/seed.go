@@ -155,11 +155,10 @@ func idHex(x string, k, n int) string {
 // taskID is the SQL of the id of the task of index g.
 func taskID(g string) string { return "'video_' || " + idHex(g, 101, 24) }
 
-// requestID is the id of the call of index s: "req_" and 20 characters, as the product's, but its first
-// eight count up with s, so the index on request_id takes the rows in order. Random ones land each on a
-// random page of a 20-million-entry index: two and a half times the seeding's time, for an index whose
-// lookups (staff search by request id) cost the same either way. The server's own calls during the run add
-// random ids to it, as production does.
+// requestID is the id of the call of index s: "req_" and 20 characters whose first eight count up with s,
+// as the product's count up with the time (ids.AppendRequestID), so the index on request_id takes the rows
+// in order. Random ones would land each on a random page of a 20-million-entry index: two and a half times
+// the seeding's time.
 func requestID(s string) string {
 	return "'req_' || lpad(to_hex(" + s + "), 8, '0') || " + idHex(s, 141, 12)
 }
