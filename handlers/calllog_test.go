@@ -150,3 +150,73 @@ func callLogRows(t *testing.T, s *testkit.Server, n int) []models.CallLog {
 	}, func() string { return fmt.Sprintf("%d rows: %+v", len(rows), rows) })
 	return rows
 }
+
+// TestCreateCommitsItsCallRowWithTheMoney: a create that reserves money writes its call-log row in its
+// own transaction — on PostgreSQL the task's row and the call's carry the same transaction id (xmin) — and
+// not through the call-log writer; a replayed create and a refused one, which reserve nothing, are
+// written by the writer as every other request is. Each row says what the answer said.
+func TestCreateCommitsItsCallRowWithTheMoney(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		acct := s.NewAccount(t, "1.50")
+		body := map[string]any{"model": "videogen-2.0-480p", "prompt": "committed with its money", "seconds": 4}
+		before := s.CallLog.Stats().Rows
+		first := s.Do(t, "POST", "/v1/videos", acct.Key, body, "Idempotency-Key", "k-1")
+		second := s.Do(t, "POST", "/v1/videos", acct.Key, body)
+		replay := s.Do(t, "POST", "/v1/videos", acct.Key, body, "Idempotency-Key", "k-1")
+		refused := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "too dear", "seconds": 12})
+		for _, r := range []*testkit.Resp{first, second, replay} {
+			if r.Status != 200 {
+				t.Fatalf("create: %d %s", r.Status, r.Body)
+			}
+		}
+		if refused.Status != 402 {
+			t.Fatalf("create beyond the balance: %d %s", refused.Status, refused.Body)
+		}
+		// Each answer left after its row committed: the writer's count is final now.
+		if n := s.CallLog.Stats().Rows - before; n != 2 {
+			t.Errorf("the call-log writer committed %d rows, want 2 (the replay and the refusal; the creates wrote their own)", n)
+		}
+
+		rows := callLogRows(t, s, 4)
+		byID := map[string]models.CallLog{}
+		for _, r := range rows {
+			byID[r.RequestID] = r
+		}
+		for _, c := range []struct {
+			name   string
+			resp   *testkit.Resp
+			status int
+			amount int64
+			task   string
+		}{
+			{"first create", first, 200, 600_000, first.JSON(t)["id"].(string)},
+			{"second create", second, 200, 600_000, second.JSON(t)["id"].(string)},
+			{"replay", replay, 200, 0, first.JSON(t)["id"].(string)},
+			{"refusal", refused, 402, 0, ""},
+		} {
+			r, ok := byID[c.resp.Header.Get("X-Request-Id")]
+			switch {
+			case !ok:
+				t.Errorf("%s: no call-log row for %s", c.name, c.resp.Header.Get("X-Request-Id"))
+			case r.Status != c.status || r.AmountReservedMicros != c.amount || r.TaskID != c.task || r.Method != "POST" || r.Path != "/v1/videos":
+				t.Errorf("%s: row %+v, want status %d, amount %d, task %q", c.name, r, c.status, c.amount, c.task)
+			case r.AccountID == nil || *r.AccountID != acct.ID || r.KeyPrefix != acct.Key[:11] || r.BytesIn <= 0:
+				t.Errorf("%s: row %+v, want account %d, key %s, its body's bytes", c.name, r, acct.ID, acct.Key[:11])
+			case r.LatencyMicros <= 0 || time.Since(r.At) > time.Minute || r.At.Nanosecond()%1000 != 0:
+				t.Errorf("%s: latency %d at %v", c.name, r.LatencyMicros, r.At)
+			}
+		}
+
+		if s.DB.Postgres {
+			var together int
+			if err := s.DB.R.Raw(`SELECT count(*) FROM tasks t JOIN call_logs c ON c.task_id = t.id AND c.status = 200 AND c.amount_reserved_micros > 0
+				WHERE t.xmin = c.xmin`).Scan(&together).Error; err != nil {
+				t.Fatal(err)
+			}
+			if together != 2 {
+				t.Errorf("%d creates committed their call-log row in their own transaction, want 2", together)
+			}
+		}
+	})
+}

@@ -55,7 +55,7 @@ func (h *handler) createVideo(c *fiber.Ctx) error {
 		return aerr
 	}
 	p := web.Principal(c)
-	out, err := h.Videos.Create(c.UserContext(), videos.Caller{AccountID: p.AccountID, KeyID: p.KeyID}, req, c.Get("Idempotency-Key"))
+	out, err := h.Videos.Create(c.UserContext(), videos.Caller{AccountID: p.AccountID, KeyID: p.KeyID, Call: h.CallRecord(c)}, req, c.Get("Idempotency-Key"))
 	if err != nil {
 		return err
 	}
@@ -66,6 +66,9 @@ func (h *handler) createVideo(c *fiber.Ctx) error {
 // replays.
 func (h *handler) renderCreated(c *fiber.Ctx, out *videos.Created) error {
 	c.Locals(web.LocalTaskID, out.Task.ID)
+	if out.CallWritten {
+		web.CallWritten(c)
+	}
 	if out.Replayed {
 		c.Set("Idempotent-Replayed", "true")
 	} else {

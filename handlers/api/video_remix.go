@@ -11,7 +11,7 @@ import (
 // a new prompt (JSON {"prompt"}), priced, reserved and answered as a create.
 func (h *handler) remixVideo(c *fiber.Ctx) error {
 	p := web.Principal(c)
-	out, err := h.Videos.Remix(c.UserContext(), videos.Caller{AccountID: p.AccountID, KeyID: p.KeyID}, c.Params("id"),
+	out, err := h.Videos.Remix(c.UserContext(), videos.Caller{AccountID: p.AccountID, KeyID: p.KeyID, Call: h.CallRecord(c)}, c.Params("id"),
 		c.Request().Body(), c.Get("Idempotency-Key"))
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"videogen/internal/domain/apikeys"
+	"videogen/internal/domain/videos"
 	"videogen/internal/infra/ids"
 	"videogen/internal/infra/lingerclose"
 	"videogen/internal/refusal"
@@ -84,15 +85,39 @@ func (h *Base) TagRequest(c *fiber.Ctx) error {
 // recordCall writes the request's call-log row once the answer is rendered, and returns (lets the answer
 // leave) only when the row is committed: a crash loses no answered request's row (calllog.Writer, group
 // commit). The row's latency is the handler's time, without this wait; the access log's and
-// videogen_http_request_duration_seconds include it.
+// videogen_http_request_duration_seconds include it. A create that reserved money has written its row in
+// its own transaction already (CallRecord).
 func (h *Base) RecordCall(c *fiber.Ctx) error {
 	at, start := h.Now(), time.Now()
 	err := c.Next()
+	if c.Locals(LocalCallWritten) != nil {
+		return err
+	}
+	row := callRow(c, at)
+	row.Status, row.ErrorCode = c.Response().StatusCode(), LocalString(c, LocalErrorCode)
+	row.LatencyMicros = time.Since(start).Microseconds()
+	if amt, ok := c.Locals(LocalAmount).(int64); ok {
+		row.AmountReservedMicros = amt
+	}
+	h.CallLog.Record(row)
+	return err
+}
+
+// CallRecord is the request's call-log row as far as it is known before a create, for the create to write
+// in its own transaction; CallWritten then tells RecordCall it is written.
+func (h *Base) CallRecord(c *fiber.Ctx) *videos.CallRecord {
+	return &videos.CallRecord{Row: callRow(c, h.Now()), Started: time.Now()}
+}
+
+// CallWritten marks the request's call-log row as written by its create.
+func CallWritten(c *fiber.Ctx) { c.Locals(LocalCallWritten, true) }
+
+// callRow is the request's call-log row without its outcome (status, error code, latency, amount).
+func callRow(c *fiber.Ctx, at time.Time) models.CallLog {
 	row := models.CallLog{
 		// Microseconds, the database's precision, so the call log's page cursors match the stored times.
 		At: at.UTC().Truncate(time.Microsecond), RequestID: RequestID(c), Method: LogText(c.Method(), 16), Path: LogText(c.Path(), 1024),
-		Status: c.Response().StatusCode(), ErrorCode: LocalString(c, LocalErrorCode),
-		LatencyMicros: time.Since(start).Microseconds(), TaskID: LogText(LocalString(c, LocalTaskID), 80),
+		TaskID: LogText(LocalString(c, LocalTaskID), 80),
 		// Never c.Request().Body() here: on the upload route that would read a streamed body whole.
 		BytesIn: LocalInt64(c, LocalBytesIn), Files: int(LocalInt64(c, LocalFiles)),
 	}
@@ -100,11 +125,7 @@ func (h *Base) RecordCall(c *fiber.Ctx) error {
 		acct := p.AccountID
 		row.AccountID, row.KeyPrefix = &acct, p.KeyPrefix
 	}
-	if amt, ok := c.Locals(LocalAmount).(int64); ok {
-		row.AmountReservedMicros = amt
-	}
-	h.CallLog.Record(row)
-	return err
+	return row
 }
 
 // renderErrors turns an error returned below it into the API error body, so that recordCall sees the

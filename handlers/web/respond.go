@@ -23,9 +23,11 @@ const (
 	LocalPrincipal = "principal"
 	LocalTaskID    = "task_id"
 	LocalAmount    = "amount_reserved"
-	LocalErrorCode = "error_code"
-	LocalBytesIn   = "bytes_in"
-	LocalFiles     = "files"
+	// LocalCallWritten is set when a create wrote the request's call-log row in its own transaction.
+	LocalCallWritten = "call_written"
+	LocalErrorCode   = "error_code"
+	LocalBytesIn     = "bytes_in"
+	LocalFiles       = "files"
 )
 
 type errorBody struct {

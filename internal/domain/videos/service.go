@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"path"
 	"slices"
 	"time"
@@ -61,6 +62,18 @@ func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microseco
 type Caller struct {
 	AccountID int64
 	KeyID     int64
+	// Call, when set, is the request's call-log row, which a create that reserves money writes in its own
+	// transaction: the reservation and its record commit together, in one commit instead of two
+	// (docs/decisions.md, "A create's call-log row commits with its money"). A refused or replayed create
+	// writes nothing here; its row is written as every other request's is.
+	Call *CallRecord
+}
+
+// CallRecord is a create request's call-log row as its handler knows it before the create: the create
+// adds the task, the amount reserved and the latency, and answers 200 if it commits.
+type CallRecord struct {
+	Row     models.CallLog
+	Started time.Time // when the request's handling began, for the row's latency
 }
 
 // Created is the outcome of Create.
@@ -68,6 +81,8 @@ type Created struct {
 	Task *models.Task
 	// Replayed is true when an Idempotency-Key matched an earlier create: nothing new was reserved.
 	Replayed bool
+	// CallWritten is true when the request's call-log row (Caller.Call) was committed with the task.
+	CallWritten bool
 }
 
 // IdempotencyWindow is how long an Idempotency-Key stays bound to its task.
@@ -216,6 +231,15 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 			return err
 		}
 		out = &Created{Task: task}
+		if who.Call != nil {
+			row := who.Call.Row
+			row.Status, row.TaskID, row.AmountReservedMicros = http.StatusOK, task.ID, int64(amount)
+			row.LatencyMicros = time.Since(who.Call.Started).Microseconds()
+			if err := tx.Create(&row).Error; err != nil {
+				return fmt.Errorf("record the create's call: %w", err)
+			}
+			out.CallWritten = true
+		}
 		return nil
 	})
 	if err != nil {
