@@ -80,6 +80,10 @@ const spendSliceSeconds = 900
 // SettledSince returns an account's charges since a time, summed per quarter of an hour, oldest first: at
 // most a hundred rows a day however many videos were charged (the dashboard's 30 days of spending read
 // every settlement whole before, five thousand rows for the biggest accounts).
+//
+// The kind is in the SQL, not a parameter, so that the partial index of the account's settle entries
+// (ledger_entries_account_settled, migration 00023) serves it: a planner cannot tell that a parameter
+// will match the index's condition (SQLite never, PostgreSQL not in a generic plan).
 func SettledSince(ctx context.Context, d *db.DB, accountID int64, since time.Time) ([]SpendSlice, error) {
 	var rows []struct {
 		Slice  int64
@@ -87,7 +91,7 @@ func SettledSince(ctx context.Context, d *db.DB, accountID int64, since time.Tim
 	}
 	slice := d.Slice("created_at", spendSliceSeconds)
 	err := d.R.WithContext(ctx).Model(&LedgerEntry{}).Select(slice+" AS slice, CAST(COALESCE(SUM(-delta_reserved), 0) AS BIGINT) AS micros").
-		Where("account_id = ? AND kind = ? AND created_at >= ?", accountID, KindSettle, since).Group("slice").Order("slice").Scan(&rows).Error
+		Where("account_id = ? AND kind = '"+KindSettle+"' AND created_at >= ?", accountID, since).Group("slice").Order("slice").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read charges of account %d: %w", accountID, err)
 	}
@@ -96,6 +100,13 @@ func SettledSince(ctx context.Context, d *db.DB, accountID int64, since time.Tim
 		out[i] = SpendSlice{Start: time.Unix(r.Slice*spendSliceSeconds, 0).UTC(), Micros: r.Micros}
 	}
 	return out, nil
+}
+
+// Funded reports whether an account has ever been credited — a top-up, a test top-up or an adjustment —
+// from the partial index of its credits (ledger_entries_account_funded, migration 00023), whose condition
+// the SQL names literally for the same reason as SettledSince's.
+func Funded(ctx context.Context, db *gorm.DB, accountID int64) (bool, error) {
+	return Exists(ctx, db, &LedgerEntry{}, "account_id = ? AND kind IN ('"+KindTopup+"', '"+KindTestTopup+"', '"+KindAdjustment+"')", accountID)
 }
 
 // Exists reports whether any row of model (a table with an id) matches the condition. It reads at most

@@ -49,8 +49,7 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 		return err
 	}
 	d.Recent, d.HasTask = page.Tasks, len(page.Tasks) > 0
-	if d.Funded, err = models.Exists(ctx, h.DB.R, &models.LedgerEntry{}, "account_id = ? AND kind IN ?", u.AccountID,
-		[]string{models.KindTopup, models.KindTestTopup, models.KindAdjustment}); err != nil {
+	if d.Funded, err = models.Funded(ctx, h.DB.R, u.AccountID); err != nil {
 		return err
 	}
 	if d.HasKey, err = models.Exists(ctx, h.DB.R, &models.APIKey{}, "account_id = ?", u.AccountID); err != nil {
