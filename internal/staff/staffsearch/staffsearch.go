@@ -184,14 +184,34 @@ func (r *Result) account(db *gorm.DB, id int64) error {
 // On PostgreSQL a trigram index on lower(email) serves this infix search when the pg_trgm extension
 // could be installed (migration 00021); without it, and on SQLite, it reads the users table, which a
 // staff search (rare, by a person) can afford. A B-tree on lower(email) would serve prefix searches only.
+//
+// PostgreSQL plans it for its pattern every time (plan_cache_mode, for this transaction only): the
+// driver prepares a statement once per connection, and after five runs PostgreSQL may keep a generic
+// plan, which knows no pattern and walks the users in address order through the e-mail's unique index,
+// reading every one that does not match — 5.3 ms at 10,000 users against 0.7 ms by the trigram index,
+// growing with the users (docs/performance.md, step 7).
 func (r *Result) users(db *gorm.DB, q, after string, limit int) error {
 	pattern := "%" + storetext.EscapeLike(strings.ToLower(q)) + "%"
-	query := db.Where(`lower(email) LIKE ? ESCAPE '\'`, pattern)
-	if after != "" {
-		query = query.Where("email > ?", after)
-	}
 	var users []models.User
-	if err := query.Order("email").Limit(limit + 1).Find(&users).Error; err != nil {
+	find := func(tx *gorm.DB) error {
+		query := tx.Where(`lower(email) LIKE ? ESCAPE '\'`, pattern)
+		if after != "" {
+			query = query.Where("email > ?", after)
+		}
+		return query.Order("email").Limit(limit + 1).Find(&users).Error
+	}
+	var err error
+	if db.Dialector.Name() == "postgres" {
+		err = db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("SET LOCAL plan_cache_mode = force_custom_plan").Error; err != nil {
+				return err
+			}
+			return find(tx)
+		})
+	} else {
+		err = find(db)
+	}
+	if err != nil {
 		return fmt.Errorf("search users: %w", err)
 	}
 	if len(users) > limit {
