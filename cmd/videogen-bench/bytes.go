@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -129,34 +128,21 @@ func (b *bench) prerender(d *db.DB, simURL string) time.Duration {
 	d.R.Model(&models.Task{}).Where("upstream_task_id IS NOT NULL").Pluck("upstream_task_id", &ids)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	defer client.CloseIdleConnections()
-	var wg sync.WaitGroup
-	next := make(chan string)
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range next {
-				for _, q := range []string{"", "?variant=thumbnail", "?variant=spritesheet"} {
-					req, _ := http.NewRequest("GET", simURL+"/v1/videos/"+id+"/content"+q, nil)
-					req.Header.Set("Authorization", "Bearer bench-sim-key")
-					resp, err := client.Do(req)
-					if err != nil {
-						log.Fatal(err)
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						log.Fatalf("render %s%s: HTTP %d", id, q, resp.StatusCode)
-					}
-				}
+	inParallel(len(ids), 2, func(i int) {
+		for _, q := range []string{"", "?variant=thumbnail", "?variant=spritesheet"} {
+			req, _ := http.NewRequest("GET", simURL+"/v1/videos/"+ids[i]+"/content"+q, nil)
+			req.Header.Set("Authorization", "Bearer bench-sim-key")
+			resp, err := client.Do(req)
+			if err != nil {
+				log.Fatal(err)
 			}
-		}()
-	}
-	for _, id := range ids {
-		next <- id
-	}
-	close(next)
-	wg.Wait()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				log.Fatalf("render %s%s: HTTP %d", ids[i], q, resp.StatusCode)
+			}
+		}
+	})
 	return time.Since(began)
 }
 
@@ -223,22 +209,7 @@ func rawCopy(simURL string, ids []string, dir string, conc int) []span {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
 	defer client.CloseIdleConnections()
 	paths := make([]string, len(ids))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				paths[i] = rawCopyOne(client, simURL, ids[i], dir)
-			}
-		}()
-	}
-	for i := range ids {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	inParallel(len(ids), conc, func(i int) { paths[i] = rawCopyOne(client, simURL, ids[i], dir) })
 	var spans []span
 	for _, p := range paths {
 		s, err := fileSpan(p)

@@ -302,6 +302,25 @@ func (b *bench) startServerPID(dbURL, dataDir string, extra ...string) (url, ppr
 // queueTasks creates n tasks of model through the API, conc at a time, spread over keys.
 func queueTasks(url string, keys []string, model string, n, conc int) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
+	defer client.CloseIdleConnections()
+	inParallel(n, conc, func(i int) {
+		req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(`{"model":"`+model+`","prompt":"benchmark"}`))
+		req.Header.Set("Authorization", "Bearer "+keys[i%len(keys)])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			log.Fatalf("queue a task: %d %s", resp.StatusCode, body)
+		}
+	})
+}
+
+// inParallel calls fn(i) for every i below n, conc calls at a time, and returns when all have.
+func inParallel(n, conc int, fn func(i int)) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range conc {
@@ -309,18 +328,7 @@ func queueTasks(url string, keys []string, model string, n, conc int) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				req, _ := http.NewRequest("POST", url+"/v1/videos", strings.NewReader(`{"model":"`+model+`","prompt":"benchmark"}`))
-				req.Header.Set("Authorization", "Bearer "+keys[i%len(keys)])
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := client.Do(req)
-				if err != nil {
-					log.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					log.Fatalf("queue a task: %d %s", resp.StatusCode, body)
-				}
+				fn(i)
 			}
 		}()
 	}
@@ -329,7 +337,6 @@ func queueTasks(url string, keys []string, model string, n, conc int) {
 	}
 	close(next)
 	wg.Wait()
-	client.CloseIdleConnections()
 }
 
 // startServer runs `videogen serve` on dbURL with limits raised for load and pprof on, plus extra
