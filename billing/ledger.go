@@ -114,6 +114,21 @@ type Charge struct {
 	Amount    money.Micros
 }
 
+// LockAccounts takes the rows of the accounts ids (in ascending order) before one statement updates them
+// all: such an UPDATE locks its rows in the order of its plan, and two batches locking the same accounts
+// in opposite orders would wait on each other; taken first in id order, they never do. NO KEY UPDATE is
+// the lock the UPDATE itself takes: rows that refer to an account (ledger entries, events) can still be
+// inserted. On SQLite, whose single writer serializes every write, there is nothing to take.
+func LockAccounts(tx *gorm.DB, ids []int64) error {
+	if tx.Dialector.Name() != "postgres" || len(ids) < 2 {
+		return nil
+	}
+	if err := tx.Exec("SELECT id FROM accounts WHERE id IN ? ORDER BY id FOR NO KEY UPDATE", ids).Error; err != nil {
+		return fmt.Errorf("lock accounts: %w", err)
+	}
+	return nil
+}
+
 // SettleMany is Settle for several tasks in one transaction (the task store's group-committed
 // completions): each gets its settle entry, exactly as Settle writes it, with the balances after it as
 // if they had been settled one by one in the order given; each account's balance moves once by the sum
@@ -132,12 +147,8 @@ func SettleMany(tx *gorm.DB, charges []Charge, now time.Time) error {
 		sum[c.AccountID] += int64(c.Amount)
 	}
 	ids := slices.Sorted(maps.Keys(sum))
-	if tx.Dialector.Name() == "postgres" && len(ids) > 1 {
-		// The UPDATE below locks its rows in the order of its plan: take them first in id order. NO KEY
-		// UPDATE is the lock the UPDATE itself takes.
-		if err := tx.Exec("SELECT id FROM accounts WHERE id IN ? ORDER BY id FOR NO KEY UPDATE", ids).Error; err != nil {
-			return fmt.Errorf("lock accounts: %w", err)
-		}
+	if err := LockAccounts(tx, ids); err != nil {
+		return err
 	}
 	rows := make([]string, len(ids))
 	args := []any{now}

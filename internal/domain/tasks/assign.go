@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
+	"videogen/billing"
 	"videogen/internal/infra/ids"
 	"videogen/models"
 )
@@ -142,7 +144,7 @@ func (s *Store) assignWaiting(tx *gorm.DB, owner string, lease time.Duration, li
 		out.Tasks = append(out.Tasks, *t)
 	}
 	until := now.Add(lease)
-	if err := s.recordAssignments(tx, out.Tasks, owner, &until, now); err != nil {
+	if err := s.recordAssignments(tx, out.Tasks, owner, until, now); err != nil {
 		return Assigned{}, err
 	}
 	if len(out.Unreadable) > 0 {
@@ -164,22 +166,16 @@ func (s *Store) assignWaiting(tx *gorm.DB, owner string, lease time.Duration, li
 }
 
 // recordAssignments writes assigned tasks (each carrying its credential, key, model and run deadline) for
-// worker owner, leasing them to it until leaseUntil when set (else the caller holds them already): the
-// tasks in one statement, the accounts' backlogs in one, each credential's in_flight in one, guarded
+// worker owner, leasing them to it until leaseUntil: the tasks in one statement, the accounts' backlogs in one, each credential's in_flight in one, guarded
 // (errStalePlan when another instance took the slots meanwhile), and the log lines in one.
-func (s *Store) recordAssignments(tx *gorm.DB, assigned []models.Task, owner string, leaseUntil *time.Time, now time.Time) error {
+func (s *Store) recordAssignments(tx *gorm.DB, assigned []models.Task, owner string, leaseUntil, now time.Time) error {
 	if len(assigned) == 0 {
 		return nil
 	}
 	// Tasks: locked by the claim (PostgreSQL) or by the single writer (SQLite); the guard is kept so that
 	// a task some other path changed is never assigned twice.
 	rows := make([]string, len(assigned))
-	args := []any{now, *assigned[0].RunDeadline, now}
-	set := ""
-	if leaseUntil != nil {
-		set = ", lease_owner = ?, lease_until = ?"
-		args = append(args, owner, *leaseUntil)
-	}
+	args := []any{now, *assigned[0].RunDeadline, now, owner, leaseUntil}
 	perAccount := map[int64]int64{}
 	perCred := map[string]int64{}
 	events := make([]models.TaskEvent, len(assigned))
@@ -192,7 +188,7 @@ func (s *Store) recordAssignments(tx *gorm.DB, assigned []models.Task, owner str
 		events[i] = event(t.ID, now, t.Status, t.Status, detail)
 	}
 	res := tx.Exec(`UPDATE tasks SET credential_id = v.column2, upstream_key = v.column3, upstream_model = v.column4, submit_attempts = 1,
-		submitted_at = ?, run_deadline = ?, updated_at = ?`+set+` FROM (VALUES `+strings.Join(rows, ", ")+`) AS v
+		submitted_at = ?, run_deadline = ?, updated_at = ?, lease_owner = ?, lease_until = ? FROM (VALUES `+strings.Join(rows, ", ")+`) AS v
 		WHERE tasks.id = v.column1 AND tasks.status = 'queued' AND tasks.credential_id IS NULL`, args...)
 	if res.Error != nil {
 		return fmt.Errorf("assign credentials: %w", res.Error)
@@ -201,18 +197,9 @@ func (s *Store) recordAssignments(tx *gorm.DB, assigned []models.Task, owner str
 		return fmt.Errorf("assign credentials: %d of %d tasks still waiting", res.RowsAffected, len(assigned))
 	}
 	// Accounts, in id order: every task here leaves its account's backlog.
-	accts := make([]int64, 0, len(perAccount))
-	for id := range perAccount {
-		accts = append(accts, id)
-	}
-	slices.Sort(accts)
-	if s.db.Postgres && len(accts) > 1 {
-		// The UPDATE below locks its rows in the order of its plan; taking them here first, in id order,
-		// keeps two batches from locking the same accounts in opposite orders. NO KEY UPDATE is the lock
-		// the UPDATE takes: it lets rows that refer to the account (ledger entries, events) be inserted.
-		if err := tx.Exec("SELECT id FROM accounts WHERE id IN ? ORDER BY id FOR NO KEY UPDATE", accts).Error; err != nil {
-			return fmt.Errorf("lock accounts: %w", err)
-		}
+	accts := slices.Sorted(maps.Keys(perAccount))
+	if err := billing.LockAccounts(tx, accts); err != nil {
+		return err
 	}
 	rows, args = rows[:0], args[:0]
 	for _, id := range accts {
@@ -224,11 +211,7 @@ func (s *Store) recordAssignments(tx *gorm.DB, assigned []models.Task, owner str
 		return fmt.Errorf("leave backlog: %w", err)
 	}
 	// Credentials last, in id order, each guarded on its capacity.
-	credIDs := make([]string, 0, len(perCred))
-	for id := range perCred {
-		credIDs = append(credIDs, id)
-	}
-	slices.Sort(credIDs)
+	credIDs := slices.Sorted(maps.Keys(perCred))
 	for _, id := range credIDs {
 		n := perCred[id]
 		res := tx.Exec("UPDATE upstream_credentials SET in_flight = in_flight + ?, updated_at = ? WHERE id = ? AND in_flight + ? <= max_concurrency", n, now, id, n)

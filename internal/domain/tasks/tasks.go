@@ -74,18 +74,12 @@ type Store struct {
 	completions *group[completion] // Complete, group-committed
 }
 
-// Events is told of each task's terminal transition inside its transaction — the webhooks outbox
+// Events is told of tasks' terminal transitions inside their transaction — the webhooks outbox
 // (internal/domain/webhooks), so an event is written if and only if the ending commits — and woken
-// once it has committed.
+// once it has committed. Task i ended of accountIDs[i]; one call holds endings of one kind.
 type Events interface {
-	TaskEnded(tx *gorm.DB, accountID int64, videoID string, completed bool, at time.Time) error
-	Wake()
-}
-
-// manyEvents is Events that can be told of several endings of the same kind at once, inside their one
-// transaction (webhooks.Service): the group-committed completions use it when it is there.
-type manyEvents interface {
 	TasksEnded(tx *gorm.DB, accountIDs []int64, videoIDs []string, completed bool, at time.Time) error
+	Wake()
 }
 
 // tasksEnded tells the events of several completions, inside their transaction.
@@ -93,21 +87,12 @@ func (s *Store) tasksEnded(tx *gorm.DB, ended []*models.Task, at time.Time) erro
 	if s.events == nil || len(ended) == 0 {
 		return nil
 	}
-	many, ok := s.events.(manyEvents)
-	if !ok || len(ended) == 1 {
-		for _, t := range ended {
-			if err := s.taskEnded(tx, t, true, at); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	accts := make([]int64, len(ended))
 	ids := make([]string, len(ended))
 	for i, t := range ended {
 		accts[i], ids[i] = t.AccountID, t.ID
 	}
-	if err := many.TasksEnded(tx, accts, ids, true, at); err != nil {
+	if err := s.events.TasksEnded(tx, accts, ids, true, at); err != nil {
 		return fmt.Errorf("record the events of %d completions: %w", len(ended), err)
 	}
 	return nil
@@ -122,7 +107,7 @@ func (s *Store) taskEnded(tx *gorm.DB, t *models.Task, completed bool, at time.T
 	if s.events == nil {
 		return nil
 	}
-	if err := s.events.TaskEnded(tx, t.AccountID, t.ID, completed, at); err != nil {
+	if err := s.events.TasksEnded(tx, []int64{t.AccountID}, []string{t.ID}, completed, at); err != nil {
 		return fmt.Errorf("record the event of %s: %w", t.ID, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -350,7 +351,6 @@ func (s *Store) completeTx(batch []*completion) ([]bool, error) {
 		idx[i] = i
 	}
 	err := s.db.Tx(context.WithoutCancel(batch[0].ctx), func(tx *gorm.DB) error {
-		clear(won)
 		slices.SortFunc(idx, func(a, b int) int { return strings.Compare(batch[a].t.ID, batch[b].t.ID) })
 		for _, i := range idx {
 			c := batch[i]
@@ -668,12 +668,7 @@ func freeSlot(tx *gorm.DB, credID *string, now time.Time) error {
 
 // freeSlots gives back n slots of each credential, in id order (lockOrder).
 func freeSlots(tx *gorm.DB, n map[string]int64, now time.Time) error {
-	ids := make([]string, 0, len(n))
-	for id := range n {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(n)) {
 		if err := tx.Exec("UPDATE upstream_credentials SET in_flight = CASE WHEN in_flight > ? THEN in_flight - ? ELSE 0 END, updated_at = ? WHERE id = ?",
 			n[id], n[id], now, id).Error; err != nil {
 			return fmt.Errorf("free the slots on %s: %w", id, err)

@@ -26,34 +26,12 @@ type eventData struct {
 	ID string `json:"id"`
 }
 
-// TaskEnded is the outbox: called inside the transaction of a task's terminal transition, it writes a
-// video.completed or video.failed event, and a delivery of it to each enabled endpoint of the account
-// that receives that type. With no such endpoint it writes nothing. The caller calls Wake once the
-// transaction has committed; if it never does (a crash), the loop finds the deliveries on its next look.
-func (s *Service) TaskEnded(tx *gorm.DB, accountID int64, videoID string, completed bool, at time.Time) error {
-	typ := VideoFailed
-	if completed {
-		typ = VideoCompleted
-	}
-	var eps []models.WebhookEndpoint
-	if err := tx.Select("id", "events").Where("account_id = ? AND enabled = ?", accountID, true).Find(&eps).Error; err != nil {
-		return fmt.Errorf("find webhook endpoints: %w", err)
-	}
-	var to []string
-	for i := range eps {
-		if eps[i].Receives(typ) {
-			to = append(to, eps[i].ID)
-		}
-	}
-	if len(to) == 0 {
-		return nil
-	}
-	return s.record(tx, accountID, typ, videoID, at, to)
-}
-
-// TasksEnded is TaskEnded for several tasks that ended the same way in one transaction (the task store's
-// group-committed completions): video i of accountIDs[i], each recorded exactly as TaskEnded records it,
-// the accounts' endpoints read in one query.
+// TasksEnded is the outbox: called inside the transaction of tasks' terminal transitions that ended the
+// same way (one task's, or the task store's group-committed completions: video i of accountIDs[i]), it
+// writes for each a video.completed or video.failed event, and a delivery of it to each enabled endpoint
+// of its account that receives that type; the accounts' endpoints are read in one query. With no such
+// endpoint it writes nothing. The caller calls Wake once the transaction has committed; if it never does
+// (a crash), the loop finds the deliveries on its next look.
 func (s *Service) TasksEnded(tx *gorm.DB, accountIDs []int64, videoIDs []string, completed bool, at time.Time) error {
 	if len(accountIDs) == 0 {
 		return nil

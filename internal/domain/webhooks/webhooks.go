@@ -1,6 +1,6 @@
 // Package webhooks tells customers' endpoints when a video is done (docs/webhooks.md). It keeps the
 // endpoints and their signing secrets, writes an event in the transaction of the task's terminal
-// transition (an outbox: TaskEnded), and delivers it, signed the Standard Webhooks way as OpenAI signs
+// transition (an outbox: TasksEnded), and delivers it, signed the Standard Webhooks way as OpenAI signs
 // its own, from any instance, with retries over about three days.
 package webhooks
 
