@@ -33,9 +33,7 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 	defer func() { _ = sim.Process.Kill(); _ = sim.Wait() }()
 	// The pool as an operator describes it (docs/upstreams.md): one kind-sim credential on the standalone
 	// simulator, with the simulator's concurrency.
-	upFile := filepath.Join(b.work, "upstreams.yaml")
-	_ = os.WriteFile(upFile, []byte(fmt.Sprintf(simUpstreams, "http://"+simAddr)), 0o600)
-	up := []string{"UPSTREAMS_FILE=" + upFile, "MAX_QUEUED_PER_ACCOUNT=100000000", "QUEUE_TIMEOUT=24h", "POLL_INTERVAL_MIN=50ms", "POLL_INTERVAL_MAX=1s"}
+	up := b.upstreamsEnv("worker", simCred{id: "bench-sim", url: "http://" + simAddr, models: []string{"videogen-2.0-mini-480p"}, max: 1000})
 	url, _, stop := b.startServer(dbURL, dataDir, append(up, "WORKERS=false")...)
 	keys := b.fund(dbURL)
 	queueTasks(url, keys, "videogen-2.0-mini-480p", n, 8)
@@ -148,16 +146,3 @@ func (b *bench) workerThroughput(dbURL string, n int) {
 		100*b.workerCPU.User, 100*b.workerCPU.System, 100*b.workerCPU.Idle, b.workerBytes/1e6, rate*b.workerBytes/1e6,
 		total, strings.Join(split, ", "), runtime.NumCPU(), float64(runtime.NumCPU())*1000/total, txPerTask))
 }
-
-// simUpstreams is the bench's UPSTREAMS_FILE: the standalone simulator as one credential that takes as
-// many tasks at once as the simulator does.
-const simUpstreams = `upstreams:
-  - id: bench-sim
-    name: Simulator (make bench)
-    kind: sim
-    base_url: %s
-    secret: bench-sim-key
-    max_concurrency: 1000
-    models:
-      videogen-2.0-mini-480p: {upstream_model: videogen-2.0-mini-480p, cost_per_second: "0.01"}
-`
