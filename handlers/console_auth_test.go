@@ -750,3 +750,62 @@ func BenchmarkForgotPassword(b *testing.B) {
 		})
 	}
 }
+
+// TestRecoveryMailHasItsOwnBudget: e-mails to an address come out of two budgets. What anyone can cause
+// — invitations from any account, the notice that someone tried to sign up with the address — spends
+// its notices budget (3 in 10 minutes); the address's own recovery mail has a budget of its own, which
+// none of that reaches. Resets asked by strangers (clients the account does not know) have their own
+// share of it too: three strangers' resets, and a fourth goes unsent, yet the owner asking from their own
+// browser still gets the link.
+func TestRecoveryMailHasItsOwnBudget(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
+		const addr = "dev@a.test"
+		dev := signUpVerified(t, s, addr)
+		boss := signUpVerified(t, s, "boss@b.test")
+		// askReset files the reset form as b and waits until the request is handled; it returns how many
+		// reset e-mails the address has had queued (the outbox row commits with the request's handling).
+		askReset := func(b *browser) int64 {
+			t.Helper()
+			if p := b.post("/password/forgot", "/password/forgot", url.Values{"email": {addr}}); p.Status != 200 {
+				t.Fatalf("reset form: %d", p.Status)
+			}
+			testkit.Eventually(t, 30*time.Second, "the reset request is handled", func() bool {
+				var n int64
+				s.DB.R.Model(&models.ResetRequest{}).Count(&n)
+				return n == 0
+			})
+			var n int64
+			s.DB.R.Model(&models.MailOutbox{}).Where("recipient = ? AND kind = 'reset'", addr).Count(&n)
+			return n
+		}
+
+		// Another account invites the address until its notices budget is spent; a stranger's sign-up
+		// with it is then silent too.
+		for i := range 4 {
+			p := boss.submit("/console/members", "email", url.Values{"email": {addr}, "role": {"viewer"}})
+			if want := map[bool]int{true: 303, false: 422}[i < 3]; p.Status != want {
+				t.Fatalf("invitation %d to %s: %d, want %d", i+1, addr, p.Status, want)
+			}
+		}
+		stranger := newBrowser(t, s)
+		stranger.ip = "203.0.113.9"
+		stranger.post("/signup", "/signup", url.Values{"email": {addr}, "password": {"paper-boats-float-42"}, "terms": {"yes"}}).contains(t, "Check your inbox")
+
+		// The owner's own reset still goes out.
+		if n := askReset(dev); n != 1 {
+			t.Fatalf("the owner's reset after three invitations from another account: %d reset e-mails, want 1", n)
+		}
+		// Strangers' resets: three go out, the fourth does not...
+		for i := range 4 {
+			want := int64(min(i+2, 4))
+			if n := askReset(stranger); n != want {
+				t.Fatalf("stranger's reset %d: %d reset e-mails, want %d", i+1, n, want)
+			}
+		}
+		// ...and the owner, from their own browser, is still heard.
+		if n := askReset(dev); n != 5 {
+			t.Fatalf("the owner's reset after strangers spent theirs: %d reset e-mails, want 5", n)
+		}
+	})
+}

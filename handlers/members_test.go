@@ -662,3 +662,135 @@ func TestRemoveWithKeysWhileCreating(t *testing.T) {
 		}
 	})
 }
+
+// TestInvitationsEndWithTheirSender: an invitation carries the authority of whoever sent it. Removing the
+// sender withdraws every invitation they sent (the confirmation page says how many), and so does their
+// leaving; demoting them withdraws those their new role may not give (an owner made admin keeps their
+// admin invitations, loses the owner one; an admin made viewer loses all). A withdrawn link's page and
+// form answer 410 and make nobody a member. And an invitation whose sender lost the right some other way
+// (as rows from before these withdrawals are) is checked when it is accepted: refused, withdrawn.
+func TestInvitationsEndWithTheirSender(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
+		owner := signUpVerified(t, s, "olga@example.com")
+		admin := addMember(t, s, owner, "adam@example.com", "admin")
+		adam := userByEmail(t, s, "adam@example.com")
+
+		// Removed: the admin's invitation to alt@evil.test as admin dies with the removal.
+		alt := invite(t, s, admin, "alt@evil.test", "admin")
+		keep := invite(t, s, owner, "kept@example.com", "viewer") // the owner's own: untouched
+		owner.get(fmt.Sprintf("/console/members/%d/remove", adam.ID)).contains(t, "The 1 invitation(s) they sent", "withdrawn with them")
+		if p := owner.post("/console/members", fmt.Sprintf("/console/members/%d/remove", adam.ID), url.Values{}); p.Status != 303 {
+			t.Fatalf("remove the admin: %d", p.Status)
+		}
+		refusedJoin := func(link, email string) {
+			t.Helper()
+			b := newBrowser(t, s)
+			if p := b.get(link); p.Status != 410 || !strings.Contains(p.Body, "may no longer give that role") {
+				t.Fatalf("the page of %s's invitation whose sender lost the right: %d\n%s", email, p.Status, trimPage(p.Body))
+			}
+			p := b.postRaw("/invite", url.Values{"_csrf": {csrfOf(t, b, "/signin")}, "token": {tokenOf(link)}, "password": {"paper-boats-float-42"}, "terms": {"yes"}})
+			if p.Status != 410 {
+				t.Fatalf("accepting %s's invitation whose sender lost the right: %d", email, p.Status)
+			}
+			var n int64
+			s.DB.R.Model(&models.User{}).Where("email = ?", email).Count(&n)
+			if n != 0 {
+				t.Fatalf("%s became a user", email)
+			}
+		}
+		refusedJoin(alt, "alt@evil.test")
+		list := owner.get("/console/members")
+		list.contains(t, "kept@example.com")
+		list.lacks(t, "alt@evil.test")
+		join(t, s, keep)
+
+		// Demoted: an owner made admin keeps the admin invitation they sent and loses the owner one; an
+		// admin made viewer loses all of theirs.
+		second := addMember(t, s, owner, "sam@example.com", "owner")
+		sam := userByEmail(t, s, "sam@example.com")
+		asOwner := invite(t, s, second, "boss@evil.test", "owner")
+		asAdmin := invite(t, s, second, "helper@example.com", "admin")
+		if p := owner.post("/console/members", fmt.Sprintf("/console/members/%d/role", sam.ID), url.Values{"role": {"admin"}}); p.Status != 303 {
+			t.Fatalf("demote the second owner: %d", p.Status)
+		}
+		refusedJoin(asOwner, "boss@evil.test")
+		newBrowser(t, s).get(asAdmin).contains(t, "Join ", "Choose your password")
+		if p := owner.post("/console/members", fmt.Sprintf("/console/members/%d/role", sam.ID), url.Values{"role": {"viewer"}}); p.Status != 303 {
+			t.Fatalf("demote to viewer: %d", p.Status)
+		}
+		refusedJoin(asAdmin, "helper@example.com")
+
+		// Leaving withdraws too.
+		leaver := addMember(t, s, owner, "lea@example.com", "admin")
+		left := invite(t, s, leaver, "friend@example.com", "developer")
+		if p := leaver.post("/console/members/leave", "/console/members/leave", url.Values{}); p.Status != 303 {
+			t.Fatalf("leave: %d", p.Status)
+		}
+		refusedJoin(left, "friend@example.com")
+
+		// Checked when accepted: a pending invitation of a sender whose role was lowered without a
+		// withdrawal — rows written before withdrawals existed — is refused and withdrawn then.
+		third := addMember(t, s, owner, "tess@example.com", "admin")
+		stale := invite(t, s, third, "late@evil.test", "admin")
+		if err := s.DB.W.Exec("UPDATE users SET account_role = 'developer' WHERE email = 'tess@example.com'").Error; err != nil {
+			t.Fatal(err)
+		}
+		refusedJoin(stale, "late@evil.test")
+		var inv models.Invitation
+		s.DB.R.Where("email = ?", "late@evil.test").Take(&inv)
+		if inv.AcceptedAt != nil || inv.RevokedAt == nil {
+			t.Fatalf("the stale invitation after a refused accept: accepted %v, withdrawn %v", inv.AcceptedAt, inv.RevokedAt)
+		}
+	})
+}
+
+// TestInvitationsPerDay: the pending cap (50) bounds what waits, not what is mailed — withdrawing and
+// inviting again used to send any number of e-mails to strangers. An account sends at most 100
+// invitations in any 24 hours, withdrawn ones included; the 101st is refused (429) with the time the
+// next may go out, in the member's own time zone, and nothing is mailed. A day on, it goes out.
+func TestInvitationsPerDay(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		var offset atomic.Int64
+		s := testkit.StartWith(t, dbURL, map[string]string{"WORKERS": "false"},
+			server.Options{Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
+		owner := signUpVerified(t, s, "hr@example.com")
+		owner.submit("/console/account", "tz", url.Values{"tz": {"Asia/Tokyo"}})
+		csrf := csrfOf(t, owner, "/console/members")
+		send := func(i int) *page {
+			return owner.postRaw("/console/members", url.Values{"_csrf": {csrf}, "email": {fmt.Sprintf("stranger-%d@example.com", i)}, "role": {"viewer"}})
+		}
+		for round := range 2 {
+			for i := range members.MaxPending {
+				if p := send(round*members.MaxPending + i); p.Status != 303 {
+					t.Fatalf("invitation %d: %d\n%s", round*members.MaxPending+i+1, p.Status, trimPage(p.Body))
+				}
+			}
+			var pending []models.Invitation
+			s.DB.R.Where("revoked_at IS NULL AND accepted_at IS NULL").Find(&pending)
+			for _, in := range pending {
+				if p := owner.postRaw(fmt.Sprintf("/console/members/invitations/%d/withdraw", in.ID), url.Values{"_csrf": {csrf}}); p.Status != 303 {
+					t.Fatalf("withdraw %d: %d", in.ID, p.Status)
+				}
+			}
+		}
+		var first models.Invitation
+		s.DB.R.Order("created_at, id").Take(&first)
+		p := send(1000)
+		next := first.CreatedAt.Add(members.SendWindow).In(time.FixedZone("JST", 9*3600)).Format("2006-01-02 15:04:05 MST")
+		if p.Status != 429 || p.Header.Get("Retry-After") == "" || !strings.Contains(p.Body, "sent 100 invitations in the last 24 hours") ||
+			!strings.Contains(p.Body, "You can send the next one after "+next) {
+			t.Fatalf("the 101st invitation of the day: %d (Retry-After %q), want 429 naming %s\n%s", p.Status, p.Header.Get("Retry-After"), next, trimPage(p.Body))
+		}
+		var n int64
+		s.DB.R.Model(&models.Invitation{}).Where("email = ?", "stranger-1000@example.com").Count(&n)
+		if n != 0 {
+			t.Fatal("the refused invitation was recorded")
+		}
+		offset.Store(int64(members.SendWindow + time.Minute))
+		if p := send(1000); p.Status != 303 {
+			t.Fatalf("an invitation a day later: %d\n%s", p.Status, trimPage(p.Body))
+		}
+		nextMail(t, s, "stranger-1000@example.com", 0)
+	})
+}

@@ -396,11 +396,16 @@ type CallLog struct {
 }
 
 // ResetRequest is a password-reset form waiting to be handled (internal/domain/auth/reset.go): the address as
-// typed, normalised. It is deleted in the transaction that handles it.
+// typed, normalised, and who asked — the client's address and, when its browser held a valid device
+// cookie, the user that cookie names and the password epoch it was given under (never the cookie). It is
+// deleted in the transaction that handles it.
 type ResetRequest struct {
-	ID          int64
-	Email       string
-	RequestedAt time.Time
+	ID           int64
+	Email        string
+	RequestedAt  time.Time
+	ClientIP     string
+	DeviceUserID *int64
+	DeviceEpoch  string
 }
 
 // MailOutbox is one e-mail on its way: written with the event that causes it, sent by the delivery

@@ -16,7 +16,7 @@ import (
 // 410 Gone.
 func (h *Handler) invitePage(c *fiber.Ctx, token string, p customer.InvitePage) error {
 	inv, err := h.Members.Peek(c.UserContext(), token)
-	if errors.Is(err, members.ErrBadInvitation) {
+	if errors.Is(err, members.ErrBadInvitation) || err == nil && inv.Lapsed {
 		c.Status(fiber.StatusGone)
 		return h.Render(c, customer.InviteView(h.Viewer(c, ""), customer.InvitePage{}))
 	}

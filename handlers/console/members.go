@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -87,6 +88,15 @@ func (h *Handler) confirmRemoveMember(c *fiber.Ctx) error {
 		return err
 	}
 	p := customer.RemoveMemberPage{Member: *u}
+	pending, err := models.PendingInvitations(c.UserContext(), h.DB.R, u.AccountID, h.Now())
+	if err != nil {
+		return err
+	}
+	for _, in := range pending {
+		if in.InvitedBy == u.ID {
+			p.Invitations++
+		}
+	}
 	for _, k := range keys {
 		if k.CreatedBy != nil && *k.CreatedBy == u.ID && k.RevokedAt == nil {
 			p.Keys = append(p.Keys, k)
@@ -160,11 +170,19 @@ func (h *Handler) leaveAccount(c *fiber.Ctx) error {
 }
 
 // memberProblem answers a refused change of the members: 403 for what the role may not do, 404 for a
-// member or invitation that is not (or no longer) there, 409 for the last owner, 422 for a form to fix.
+// member or invitation that is not (or no longer) there, 409 for the last owner, 422 for a form to fix,
+// 429 (with when) past the invitations an account may send in a day.
 func (h *Handler) memberProblem(c *fiber.Ctx, err error, p customer.MembersPage) error {
 	var refused *members.Refused
 	var invalid *members.Invalid
+	var tooMany *members.TooManySent
 	switch {
+	case errors.As(err, &tooMany):
+		c.Status(fiber.StatusTooManyRequests)
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(1, int64(tooMany.Next.Sub(h.Now()).Seconds())+1), 10))
+		p.Errors = map[string]string{"": fmt.Sprintf("This account has sent %d invitations in the last 24 hours, the most it may send in a day "+
+			"(withdrawn ones count too). You can send the next one after %s.", tooMany.Sent, h.Viewer(c, "members").When(tooMany.Next))}
+		return h.membersPage(c, p)
 	case errors.As(err, &refused):
 		contacts, cerr := members.Contacts(c.UserContext(), h.DB, web.CurrentUser(c).AccountID, refused.Action)
 		if cerr != nil {

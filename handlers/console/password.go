@@ -19,7 +19,7 @@ func (h *Handler) showForgotPassword(c *fiber.Ctx) error {
 // requestPasswordReset e-mails a reset link when the address has an account; the answer never tells.
 func (h *Handler) requestPasswordReset(c *fiber.Ctx) error {
 	email := web.Posted(c, "email")
-	err := h.Auth.RequestReset(c.UserContext(), email, h.ClientIP(c))
+	err := h.Auth.RequestReset(c.UserContext(), email, h.Client(c))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {
 		return h.TooManyForms(c, throttled)

@@ -268,7 +268,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		TestTopupMin: testTopupMin, TestTopupMax: testTopupMax,
 		Stopping: stopping, Draining: s.draining.Load, Transfers: web.NewTransfers(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 		Metrics: s.Metrics, Webhooks: s.Webhooks,
-		Members: &members.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL, Now: clock, Mail: s.Auth.Throttle.Mail},
+		Members: &members.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL, Now: clock, Notices: s.Auth.Throttle.Notices},
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
 		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})

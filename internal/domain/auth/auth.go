@@ -71,8 +71,15 @@ type Throttles struct {
 	// member for clients their account does not know.
 	SecondFactorPerPair ratelimit.Limiter
 	SecondFactorPerUser ratelimit.Limiter
-	Mail                ratelimit.Limiter // e-mails to one address (verification, reset, sign-up notices)
-	FormsPerIP          ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
+	// E-mails to one address come out of two budgets (docs/decisions.md, "Account-recovery mail has a
+	// budget of its own"). Notices is what anyone can cause to be sent to an address: the notice that
+	// someone tried to sign up with it, and invitations from any account (internal/domain/members).
+	// Recovery is the address's own account recovery: its verification links, and its reset links —
+	// counted by address when the reset was asked from a client the account knows (trust.go), and under
+	// a key of their own for every other client — so nothing a stranger sends spends what the owner needs.
+	Notices    ratelimit.Limiter
+	Recovery   ratelimit.Limiter
+	FormsPerIP ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
 }
 
 // DefaultRates are the throttles' rates. Sign-in: 10 attempts per client and address in 15 minutes
@@ -82,17 +89,18 @@ type Throttles struct {
 // one address's limit gave before (960). The second factor: 10
 // codes per client and staff member, and 20 per staff member from unknown clients, in 15 minutes — no
 // more than the 10 per staff member before, doubled, since a code is guessed only by someone who already
-// has the password. Mail: 3 e-mails to one address and 20 sign-up or reset forms per client per 10
-// minutes.
+// has the password. Mail: 3 notices and 3 recovery e-mails to one address (and 3 more reset e-mails asked
+// by clients the account does not know), and 20 sign-up or reset forms per client, per 10 minutes.
 var DefaultRates = struct {
-	SignInPerPair, SignInPerAddress, SignInPerIP, SecondFactorPerPair, SecondFactorPerUser, Mail, FormsPerIP ratelimit.Rate
+	SignInPerPair, SignInPerAddress, SignInPerIP, SecondFactorPerPair, SecondFactorPerUser, Notices, Recovery, FormsPerIP ratelimit.Rate
 }{
 	SignInPerPair:       ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
 	SignInPerAddress:    ratelimit.Rate{Events: 300, Per: 24 * time.Hour, Burst: 100},
 	SignInPerIP:         ratelimit.Rate{Events: 30, Per: 15 * time.Minute, Burst: 30},
 	SecondFactorPerPair: ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
 	SecondFactorPerUser: ratelimit.Rate{Events: 20, Per: 15 * time.Minute, Burst: 20},
-	Mail:                ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
+	Notices:             ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
+	Recovery:            ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
 	FormsPerIP:          ratelimit.Rate{Events: 20, Per: 10 * time.Minute, Burst: 20},
 }
 
@@ -104,7 +112,8 @@ func NewThrottles(store *ratelimit.Store) Throttles {
 		SignInPerIP:         store.Limiter("videogen:signin-ip:", DefaultRates.SignInPerIP),
 		SecondFactorPerPair: store.Limiter("videogen:2fa-pair:", DefaultRates.SecondFactorPerPair),
 		SecondFactorPerUser: store.Limiter("videogen:2fa-user:", DefaultRates.SecondFactorPerUser),
-		Mail:                store.Limiter("videogen:mail:", DefaultRates.Mail),
+		Notices:             store.Limiter("videogen:mail:", DefaultRates.Notices),
+		Recovery:            store.Limiter("videogen:mail-recovery:", DefaultRates.Recovery),
 		FormsPerIP:          store.Limiter("videogen:forms-ip:", DefaultRates.FormsPerIP),
 	}
 }

@@ -57,9 +57,9 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 	if _, err := accounts.ByEmail(ctx, s.DB, email); err == nil {
 		return nil, s.noticeExisting(ctx, email)
 	}
-	// Counted against the address's e-mail budget, but never refused: a new address has had no mail from
-	// us, and a refusal here would answer differently from the registered-address path.
-	_ = allow(ctx, s.Throttle.Mail, email)
+	// Counted against the address's recovery budget, but never refused: a new address has had no mail
+	// from us, and a refusal here would answer differently from the registered-address path.
+	_ = allow(ctx, s.Throttle.Recovery, email)
 	// The user, the verification link and its e-mail commit together: a crash leaves all or nothing.
 	now := s.now()
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -80,7 +80,7 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 }
 
 func (s *Service) noticeExisting(ctx context.Context, email string) error {
-	if allow(ctx, s.Throttle.Mail, email) != nil {
+	if allow(ctx, s.Throttle.Notices, email) != nil {
 		return nil // already told recently; stay silent rather than flood the inbox
 	}
 	if err := s.Notify.AlreadyRegistered(s.DB.W.WithContext(ctx), email, s.BaseURL+"/signin", s.BaseURL+"/password/forgot"); err != nil {
@@ -144,12 +144,13 @@ func (s *Service) SignIn(ctx context.Context, email, password string, c Client) 
 	return u, nil
 }
 
-// SendVerification e-mails a fresh verification link (throttled per address).
+// SendVerification e-mails a fresh verification link (throttled per address, out of its recovery budget:
+// only the signed-in user asks for it).
 func (s *Service) SendVerification(ctx context.Context, u *models.User) error {
 	if u.Verified() {
 		return nil
 	}
-	if err := allow(ctx, s.Throttle.Mail, u.Email); err != nil {
+	if err := allow(ctx, s.Throttle.Recovery, u.Email); err != nil {
 		return err
 	}
 	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.queueVerification(tx, u, "") }); err != nil {

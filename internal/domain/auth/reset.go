@@ -27,16 +27,23 @@ import (
 const resetRequestMaxAge = ResetTTL
 
 // RequestReset answers the reset form: it queues a request for the address, registered or not, for the
-// job that e-mails a link to registered ones (HandleResetRequests). Throttled per client.
-func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
-	if err := allow(ctx, s.Throttle.FormsPerIP, ip); err != nil {
+// job that e-mails a link to registered ones (HandleResetRequests). Throttled per client. The request
+// keeps who asked — the client's network, and the user a valid device cookie of its browser names (read
+// from the cookie alone, the same work for every address) — so the job can tell the account's own
+// clients from strangers when it spends the address's recovery budget.
+func (s *Service) RequestReset(ctx context.Context, email string, c Client) error {
+	if err := allow(ctx, s.Throttle.FormsPerIP, c.IP); err != nil {
 		return err
 	}
 	norm, err := accounts.NormalizeEmail(email)
 	if err != nil {
 		return nil // not an address at all: nothing to send, and the answer is the same
 	}
-	if err := s.DB.W.WithContext(ctx).Create(&models.ResetRequest{Email: norm, RequestedAt: s.now()}).Error; err != nil {
+	req := models.ResetRequest{Email: norm, RequestedAt: s.now(), ClientIP: c.IP}
+	if d, ok := s.deviceOf(c.Device); ok {
+		req.DeviceUserID, req.DeviceEpoch = &d.userID, d.epoch
+	}
+	if err := s.DB.W.WithContext(ctx).Create(&req).Error; err != nil {
 		return fmt.Errorf("queue a password reset request: %w", err)
 	}
 	return nil
@@ -103,10 +110,21 @@ func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent 
 		if err := tx.Where("email = ? AND removed_at IS NULL", r.Email).Limit(1).Find(&users).Error; err != nil {
 			return fmt.Errorf("find the user of password reset request %d: %w", r.ID, err)
 		}
-		if len(users) == 0 || allow(ctx, s.Throttle.Mail, users[0].Email) != nil {
+		if len(users) == 0 {
 			return nil
 		}
 		u := users[0]
+		known, err := s.knownForReset(tx, &u, r)
+		if err != nil {
+			return err
+		}
+		budget := "stranger " + u.Email
+		if known {
+			budget = u.Email
+		}
+		if allow(ctx, s.Throttle.Recovery, budget) != nil {
+			return nil
+		}
 		raw, err := s.newResetToken(tx, u.ID, ResetTTL)
 		if err != nil {
 			return err
@@ -118,4 +136,23 @@ func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent 
 		return false, fmt.Errorf("password reset request %d: %w", r.ID, err)
 	}
 	return sent, nil
+}
+
+// knownForReset reports whether a reset request came from a client u's account knows: a browser holding
+// u's device cookie under their current password, or a network one of u's sessions started from lately
+// (as knownForSignIn). Such a request spends the address's own recovery budget, which no stranger's
+// request reaches.
+func (s *Service) knownForReset(tx *gorm.DB, u *models.User, r models.ResetRequest) (bool, error) {
+	if r.DeviceUserID != nil && *r.DeviceUserID == u.ID && r.DeviceEpoch != "" && r.DeviceEpoch == s.passwordEpoch(u.PasswordHash) {
+		return true, nil
+	}
+	if r.ClientIP == "" {
+		return false, nil
+	}
+	var ids []int64
+	if err := tx.Model(&models.Session{}).Where("user_id = ? AND ip = ? AND created_at > ?", u.ID, r.ClientIP, s.now().Add(-knownNetworkWindow)).
+		Limit(1).Pluck("id", &ids).Error; err != nil {
+		return false, fmt.Errorf("look for sessions of user %d from %s: %w", u.ID, r.ClientIP, err)
+	}
+	return len(ids) > 0, nil
 }

@@ -74,7 +74,7 @@ func TestResetRequestsAnswerAlike(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc := &auth.Service{DB: d, Notify: &notify.Notifier{Outbox: outbox}, BaseURL: "https://videogen.example", Now: c.now,
-			Secrets: []string{"test-app-secret"}, Throttle: auth.Throttles{Mail: ratelimit.NewLocal(auth.DefaultRates.Mail)}}
+			Secrets: []string{"test-app-secret"}, Throttle: auth.Throttles{Recovery: ratelimit.NewLocal(auth.DefaultRates.Recovery)}}
 		if _, err := accounts.Create(ctx, d, accounts.NewUser{Email: "known@example.com", Password: "paper-boats-float-42", Verified: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -89,11 +89,11 @@ func TestResetRequestsAnswerAlike(t *testing.T) {
 
 		var rec statements
 		rec.watch(t, d.W, d.R)
-		if err := svc.RequestReset(ctx, "Known@Example.com", "192.0.2.1"); err != nil {
+		if err := svc.RequestReset(ctx, "Known@Example.com", auth.Client{IP: "192.0.2.1"}); err != nil {
 			t.Fatal(err)
 		}
 		known := rec.take()
-		if err := svc.RequestReset(ctx, "nobody@example.com", "192.0.2.1"); err != nil {
+		if err := svc.RequestReset(ctx, "nobody@example.com", auth.Client{IP: "192.0.2.1"}); err != nil {
 			t.Fatal(err)
 		}
 		unknown := rec.take()
@@ -106,7 +106,7 @@ func TestResetRequestsAnswerAlike(t *testing.T) {
 			}
 		}
 		// Not an address at all: nothing queued, and the same (empty) answer.
-		if err := svc.RequestReset(ctx, "not an address", "192.0.2.1"); err != nil {
+		if err := svc.RequestReset(ctx, "not an address", auth.Client{IP: "192.0.2.1"}); err != nil {
 			t.Fatal(err)
 		}
 		if n := count(&models.ResetRequest{}, "1 = 1"); n != 2 {
@@ -141,7 +141,7 @@ func TestResetRequestsAnswerAlike(t *testing.T) {
 		}
 
 		// A request older than a link lasts (the service was down) is dropped, not answered late.
-		if err := svc.RequestReset(ctx, "known@example.com", "192.0.2.1"); err != nil {
+		if err := svc.RequestReset(ctx, "known@example.com", auth.Client{IP: "192.0.2.1"}); err != nil {
 			t.Fatal(err)
 		}
 		c.add(auth.ResetTTL + time.Minute)
@@ -151,7 +151,7 @@ func TestResetRequestsAnswerAlike(t *testing.T) {
 
 		// The e-mail throttle holds: three e-mails to an address in ten minutes, then requests are dropped.
 		for range 4 {
-			if err := svc.RequestReset(ctx, "known@example.com", "192.0.2.1"); err != nil {
+			if err := svc.RequestReset(ctx, "known@example.com", auth.Client{IP: "192.0.2.1"}); err != nil {
 				t.Fatal(err)
 			}
 		}

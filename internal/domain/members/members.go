@@ -25,6 +25,14 @@ const InvitationTTL = 7 * 24 * time.Hour
 // make the service a mailer for strangers' addresses.
 const MaxPending = 50
 
+// MaxSentPerDay is how many invitations an account may send in any 24 hours, withdrawn and replaced ones
+// included: the pending cap alone bounds what waits, not what is mailed (invite 50, withdraw 50, again).
+// A team onboarding a whole department sends it in two days.
+const MaxSentPerDay = 100
+
+// SendWindow is the window MaxSentPerDay counts in.
+const SendWindow = 24 * time.Hour
+
 // Errors the console turns into pages.
 var (
 	// ErrLastOwner: the change would leave the account without an owner.
@@ -54,6 +62,17 @@ type Invalid struct {
 
 func (e *Invalid) Error() string { return e.Message }
 
+// TooManySent refuses an invitation past MaxSentPerDay: Next is when the oldest invitation of the window
+// leaves it, so one more may go out. The page says it in the member's time zone.
+type TooManySent struct {
+	Sent int64
+	Next time.Time
+}
+
+func (e *TooManySent) Error() string {
+	return fmt.Sprintf("this account sent %d invitations in the last 24 hours; the next may go out at %s", e.Sent, e.Next.UTC().Format(time.RFC3339))
+}
+
 // Notifier queues the invitation e-mail inside the transaction that issues its link, and is woken once
 // that transaction commits.
 type Notifier interface {
@@ -67,9 +86,10 @@ type Service struct {
 	Notify  Notifier
 	BaseURL string // PUBLIC_BASE_URL: invitation links start with it
 	Now     func() time.Time
-	// Mail is the throttle of e-mails to one address that auth's e-mails count against too (nil: none),
-	// so inviting an address again and again cannot flood its inbox.
-	Mail ratelimit.Limiter
+	// Notices is the budget of e-mails to one address that anyone can cause (auth.Throttles.Notices; nil:
+	// none), so inviting an address again and again cannot flood its inbox — and never the address's
+	// account-recovery budget, which a stranger's invitations must not spend.
+	Notices ratelimit.Limiter
 }
 
 func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
@@ -145,11 +165,29 @@ func owners(tx *gorm.DB, accountID int64) (int64, error) {
 	return n, nil
 }
 
+// sentToday refuses (*TooManySent) when the account sent MaxSentPerDay invitations in the SendWindow
+// before now. Every invitation ever created counts — withdrawn, replaced, expired or accepted — since each
+// was an e-mail to someone. Called under the account's member lock, so two invitations never both take
+// the last place.
+func sentToday(tx *gorm.DB, accountID int64, now time.Time) error {
+	var times []time.Time
+	if err := tx.Model(&models.Invitation{}).Where("account_id = ? AND created_at > ?", accountID, now.Add(-SendWindow)).
+		Order("created_at DESC").Limit(MaxSentPerDay).Pluck("created_at", &times).Error; err != nil {
+		return fmt.Errorf("count the invitations sent today by account %d: %w", accountID, err)
+	}
+	if len(times) < MaxSentPerDay {
+		return nil
+	}
+	// The oldest of the newest MaxSentPerDay leaves the window first: then one more fits.
+	return &TooManySent{Sent: int64(len(times)), Next: times[len(times)-1].Add(SendWindow)}
+}
+
 // Invite invites an address to the member's account with a role and e-mails the link (valid
 // InvitationTTL). An earlier pending invitation to the same address is replaced: only the newest link
 // works. Refused: a role that may not manage members (*Refused), a role the member may not grant (an
 // admin inviting an owner or billing: *Refused, see Grantable),
-// an address that is a member already, too many pending or too many e-mails to the address (*Invalid). An
+// an address that is a member already, too many pending or too many e-mails to the address (*Invalid),
+// MaxSentPerDay reached (*TooManySent). An
 // address that signs in to another account is invited as any other (its page says it cannot join).
 func (s *Service) Invite(ctx context.Context, by *models.User, email, role string) (*models.Invitation, error) {
 	if !ValidRole(role) {
@@ -192,10 +230,13 @@ func (s *Service) Invite(ctx context.Context, by *models.User, email, role strin
 		if pending >= MaxPending {
 			return &Invalid{Message: fmt.Sprintf("This account has %d invitations waiting, the most it may have. Withdraw some first.", pending)}
 		}
+		if err := sentToday(tx, me.AccountID, now); err != nil {
+			return err
+		}
 		// Counted only for an invitation that is about to go out, so refused attempts spend no one's budget.
 		// A limiter outage lets it through: the pending cap still bounds an account.
-		if s.Mail != nil {
-			if ok, wait, err := s.Mail.Allow(ctx, norm); err == nil && !ok {
+		if s.Notices != nil {
+			if ok, wait, err := s.Notices.Allow(ctx, norm); err == nil && !ok {
 				return &Invalid{Field: "email", Message: fmt.Sprintf("We e-mailed %s several times in the last minutes. Wait %s, then send the invitation again.",
 					norm, (&auth.ThrottledError{RetryAfter: wait}).Wait())}
 			}
@@ -235,9 +276,13 @@ type Invitation struct {
 	Elsewhere bool
 	// Member is set when the address is already a current member of the account.
 	Member bool
+	// Lapsed is set when whoever sent it may no longer give its role in the account (removed, left,
+	// demoted): the link does not work, and accepting it withdraws it.
+	Lapsed bool
 }
 
-// Peek reads the invitation of a link without spending it: ErrBadInvitation when the link does not work.
+// Peek reads the invitation of a link without spending it: ErrBadInvitation when the link does not work
+// (a lapsed one — its sender may no longer give its role — is returned with Lapsed set).
 func (s *Service) Peek(ctx context.Context, raw string) (*Invitation, error) {
 	if raw == "" || len(raw) > 100 {
 		return nil, ErrBadInvitation
@@ -260,9 +305,11 @@ func (s *Service) Peek(ctx context.Context, raw string) (*Invitation, error) {
 	}
 	out.AccountName = acct.Name
 	var inviter, existing models.User
-	if err := s.DB.R.WithContext(ctx).Select("id", "email").Where("id = ?", inv.InvitedBy).Limit(1).Find(&inviter).Error; err != nil {
+	if err := s.DB.R.WithContext(ctx).Select("id", "email", "account_id", "account_role", "removed_at").Where("id = ?", inv.InvitedBy).
+		Limit(1).Find(&inviter).Error; err != nil {
 		return nil, fmt.Errorf("read the inviter: %w", err)
 	}
+	out.Lapsed = !mayStillGrant(&inviter, &inv)
 	out.InviterEmail = inviter.Email
 	if err := s.DB.R.WithContext(ctx).Where("email = ?", inv.Email).Limit(1).Find(&existing).Error; err != nil {
 		return nil, fmt.Errorf("look up %s: %w", inv.Email, err)
@@ -290,6 +337,9 @@ func (s *Service) Accept(ctx context.Context, in Acceptance) (*models.User, auth
 	if err != nil {
 		return nil, nil, err
 	}
+	if inv.Lapsed {
+		return nil, nil, s.withdrawLapsed(ctx, inv)
+	}
 	if inv.Elsewhere || inv.Member {
 		return nil, nil, s.conflict(inv)
 	}
@@ -308,8 +358,20 @@ func (s *Service) Accept(ctx context.Context, in Acceptance) (*models.User, auth
 		return nil, nil, err
 	}
 	var u models.User
+	lapsed := false
 	err = s.tx(ctx, inv.AccountID, func(tx *gorm.DB) error {
 		now := s.now()
+		// The invitation carries its sender's authority, checked now, under the account's member lock
+		// that removing or demoting them takes too: a sender removed, demoted or moved since the page was
+		// read (or before withdrawals on removal existed) grants nothing. The invitation is withdrawn.
+		var inviter models.User
+		if err := tx.Select("id", "account_id", "account_role", "removed_at").Where("id = ?", inv.InvitedBy).Limit(1).Find(&inviter).Error; err != nil {
+			return fmt.Errorf("read the inviter: %w", err)
+		}
+		if !mayStillGrant(&inviter, &inv.Invitation) {
+			lapsed = true
+			return tx.Model(&models.Invitation{}).Where("id = ? AND accepted_at IS NULL AND revoked_at IS NULL", inv.ID).Update("revoked_at", now).Error
+		}
 		var spent []models.Invitation
 		if err := tx.Raw(`UPDATE invitations SET accepted_at = ? WHERE token_hash = ? AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > ?
 			RETURNING id, account_id, email, role`, now, hashToken(in.Token), now).Scan(&spent).Error; err != nil {
@@ -358,7 +420,43 @@ func (s *Service) Accept(ctx context.Context, in Acceptance) (*models.User, auth
 	if err != nil {
 		return nil, nil, err
 	}
+	if lapsed {
+		return nil, nil, ErrBadInvitation
+	}
 	return &u, nil, nil
+}
+
+// withdrawLapsed withdraws an invitation whose sender may no longer give its role, found when it was
+// about to be accepted, and answers ErrBadInvitation.
+func (s *Service) withdrawLapsed(ctx context.Context, inv *Invitation) error {
+	err := s.tx(ctx, inv.AccountID, func(tx *gorm.DB) error {
+		return tx.Model(&models.Invitation{}).Where("id = ? AND accepted_at IS NULL AND revoked_at IS NULL", inv.ID).Update("revoked_at", s.now()).Error
+	})
+	if err != nil {
+		return fmt.Errorf("withdraw lapsed invitation %d: %w", inv.ID, err)
+	}
+	return ErrBadInvitation
+}
+
+// mayStillGrant reports whether the member who sent an invitation may still give its role in its
+// account: a current member there whose role grants it.
+func mayStillGrant(inviter *models.User, inv *models.Invitation) bool {
+	return inviter.ID != 0 && inviter.AccountID == inv.AccountID && !inviter.Removed() && MayGrant(inviter.AccountRole, inv.Role)
+}
+
+// withdrawSentBy withdraws, in tx, the pending invitations u sent that role — u's role from now on, ""
+// when u is no longer a member — may not give: an invitation carries its sender's authority and ends
+// with it. It returns how many it withdrew.
+func (s *Service) withdrawSentBy(tx *gorm.DB, u *models.User, role string) (int64, error) {
+	q := tx.Model(&models.Invitation{}).Where("account_id = ? AND invited_by = ? AND accepted_at IS NULL AND revoked_at IS NULL", u.AccountID, u.ID)
+	if keep := Grantable(role); len(keep) > 0 {
+		q = q.Where("role NOT IN ?", keep)
+	}
+	res := q.Update("revoked_at", s.now())
+	if res.Error != nil {
+		return 0, fmt.Errorf("withdraw the invitations member %d sent: %w", u.ID, res.Error)
+	}
+	return res.RowsAffected, nil
 }
 
 // conflict is why an invitation cannot be accepted with its address.
@@ -370,7 +468,8 @@ func (s *Service) conflict(inv *Invitation) error {
 		"Ask " + inv.InviterEmail + " to invite another address of yours."}
 }
 
-// ChangeRole gives a member another role. Refused: a role that may not manage members, an admin
+// ChangeRole gives a member another role; the pending invitations they sent with a role the new one may
+// not give are withdrawn (a demoted admin's admin invitations, all of a developer's). Refused: a role that may not manage members, an admin
 // changing an owner's or billing member's role, giving a role not Grantable by admins (owner, billing) or
 // changing their own role (*Refused), the last owner demoted (ErrLastOwner).
 func (s *Service) ChangeRole(ctx context.Context, by *models.User, userID int64, role string) error {
@@ -409,7 +508,11 @@ func (s *Service) ChangeRole(ctx context.Context, by *models.User, userID int64,
 				return ErrLastOwner
 			}
 		}
-		return tx.Model(&models.User{}).Where("id = ?", target.ID).Updates(map[string]any{"account_role": role, "updated_at": s.now()}).Error
+		if err := tx.Model(&models.User{}).Where("id = ?", target.ID).Updates(map[string]any{"account_role": role, "updated_at": s.now()}).Error; err != nil {
+			return fmt.Errorf("change the role of member %d: %w", target.ID, err)
+		}
+		_, err = s.withdrawSentBy(tx, target, role)
+		return err
 	})
 }
 
@@ -420,7 +523,7 @@ type Removal struct {
 }
 
 // Remove takes a member out of the account: they are signed out everywhere at once and sign in no more;
-// their unused e-mailed links die. The row stays, so the ledger, keys and call log still name them. Their
+// their unused e-mailed links die, and so do the invitations they sent. The row stays, so the ledger, keys and call log still name them. Their
 // API keys belong to the account and keep working, unless revokeKeys asks to revoke the ones they
 // created too. Refused: a role that may not manage members, an admin removing an owner (*Refused),
 // removing oneself (*Invalid: leave instead), the last owner (ErrLastOwner).
@@ -507,7 +610,8 @@ func (s *Service) Leave(ctx context.Context, by *models.User) error {
 	})
 }
 
-// removeIn marks a member removed, ends their sessions and spends their unused e-mailed links, in tx.
+// removeIn marks a member removed, ends their sessions, spends their unused e-mailed links and withdraws
+// the invitations they sent, in tx.
 func (s *Service) removeIn(tx *gorm.DB, u *models.User) error {
 	now := s.now()
 	if err := tx.Model(&models.User{}).Where("id = ?", u.ID).Updates(map[string]any{"removed_at": now, "updated_at": now}).Error; err != nil {
@@ -519,7 +623,8 @@ func (s *Service) removeIn(tx *gorm.DB, u *models.User) error {
 	if err := tx.Model(&models.EmailToken{}).Where("user_id = ? AND used_at IS NULL", u.ID).Update("used_at", now).Error; err != nil {
 		return fmt.Errorf("spend the links of member %d: %w", u.ID, err)
 	}
-	return nil
+	_, err := s.withdrawSentBy(tx, u, "")
+	return err
 }
 
 // Withdraw revokes a pending invitation of the member's account: its link stops working.
