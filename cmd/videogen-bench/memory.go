@@ -20,7 +20,7 @@ import (
 	"videogen/models"
 )
 
-// The memory engine holds the server to its memory bounds (issue 25, point 5), on PostgreSQL: its
+// The memory engine holds the server to its memory bounds (docs/performance.md), on PostgreSQL: its
 // resident set stays under 256 MiB with memTasks tasks in flight (queued, or running at the simulator,
 // each polled as in production) while memDownloads clients download stored videos at once; and its heap
 // stays under 64 MiB while it receives a 300 MiB upload. The resident set is the kernel's count for the

@@ -69,7 +69,7 @@ func TestWebhooksSurviveACrash(t *testing.T) {
 	d := testkit.OpenDB(t, databaseOf(dir, env))
 	acct := testkit.NewAccount(t, d, "20")
 	hooks, err := webhooks.New(d, mediafetch.New(mediafetch.Policy{PlainHTTPLoopback: true}), nil,
-		slog.New(slog.NewTextHandler(os.Stderr, nil)), webhooks.Config{Secrets: []string{secret}})
+		slog.New(slog.NewTextHandler(os.Stderr, nil)), webhooks.Config{Secrets: []string{secret}, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"videogen/models"
 )
 
-// TestMatrix: Can says exactly what docs/members.md's matrix (the brief's roles.md) says, cell by cell.
+// TestMatrix: Can says exactly what docs/members.md's matrix says, cell by cell.
 func TestMatrix(t *testing.T) {
 	yes := map[members.Action]string{
 		members.ManageMembers:   "owner admin",

@@ -34,7 +34,7 @@ const MaxEndpoints = 10
 type Config struct {
 	Owner   string   // this instance's name in leases
 	Secrets []string // APP_SECRET values: the first seals endpoint secrets, all open them
-	// Now is the clock (tests move it); nil is real time.
+	// Now is the clock (tests move it); required.
 	Now func() time.Time
 	// ConsoleURL is the console's address, for the e-mail that says an endpoint was disabled.
 	ConsoleURL string
@@ -85,7 +85,8 @@ func New(d *db.DB, fetch *mediafetch.Fetcher, mail Mailer, log *slog.Logger, cfg
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		// The clock is given, never assumed: a test that moves time must move every part's (docs/architecture.md).
+		return nil, errors.New("webhooks: no clock (Config.Now)")
 	}
 	cfg.Poll = orDefault(cfg.Poll, time.Second)
 	cfg.Timeout = orDefault(cfg.Timeout, 10*time.Second)
