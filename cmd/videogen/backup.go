@@ -26,7 +26,8 @@ import (
 
 // A backup is a folder: the database (a SQLite file or a pg_dump archive), the stored files its rows
 // name laid out as under DATA_DIR, the development secret and the simulator's identity when they live
-// in DATA_DIR, and manifest.json, written last: a folder without it is not a finished backup.
+// in DATA_DIR, manifest.sig (the manifest's signature, signature.go) and manifest.json, written last: a
+// folder without it is not a finished backup. The folder and all in it are private to the owner.
 const (
 	manifestName   = "manifest.json"
 	manifestFormat = 1
@@ -81,7 +82,9 @@ func backupCmd() *cobra.Command {
 then, with files on local disk, every stored file the snapshot's rows name (videos, their stills,
 uploaded media) into DIR/blobs and DIR/media, and the development secret (DATA_DIR/app_secret) and the
 simulator's identity when they are there. With S3_ENDPOINT the files stay in the bucket: keep bucket
-versioning on. DIR/manifest.json, written last, lists it all with row counts and SHA-256 digests.
+versioning on. DIR/manifest.json, written last, lists it all with row counts and SHA-256 digests;
+DIR/manifest.sig signs it with a key derived from APP_SECRET (in development DATA_DIR/app_secret). DIR
+is made 0700, its files 0600.
 
 Restore with videogen restore --from DIR.`,
 		Example: "  videogen backup --out /var/backups/videogen/$(date -u +%Y-%m-%dT%H%MZ)",
@@ -102,7 +105,7 @@ Restore with videogen restore --from DIR.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&out, "out", "", "a new or empty folder for the backup (required)")
+	c.Flags().StringVar(&out, "out", "", "a new or empty folder for the backup, outside DATA_DIR (required)")
 	_ = c.MarkFlagRequired("out")
 	return c
 }
@@ -111,16 +114,22 @@ Restore with videogen restore --from DIR.`,
 // folder with a manifest is always a whole backup and a retry finds the folder empty.
 func backup(ctx context.Context, cfg *config.Config, out string) (m *manifest, err error) {
 	start := time.Now()
-	out, err = filepath.Abs(out)
-	if err != nil {
-		return nil, err
+	// Judged, and written, where they really are: a symbolic link on the way decides nothing.
+	if out, err = resolvePath(out); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
 	}
-	dataDir, err := filepath.Abs(cfg.DataDir)
+	dataDir, err := resolvePath(cfg.DataDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("DATA_DIR: %w", err)
 	}
 	if within(out, dataDir) {
 		return nil, fmt.Errorf("--out %s is inside DATA_DIR %s: a backup there is lost with what it backs up", out, dataDir)
+	}
+	// The simulator's folder is copied whole: a backup inside it would copy itself.
+	if simDir, err := resolvePath(cfg.SimDataDir); err != nil {
+		return nil, fmt.Errorf("SIM_DATA_DIR: %w", err)
+	} else if within(out, simDir) {
+		return nil, fmt.Errorf("--out %s is inside SIM_DATA_DIR %s, which the backup copies: give a folder outside it", out, simDir)
 	}
 	// A backup never overwrites another: the folder must be new or empty.
 	if names, err := dirEntries(out); err != nil {
@@ -130,6 +139,11 @@ func backup(ctx context.Context, cfg *config.Config, out string) (m *manifest, e
 	}
 	if err := os.MkdirAll(out, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", out, err)
+	}
+	// A folder that was there keeps its mode through MkdirAll: an empty one made 0777 would leave the
+	// database copy, password hashes and the secret listable, and replaceable, by anyone.
+	if err := os.Chmod(out, 0o700); err != nil {
+		return nil, fmt.Errorf("make %s private: %w", out, err)
 	}
 	defer func() {
 		if err != nil {
@@ -186,15 +200,21 @@ func backup(ctx context.Context, cfg *config.Config, out string) (m *manifest, e
 	}
 
 	// Without the secret, signed media URLs, console sessions, sealed second factors and queued e-mails
-	// of the restored installation would not verify or open.
-	if cfg.AppSecret != "" { // config.Load reads APP_SECRET alone; the file is read only by EnsureSecret
-		m.AppSecret = "APP_SECRET comes from the environment and is not in the backup: a restore needs the same value"
-	} else if err := backupExtra(filepath.Join(dataDir, secretName), out, secretName, m, dirs); errors.Is(err, fs.ErrNotExist) {
-		m.AppSecret = "none yet: DATA_DIR/" + secretName + " did not exist"
-	} else if err != nil {
+	// of the restored installation would not verify or open. The same secret signs the manifest:
+	// APP_SECRET, or in development DATA_DIR/app_secret, created here when no server has yet (as its first
+	// start would; the database was there, so this is an installation, not a mistyped DATA_DIR).
+	secretFromEnv := cfg.AppSecret != "" // config.Load reads APP_SECRET alone; EnsureSecret the file
+	if err := cfg.EnsureSecret(); err != nil {
 		return nil, err
+	}
+	if secretFromEnv {
+		m.AppSecret = "APP_SECRET comes from the environment and is not in the backup: a restore needs the same value, " +
+			"which also checks the backup's signature"
+	} else if err := backupExtra(filepath.Join(dataDir, secretName), out, secretName, m, dirs); err != nil {
+		return nil, fmt.Errorf("copy the development secret: %w", err)
 	} else {
-		m.AppSecret = "copied from DATA_DIR/" + secretName + ": keep this backup as secret as the installation"
+		m.AppSecret = "copied from DATA_DIR/" + secretName + ", which also signed this backup: keep the backup as secret " +
+			"as the installation; its signature vouches for it only to an installation that has the secret already"
 	}
 	// The built-in simulator's credentials name the tasks' upstream slots (upstream_credentials ids are
 	// their digests) and its task records are what it answers polls from; its rendered videos are not
@@ -207,7 +227,7 @@ func backup(ctx context.Context, cfg *config.Config, out string) (m *manifest, e
 		return nil, err
 	}
 	m.FinishedAt = time.Now().UTC()
-	if err := writeManifest(out, m); err != nil {
+	if err := writeManifest(out, m, cfg.Secrets()); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -374,50 +394,68 @@ func backupSim(simDir, out string, m *manifest, dirs map[string]bool) error {
 	return nil
 }
 
-// writeManifest writes manifest.json atomically, last of all.
-func writeManifest(out string, m *manifest) error {
+// writeManifest writes its signature (manifest.sig) and then manifest.json, each atomically, last of
+// all: a folder with a manifest is a whole backup, and its signature is already there.
+func writeManifest(out string, m *manifest, secrets []string) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(out, ".put-"+manifestName)
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write the manifest: %w", err)
-	}
-	if err := syncFile(tmp); err != nil {
+	b = append(b, '\n')
+	sig, err := signManifest(secrets, b)
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(out, manifestName)); err != nil {
-		return fmt.Errorf("write the manifest: %w", err)
+	if err := writeAtomically(out, signatureName, []byte(sig)); err != nil {
+		return err
+	}
+	if err := writeAtomically(out, manifestName, b); err != nil {
+		return err
 	}
 	return syncDirs(map[string]bool{out: true})
 }
 
-// readManifest reads a backup's manifest and checks that this binary understands it.
-func readManifest(dir string) (*manifest, error) {
+// writeAtomically writes b to dir/name through a synced temporary file, private to the owner.
+func writeAtomically(dir, name string, b []byte) error {
+	tmp := filepath.Join(dir, ".put-"+name)
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := syncFile(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// readManifest reads a backup's manifest and checks that this binary understands it. It returns the
+// bytes as read too: the signature is over them.
+func readManifest(dir string) (*manifest, []byte, error) {
 	b, err := os.ReadFile(filepath.Join(dir, manifestName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s has no %s: it is not a finished videogen backup", dir, manifestName)
+		return nil, nil, fmt.Errorf("%s has no %s: it is not a finished videogen backup", dir, manifestName)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, manifestName), err)
+		return nil, nil, fmt.Errorf("read %s: %w", filepath.Join(dir, manifestName), err)
 	}
 	if m.Format != manifestFormat {
-		return nil, fmt.Errorf("%s is of format %d; this binary reads format %d", filepath.Join(dir, manifestName), m.Format, manifestFormat)
+		return nil, nil, fmt.Errorf("%s is of format %d; this binary reads format %d", filepath.Join(dir, manifestName), m.Format, manifestFormat)
 	}
 	if m.Engine != engineSQLite && m.Engine != enginePostgres {
-		return nil, fmt.Errorf("%s names engine %q", filepath.Join(dir, manifestName), m.Engine)
+		return nil, nil, fmt.Errorf("%s names engine %q", filepath.Join(dir, manifestName), m.Engine)
 	}
 	for _, f := range append([]backupFile{m.Database}, m.Files...) {
 		if err := checkRel(f.Path); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, manifestName), err)
+			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, manifestName), err)
 		}
 	}
-	return &m, nil
+	return &m, b, nil
 }
 
 func printBackup(w io.Writer, out string, m *manifest) {

@@ -73,6 +73,17 @@ func installation(t *testing.T, dir, dbURL string) map[string]string {
 	return env
 }
 
+// backupSecret is the APP_SECRET of the tests' production-like installations: the one that backs up and
+// the one that restores have it both, as production's do (a restore checks the backup's signature
+// with it).
+const backupSecret = "backup-test-secret-0123456789abcdef"
+
+// withSecret sets env's APP_SECRET (several values comma-separated: the first signs, all verify).
+func withSecret(env map[string]string, secret string) map[string]string {
+	env["APP_SECRET"] = secret
+	return env
+}
+
 // openInstallation opens (and migrates) an installation's database for the test's own reads and writes.
 func openInstallation(t *testing.T, dir string, env map[string]string) *db.DB {
 	t.Helper()
@@ -154,13 +165,15 @@ func count(t *testing.T, d *db.DB, table string) int64 {
 // through pg_restore (PostgreSQL), where `videogen audit` finds the books in order, every task and
 // ledger entry written before the backup began is there, the counts are exactly the manifest's, every
 // video completed in the snapshot downloads with the same bytes, the keys authenticate and an uploaded
-// file's signed URL still opens (the same secret came back).
+// file's signed URL still opens (the same APP_SECRET, which also verified the backup's signature). The
+// backup's folder existed, empty and open to all (0777): the backup made it 0700, and nothing in it is
+// readable by group or others.
 func TestBackupUnderWriteLoadRestores(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, newDB func(*testing.T) string) {
 		ctx := context.Background()
 		dir := t.TempDir()
-		env := installation(t, dir, newDB(t))
+		env := withSecret(installation(t, dir, newDB(t)), backupSecret)
 		d := openInstallation(t, dir, env)
 		defer d.Close()
 		a, b := testkit.NewAccount(t, d, "1000"), testkit.NewAccount(t, d, "1000")
@@ -236,7 +249,7 @@ func TestBackupUnderWriteLoadRestores(t *testing.T) {
 		}()
 		testkit.Eventually(t, 20*time.Second, "the load runs", func() bool { return creates.Load() >= 3 && credits.Load() >= 3 })
 
-		bk := filepath.Join(t.TempDir(), "backup")
+		bk := openFolder(t)
 		writesBefore := creates.Load() + credits.Load()
 		started := time.Now()
 		out, stderr, code := run(t, dir, env, "backup", "--out", bk)
@@ -254,6 +267,7 @@ func TestBackupUnderWriteLoadRestores(t *testing.T) {
 		if writesDuring == 0 {
 			t.Fatal("nothing was written while the backup ran: the test did not test a backup under load")
 		}
+		checkPrivate(t, bk)
 		m := readBackupManifest(t, bk)
 		t.Logf("backup under load: %s (%d writes meanwhile): %d tables, %d tasks, %d ledger entries, %d files, %.1f MB",
 			backupTook.Round(time.Millisecond), writesDuring, len(m.Tables), m.Tables["tasks"], m.Tables["ledger_entries"], len(m.Files), float64(m.FilesBytes)/1e6)
@@ -266,15 +280,26 @@ func TestBackupUnderWriteLoadRestores(t *testing.T) {
 
 		// A fresh installation from the backup.
 		dir2 := t.TempDir()
-		env2 := installation(t, dir2, newDB(t))
+		env2 := withSecret(installation(t, dir2, newDB(t)), backupSecret)
 		started = time.Now()
 		out, stderr, code = run(t, dir2, env2, "restore", "--from", bk)
 		t.Logf("restore: %s", time.Since(started).Round(time.Millisecond))
-		if code != 0 || !strings.Contains(out, "ledger and task counters agree") {
+		if code != 0 || !strings.Contains(out, "ledger and task counters agree") || strings.Contains(stderr, "WARNING") {
 			t.Fatalf("restore: exit %d\n%s%s", code, out, stderr)
 		}
 		if out, stderr, code := run(t, dir2, env2, "audit"); code != 0 || !strings.Contains(out, "ledger and task counters agree") {
 			t.Fatalf("audit of the restored installation: exit %d\n%s%s", code, out, stderr)
+		}
+		// A stored file changed in a copy, the manifest left as it is: the signature verifies, the file's
+		// SHA-256 does not, and the restore refuses it.
+		changed := copyBackup(t, bk)
+		if err := os.WriteFile(filepath.Join(changed, filepath.FromSlash(m.Files[0].Path)), []byte("not the file"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dir3 := t.TempDir()
+		env3 := withSecret(installation(t, dir3, newDB(t)), backupSecret)
+		if _, stderr, code := run(t, dir3, env3, "restore", "--from", changed); code != 1 || !strings.Contains(stderr, "damaged") {
+			t.Fatalf("restore of a backup with a changed file: exit %d %q", code, stderr)
 		}
 		r := openInstallation(t, dir2, env2)
 		defer r.Close()
@@ -359,7 +384,7 @@ func postVideo(base, key, prompt string) (int, error) {
 func TestRestoreRefusesWhatItWouldOverwrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	env := installation(t, dir, "")
+	env := withSecret(installation(t, dir, ""), backupSecret)
 	d := openInstallation(t, dir, env)
 	a := testkit.NewAccount(t, d, "25")
 	_ = d.Close()
@@ -376,7 +401,7 @@ func TestRestoreRefusesWhatItWouldOverwrite(t *testing.T) {
 
 	// The target already holds another installation.
 	dir2 := t.TempDir()
-	env2 := installation(t, dir2, "")
+	env2 := withSecret(installation(t, dir2, ""), backupSecret)
 	d2 := openInstallation(t, dir2, env2)
 	other := testkit.NewAccount(t, d2, "1")
 	_ = d2.Close()
@@ -448,7 +473,7 @@ func TestRestoreRefusesWhatItWouldOverwrite(t *testing.T) {
 	}
 	_ = f.Close()
 	dir3 := t.TempDir()
-	env3 := installation(t, dir3, "")
+	env3 := withSecret(installation(t, dir3, ""), backupSecret)
 	if _, stderr, code := run(t, dir3, env3, "restore", "--from", damaged); code != 1 || !strings.Contains(stderr, "damaged") {
 		t.Fatalf("restore of a damaged backup: exit %d %q", code, stderr)
 	}
@@ -457,15 +482,15 @@ func TestRestoreRefusesWhatItWouldOverwrite(t *testing.T) {
 	}
 
 	// A SQLite backup does not go into PostgreSQL; the refusal says what does.
-	env4 := installation(t, t.TempDir(), "postgres://nobody@127.0.0.1:1/none")
+	env4 := withSecret(installation(t, t.TempDir(), "postgres://nobody@127.0.0.1:1/none"), backupSecret)
 	if _, stderr, code := run(t, dir, env4, "restore", "--from", bk); code != 1 || !strings.Contains(stderr, "migrate-to-postgres") {
 		t.Fatalf("a SQLite backup into PostgreSQL: exit %d %q", code, stderr)
 	}
 }
 
-// TestBackupWithS3LeavesTheFilesInTheBucket: with S3 storage the backup copies the database, the secret
-// and the simulator's identity but no stored file, and says where they are; restored beside the same
-// bucket, the installation serves the video it had.
+// TestBackupWithS3LeavesTheFilesInTheBucket: with S3 storage the backup copies the database and the
+// simulator's identity (and the secret, in development) but no stored file, and says where they are;
+// restored beside the same bucket, with the same APP_SECRET, the installation serves the video it had.
 func TestBackupWithS3LeavesTheFilesInTheBucket(t *testing.T) {
 	t.Parallel()
 	s3 := testkit.StartS3(t)
@@ -474,7 +499,7 @@ func TestBackupWithS3LeavesTheFilesInTheBucket(t *testing.T) {
 		return env
 	}
 	dir := t.TempDir()
-	env := withS3(installation(t, dir, ""))
+	env := withSecret(withS3(installation(t, dir, "")), backupSecret)
 	d := openInstallation(t, dir, env)
 	a := testkit.NewAccount(t, d, "10")
 	_ = d.Close()
@@ -502,7 +527,7 @@ func TestBackupWithS3LeavesTheFilesInTheBucket(t *testing.T) {
 		}
 	}
 	dir2 := t.TempDir()
-	env2 := withS3(installation(t, dir2, ""))
+	env2 := withSecret(withS3(installation(t, dir2, "")), backupSecret)
 	if out, stderr, code := run(t, dir2, env2, "restore", "--from", bk); code != 0 {
 		t.Fatalf("restore: exit %d\n%s%s", code, out, stderr)
 	}
@@ -542,7 +567,7 @@ func restoreByTheDocumentedSteps(t *testing.T, bk string, env map[string]string)
 		t.Fatal("docs/backups.md has no block marked for this test")
 	}
 	dir := t.TempDir()
-	byHand := installation(t, dir, freshDatabase(t))
+	byHand := withSecret(installation(t, dir, freshDatabase(t)), env["APP_SECRET"])
 	script := exec.Command("bash", "-euo", "pipefail", "-c", string(block[1]))
 	script.Dir = dir
 	script.Env = append(environ(map[string]string{"DATABASE_URL": byHand["DATABASE_URL"], "DATA_DIR": byHand["DATA_DIR"], "BACKUP": bk}),

@@ -128,6 +128,36 @@ func dirEntries(dir string) ([]string, error) {
 	return names, nil
 }
 
+// resolvePath is where p really is: absolute, with every symbolic link of the part that exists
+// resolved (the rest does not exist yet, so it holds none). Containment checks compare resolved paths,
+// so a link inside DATA_DIR to elsewhere, or a path reaching DATA_DIR through a link, is judged by where
+// it leads. A dangling link is refused: what it would lead to once created is anyone's guess.
+func resolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for at := abs; ; {
+		real, err := filepath.EvalSymlinks(at)
+		if err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("resolve %s: %w", abs, err)
+		}
+		if _, lerr := os.Lstat(at); lerr == nil {
+			return "", fmt.Errorf("%s is a symbolic link to something that does not exist", at)
+		}
+		parent := filepath.Dir(at)
+		if parent == at {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(at)}, rest...)
+		at = parent
+	}
+}
+
 // within reports whether p is dir or inside it (both absolute and clean).
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)

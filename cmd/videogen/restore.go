@@ -22,7 +22,7 @@ import (
 
 func restoreCmd() *cobra.Command {
 	var from string
-	var force, noPrivileges bool
+	var force, noPrivileges, allowUnsigned bool
 	c := &cobra.Command{
 		Use:   "restore --from DIR",
 		Short: "bring a backup back: SQLite into an empty DATA_DIR, PostgreSQL into an empty DATABASE_URL (docs/backups.md)",
@@ -34,8 +34,12 @@ func restoreCmd() *cobra.Command {
   PostgreSQL  pg_restore into DATABASE_URL, which must be an empty database (createdb one), then the
               files into DATA_DIR when the backup has them (files on local disk).
 
-The server must be stopped. Every file and the database are checked against the manifest's SHA-256,
-the restored row counts against the manifest's, and then the ledger is audited (as videogen audit).
+The server must be stopped. First the manifest's signature (manifest.sig) must verify with this
+installation's own secret (APP_SECRET; in development DATA_DIR/app_secret when it is there already): a
+backup altered since it was made, made under another secret, or made before backups were signed is
+refused before anything is touched; --allow-unsigned restores it anyway, with a warning. Every file and
+the database are checked against the manifest's SHA-256, the restored row counts against the
+manifest's, and then the ledger is audited (as videogen audit).
 Exit status 0: restored and the books agree; 1: refused, failed, or the audit found problems.`,
 		Example: "  DATA_DIR=/var/lib/videogen videogen restore --from /var/backups/videogen/2026-11-24T0300Z",
 		Args:    cobra.NoArgs,
@@ -44,18 +48,21 @@ Exit status 0: restored and the books agree; 1: refused, failed, or the audit fo
 			if err != nil {
 				return err
 			}
-			return restore(cmd.Context(), cfg, from, restoreOptions{force: force, noPrivileges: noPrivileges}, cmd.OutOrStdout())
+			return restore(cmd.Context(), cfg, from, restoreOptions{force: force, noPrivileges: noPrivileges, allowUnsigned: allowUnsigned},
+				cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	c.Flags().StringVar(&from, "from", "", "the backup's folder (required)")
 	c.Flags().BoolVar(&force, "force", false, "restore into a DATA_DIR that is not empty, moving what the restore replaces aside first")
 	c.Flags().BoolVar(&noPrivileges, "no-privileges", false, "PostgreSQL: skip the dump's GRANTs (when the roles they name do not exist on this server)")
+	c.Flags().BoolVar(&allowUnsigned, "allow-unsigned", false, "restore a backup whose signature is missing or does not verify with this installation's secret "+
+		"(made before backups were signed, or under a secret this installation does not have): only one you know has not been altered")
 	_ = c.MarkFlagRequired("from")
 	return c
 }
 
 type restoreOptions struct {
-	force, noPrivileges bool
+	force, noPrivileges, allowUnsigned bool
 }
 
 // restoreLayout is where each part of a backup goes.
@@ -89,11 +96,34 @@ func (l restoreLayout) replaced() []string {
 	return append(paths, l.simDir)
 }
 
-func restore(ctx context.Context, cfg *config.Config, from string, opt restoreOptions, w io.Writer) error {
+func restore(ctx context.Context, cfg *config.Config, from string, opt restoreOptions, w, warn io.Writer) error {
 	start := time.Now()
-	m, err := readManifest(from)
+	m, raw, err := readManifest(from)
 	if err != nil {
 		return err
+	}
+	var l restoreLayout
+	// Where they really are: the containment checks of makeRoom compare resolved paths.
+	if l.dataDir, err = resolvePath(cfg.DataDir); err != nil {
+		return fmt.Errorf("DATA_DIR: %w", err)
+	}
+	if l.simDir, err = resolvePath(cfg.SimDataDir); err != nil {
+		return fmt.Errorf("SIM_DATA_DIR: %w", err)
+	}
+	// The signature before anything else: a backup nobody vouches for touches nothing without
+	// --allow-unsigned.
+	secrets, where, err := ownSecrets(cfg, l.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := verifyManifest(from, raw, m, secrets, where); err != nil {
+		var unsigned *errUnsigned
+		if !errors.As(err, &unsigned) || !opt.allowUnsigned {
+			return err
+		}
+		fmt.Fprintf(warn, "WARNING: --allow-unsigned: restoring %s although its signature %s: nothing proves it is what videogen backup "+
+			"wrote, and whoever could write to it could have changed any row (made a member an owner, credited a balance, replaced "+
+			"a password hash or an API key) or any stored file; restore only a backup you know has not been altered\n", from, unsigned.what)
 	}
 	latest, err := latestSchemaVersion(m.Engine == enginePostgres)
 	if err != nil {
@@ -110,17 +140,14 @@ func restore(ctx context.Context, cfg *config.Config, from string, opt restoreOp
 	case m.Engine == enginePostgres && !cfg.IsPostgres():
 		return errors.New("this is a PostgreSQL backup: set DATABASE_URL to a new, empty PostgreSQL database (createdb) and run again")
 	}
-	var l restoreLayout
-	if l.dataDir, err = filepath.Abs(cfg.DataDir); err != nil {
-		return err
-	}
-	if l.simDir, err = filepath.Abs(cfg.SimDataDir); err != nil {
-		return err
-	}
 	if m.Engine == engineSQLite {
-		if l.dbPath, err = filepath.Abs(db.SQLitePath(cfg.DatabaseURL)); err != nil {
-			return err
+		// The file's folder resolved, the file's own name kept: a link there is replaced, as it always was.
+		dbPath := db.SQLitePath(cfg.DatabaseURL)
+		dbDir, err := resolvePath(filepath.Dir(dbPath))
+		if err != nil {
+			return fmt.Errorf("the database's folder: %w", err)
 		}
+		l.dbPath = filepath.Join(dbDir, filepath.Base(dbPath))
 		if err := restoreSQLite(ctx, from, m, l, opt, w); err != nil {
 			return err
 		}

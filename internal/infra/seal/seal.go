@@ -40,6 +40,9 @@ const (
 	// WebhookSecret seals customers' webhook signing secrets, which must be read back to sign
 	// (internal/domain/webhooks).
 	WebhookSecret Purpose = "videogen webhook secret v1"
+	// BackupManifest signs a backup's manifest.json (cmd/videogen, docs/backups.md, "The signature"), so
+	// that a restore refuses a backup altered after it was made.
+	BackupManifest Purpose = "videogen backup manifest v1"
 )
 
 // ErrUnsealable says a sealed value opens under none of the configured secrets: it was sealed under a
