@@ -34,6 +34,8 @@ type DB struct {
 	Postgres bool
 	rsql     *sql.DB // R's pool, for QueryRow
 	path     string  // the SQLite file; "" on PostgreSQL
+	// migrationLockWait, when set, replaces the package's bound on waiting for the migration lock (tests).
+	migrationLockWait time.Duration
 }
 
 // Now is the clock for timestamps the database stores: UTC, microseconds (PostgreSQL's precision), so a

@@ -2,16 +2,11 @@ package db
 
 import (
 	"context"
-	"testing"
 	"time"
 )
 
-// SetMigrationLockWait shortens how long Migrate waits for the migration lock, for the test's duration.
-func SetMigrationLockWait(t *testing.T, wait time.Duration) {
-	old := migrationLockWait
-	migrationLockWait = wait
-	t.Cleanup(func() { migrationLockWait = old })
-}
+// SetMigrationLockWait shortens how long Migrate on d waits for the migration lock.
+func (d *DB) SetMigrationLockWait(wait time.Duration) { d.migrationLockWait = wait }
 
 // LockMigrations takes the migration lock as Migrate does, as another process would hold it.
 func (d *DB) LockMigrations(ctx context.Context) (unlock func(), err error) {

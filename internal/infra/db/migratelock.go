@@ -19,7 +19,7 @@ var ErrMigrationLocked = errors.New("another process holds the migration lock")
 // migrationLockWait bounds how long Migrate waits for another process's migration: generous, since a
 // migration of a large database can take a while, but bounded, so a process stuck holding the lock
 // shows as an error that says so rather than as a start that never ends.
-var migrationLockWait = 60 * time.Second
+const migrationLockWait = 60 * time.Second
 
 // migrationLockPoll is how often a waiting process asks for the lock again.
 const migrationLockPoll = 100 * time.Millisecond
@@ -46,9 +46,18 @@ func (d *DB) lockMigrations(ctx context.Context) (unlock func(), err error) {
 	return d.lockMigrationsSQLite(ctx)
 }
 
-// waitForLock calls try until it takes the lock, fails, the context ends or migrationLockWait passes.
-func waitForLock(ctx context.Context, where string, try func() (bool, error)) error {
-	deadline := time.Now().Add(migrationLockWait)
+// lockWait is how long this handle waits for the migration lock: migrationLockWait unless a test
+// shortened it.
+func (d *DB) lockWait() time.Duration {
+	if d.migrationLockWait > 0 {
+		return d.migrationLockWait
+	}
+	return migrationLockWait
+}
+
+// waitForLock calls try until it takes the lock, fails, the context ends or wait passes.
+func waitForLock(ctx context.Context, wait time.Duration, where string, try func() (bool, error)) error {
+	deadline := time.Now().Add(wait)
 	for {
 		ok, err := try()
 		if err != nil {
@@ -59,7 +68,7 @@ func waitForLock(ctx context.Context, where string, try func() (bool, error)) er
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w (%s) and has not released it in %s: it is still migrating this database, or is stuck; "+
-				"run again once it has finished", ErrMigrationLocked, where, migrationLockWait)
+				"run again once it has finished", ErrMigrationLocked, where, wait)
 		}
 		t := time.NewTimer(migrationLockPoll)
 		select {
@@ -78,7 +87,7 @@ func (d *DB) lockMigrationsSQLite(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the migration lock: %w", err)
 	}
-	err = waitForLock(ctx, path, func() (bool, error) {
+	err = waitForLock(ctx, d.lockWait(), path, func() (bool, error) {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return false, nil
@@ -100,7 +109,7 @@ func (d *DB) lockMigrationsPostgres(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect for the migration lock: %w", err)
 	}
-	err = waitForLock(ctx, fmt.Sprintf("PostgreSQL advisory lock %d", migrationLockID), func() (bool, error) {
+	err = waitForLock(ctx, d.lockWait(), fmt.Sprintf("PostgreSQL advisory lock %d", migrationLockID), func() (bool, error) {
 		var ok bool
 		err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", migrationLockID).Scan(&ok)
 		return ok, err

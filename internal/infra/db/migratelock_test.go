@@ -16,7 +16,6 @@ import (
 // the lock is released it migrates. (cmd/videogen's TestMigrateConcurrently runs five real processes on
 // one new database; this is the bound, with the wait shortened.)
 func TestMigrateWaitsForTheLockThenGivesUp(t *testing.T) {
-	db.SetMigrationLockWait(t, 300*time.Millisecond) // before the runs, which go side by side
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		holder, err := db.Open(ctx, url)
@@ -39,6 +38,7 @@ func TestMigrateWaitsForTheLockThenGivesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer d.Close()
+		d.SetMigrationLockWait(300 * time.Millisecond)
 		n, err := d.Migrate(ctx)
 		if !errors.Is(err, db.ErrMigrationLocked) || !strings.Contains(err.Error(), "another process holds the migration lock") || n != 0 {
 			t.Fatalf("migrate while another holds the lock: %d, %v; want ErrMigrationLocked", n, err)
