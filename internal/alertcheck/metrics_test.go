@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"gorm.io/gorm"
 
 	"videogen/internal/domain/tasks"
 	"videogen/internal/infra/mail"
+	"videogen/internal/jobs/ledgercheck"
 	"videogen/internal/server"
 	"videogen/internal/staff/metrics"
 	"videogen/internal/testkit"
@@ -23,15 +23,26 @@ import (
 
 var video = map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "a lighthouse at dusk"}
 
-// TestMetricsNamedByRulesAreExported: every metric an alert rule reads is one a running server's
+// absentUntil are the metrics alert rules read that a freshly started instance does not export yet, by
+// design, and what makes them appear (docs/decisions.md, "Alert series from the start"). Every other
+// metric a rule names must be in the first scrape: a rule whose series appears only once something has
+// happened cannot fire on an installation where it never did.
+var absentUntil = map[string]string{
+	// A share of traffic: with no request there is nothing to compare, and the rule's traffic guard
+	// keeps it quiet anyway. Series by route and status, as many as the requests make.
+	"videogen_http_requests_total": "a request is answered",
+}
+
+// TestMetricsNamedByRulesAreExported: every metric an alert rule reads is one a freshly started server's
 // /metrics exports. A rule naming a metric that does not exist is valid PromQL that never fires, which
-// promtool's own tests (over series they make up) cannot see.
+// promtool's own tests (over series they make up) cannot see; nor can they see a series that exists only
+// after an event — a ledger check's time, which VideogenLedgerCheckStale reads, before any check ran.
 //
-// Samples, not only the registry's descriptions: a family with no series is not in the exposition, so
-// the test creates what makes each appear — requests, a ledger check (LEDGER_CHECK_INTERVAL), a Stripe
-// reconciliation (STRIPE_RECONCILE_INTERVAL, against the Stripe front). The one series that appears only
-// on an event this server cannot have is videogen_ratelimit_shared: it exists only where REDIS_URL is set
-// and the rate limiter reports (docs/support.md), so the test reports as the rate limiter does.
+// Samples, not only the registry's descriptions: a family with no series is not in the exposition. The
+// server is as fresh as an installation gets: its ledger check and its Stripe reconciliation never ran
+// (both intervals 0, so neither runs behind the test's back), and nobody sent it a request. Stripe is
+// configured (the Stripe front), and REDIS_URL is set: videogen_ratelimit_shared exists only there.
+// Only the metrics of absentUntil may be missing; the test then makes each appear.
 func TestMetricsNamedByRulesAreExported(t *testing.T) {
 	rules := loadRules(t)
 	named := map[string][]string{} // metric → the alerts that read it
@@ -49,35 +60,58 @@ func TestMetricsNamedByRulesAreExported(t *testing.T) {
 		front.List("GET /v1/payment_intents", []map[string]any{}, 0)
 		env := front.Env()
 		env["METRICS_ADDR"] = "127.0.0.1:0"
-		env["LEDGER_CHECK_INTERVAL"] = "1s"
-		env["STRIPE_RECONCILE_INTERVAL"] = "1h"
+		env["LEDGER_CHECK_INTERVAL"] = "0"
+		env["STRIPE_RECONCILE_INTERVAL"] = "0"
 		// The machine's Redis: videogen_ratelimit_shared is exported where REDIS_URL is set.
 		env["REDIS_URL"] = "redis://127.0.0.1:6379/0"
 		s := testkit.Start(t, dbURL, env)
-		acct := s.NewAccount(t, "10")
-		s.CreateVideo(t, acct.Key, video)
-		if r := s.Do(t, "GET", "/v1/models", "", nil); r.Status != 401 {
-			t.Fatalf("no key: %d", r.Status)
-		}
 
-		var fams map[string]*dto.MetricFamily
-		testkit.Eventually(t, 30*time.Second, "the ledger check and the Stripe reconciliation ran", func() bool {
-			fams = families(t, s)
-			return fams["videogen_ledger_check_timestamp_seconds"] != nil && fams["videogen_stripe_reconcile_timestamp_seconds"] != nil
-		})
 		var names []string
 		for name := range named {
 			names = append(names, name)
 		}
 		sort.Strings(names)
+		fams := families(t, s)
 		for _, name := range names {
 			// up is Prometheus' own: whether it could scrape the target.
-			if name != "up" && !exported(fams, name) {
-				t.Errorf("%v read(s) %s, which /metrics does not export", named[name], name)
+			if name == "up" || absentUntil[name] != "" {
+				continue
+			}
+			if !exported(fams, name) {
+				t.Errorf("%v read(s) %s, which a freshly started /metrics does not export", named[name], name)
+			}
+		}
+		// Never run reads as nothing found, at time 0: decades old, which VideogenLedgerCheckStale fires on
+		// (alerts_test.yml has the case).
+		for _, name := range []string{"videogen_ledger_check_timestamp_seconds", "videogen_ledger_check_problems",
+			"videogen_stripe_reconcile_timestamp_seconds", "videogen_stripe_reconcile_differences"} {
+			if v, ok := value(fams, name); !ok || v != 0 {
+				t.Errorf("%s before any run: %v (found %v), want 0", name, v, ok)
 			}
 		}
 		if up, _ := value(fams, "videogen_metrics_database_up"); up != 1 {
 			t.Errorf("videogen_metrics_database_up = %v", up)
+		}
+		for name := range absentUntil {
+			if named[name] == nil {
+				t.Errorf("absentUntil names %s, which no rule reads: take it out", name)
+			}
+			if exported(fams, name) {
+				t.Errorf("%s is exported from the start: take it out of absentUntil", name)
+			}
+		}
+
+		// What makes the rest appear: requests, answered and refused.
+		acct := s.NewAccount(t, "10")
+		s.CreateVideo(t, acct.Key, video)
+		if r := s.Do(t, "GET", "/v1/models", "", nil); r.Status != 401 {
+			t.Fatalf("no key: %d", r.Status)
+		}
+		fams = families(t, s)
+		for name, until := range absentUntil {
+			if !exported(fams, name) {
+				t.Errorf("%v read(s) %s, which /metrics does not export once %s", named[name], name, until)
+			}
 		}
 	})
 }
@@ -110,6 +144,44 @@ func TestMetricsSeriesFromTheStart(t *testing.T) {
 	if v, _ := value(fams, "videogen_storage_errors_total", "op", "put"); v != 1 {
 		t.Errorf("videogen_storage_errors_total{op=\"put\"} = %v after a failed put", v)
 	}
+}
+
+// TestMetricsChecksNeverRun: an instance whose ledger check has not run exports the check's series at
+// 0 — nothing found, at time 0, which VideogenLedgerCheckStale reads as stale — and a check then gives
+// its time; an instance without Stripe exports no reconciliation series at all, not even for a run
+// recorded while Stripe was configured (no run could ever clear its differences).
+func TestMetricsChecksNeverRun(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s := testkit.Start(t, dbURL, map[string]string{"METRICS_ADDR": "127.0.0.1:0", "LEDGER_CHECK_INTERVAL": "0"})
+		ctx := context.Background()
+		if err := s.DB.W.Create(&models.StripeReconcileRun{At: time.Now().UTC(), Owner: "web-1",
+			Since: time.Now().UTC().Add(-72 * time.Hour), Differences: 2}).Error; err != nil {
+			t.Fatal(err)
+		}
+		fams := families(t, s)
+		for _, name := range []string{"videogen_ledger_check_timestamp_seconds", "videogen_ledger_check_problems", "videogen_ledger_drift_accounts"} {
+			if v, ok := value(fams, name); !ok || v != 0 {
+				t.Errorf("%s before any check: %v (found %v), want 0", name, v, ok)
+			}
+		}
+		for _, name := range []string{"videogen_stripe_reconcile_differences", "videogen_stripe_reconcile_timestamp_seconds"} {
+			if f := fams[name]; f != nil {
+				t.Errorf("%s without Stripe: %v", name, f)
+			}
+		}
+
+		before := time.Now()
+		if _, err := ledgercheck.Check(ctx, s.DB, "alertcheck", time.Now); err != nil {
+			t.Fatal(err)
+		}
+		fams = families(t, s)
+		if at, _ := value(fams, "videogen_ledger_check_timestamp_seconds"); at < float64(before.Unix()) || at > float64(time.Now().Unix()+1) {
+			t.Errorf("videogen_ledger_check_timestamp_seconds = %v after a check, want its time (%d)", at, before.Unix())
+		}
+		if v, ok := value(fams, "videogen_ledger_check_problems"); !ok || v != 0 {
+			t.Errorf("videogen_ledger_check_problems = %v (found %v) after a clean check, want 0", v, ok)
+		}
+	})
 }
 
 // TestMetricsTasksOverdue: a task submitted upstream counts as overdue once its run deadline (RUN_TIMEOUT
@@ -292,9 +364,9 @@ func TestMetricsMailOutbox(t *testing.T) {
 	})
 }
 
-// TestMetricsStripeReconcile: before any reconciliation there is no series ("never reconciled" is not
-// "no differences"); a run is recorded and its differences exported with its time; a later clean run
-// brings them to 0.
+// TestMetricsStripeReconcile: with Stripe configured, before any reconciliation the series read 0 at
+// time 0 (never run, nothing found); a run is recorded and its differences exported with its time; a
+// later clean run brings them to 0.
 func TestMetricsStripeReconcile(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		front := testkit.NewStripeFront(t)
@@ -309,8 +381,8 @@ func TestMetricsStripeReconcile(t *testing.T) {
 		s := testkit.Start(t, dbURL, env)
 		fams := families(t, s)
 		for _, name := range []string{"videogen_stripe_reconcile_differences", "videogen_stripe_reconcile_timestamp_seconds"} {
-			if f := fams[name]; f != nil {
-				t.Errorf("%s before any reconciliation: %v", name, f)
+			if v, ok := value(fams, name); !ok || v != 0 {
+				t.Errorf("%s before any reconciliation: %v (found %v), want 0", name, v, ok)
 			}
 		}
 

@@ -177,7 +177,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	}
 	s.Pool = pool
 	if cfg.MetricsAddr != "" {
-		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock, metrics.Limits{RunTimeout: cfg.RunTimeout, QueueTimeout: cfg.QueueTimeout})
+		s.Metrics = metrics.New(d, log.With("part", "metrics"), clock, metrics.Settings{
+			RunTimeout: cfg.RunTimeout, QueueTimeout: cfg.QueueTimeout, Stripe: cfg.StripeSecretKey != ""})
 	}
 	blobs, mediaStore, err := stores(ctx, cfg)
 	if err != nil {

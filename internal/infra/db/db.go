@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -34,6 +33,9 @@ type DB struct {
 	W, R     *gorm.DB
 	Postgres bool
 	rsql     *sql.DB // R's pool, for QueryRow
+	path     string  // the SQLite file; "" on PostgreSQL
+	// migrationLockWait, when set, replaces the package's bound on waiting for the migration lock (tests).
+	migrationLockWait time.Duration
 }
 
 // Now is the clock for timestamps the database stores: UTC, microseconds (PostgreSQL's precision), so a
@@ -107,7 +109,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 	}
-	return &DB{W: w, R: r, rsql: rsql}, nil
+	return &DB{W: w, R: r, rsql: rsql, path: path}, nil
 }
 
 // SQLitePath is the file a SQLite DATABASE_URL names ("data/videogen.db", "sqlite://…", "file:…").
@@ -153,19 +155,10 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return d.W.WithContext(ctx).Transaction(fn)
 }
 
-func (d *DB) provider(locked bool) (*goose.Provider, error) {
+func (d *DB) provider() (*goose.Provider, error) {
 	dialect, dir := goose.DialectSQLite3, "sqlite"
-	var opts []goose.ProviderOption
 	if d.Postgres {
 		dialect, dir = goose.DialectPostgres, "postgres"
-	}
-	if d.Postgres && locked {
-		// Several instances may start at once; the advisory lock lets one migrate while the others wait.
-		locker, err := lock.NewPostgresSessionLocker()
-		if err != nil {
-			return nil, fmt.Errorf("migration lock: %w", err)
-		}
-		opts = append(opts, goose.WithSessionLocker(locker))
 	}
 	sub, err := fs.Sub(migrations.FS, dir)
 	if err != nil {
@@ -175,15 +168,24 @@ func (d *DB) provider(locked bool) (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return goose.NewProvider(dialect, sqlDB, sub, opts...)
+	return goose.NewProvider(dialect, sqlDB, sub)
 }
 
-// Migrate applies every pending migration and returns how many ran.
+// Migrate applies every pending migration and returns how many ran. Several processes may migrate one
+// database at once — instances starting together, the server and a command (every command that opens
+// the database migrates it) — so the whole run, from reading the applied versions to the last migration,
+// holds the migration lock (lockMigrations): the others wait, then find nothing to do. Without it two
+// processes read the same pending list and the second fails on a table the first has just made.
 func (d *DB) Migrate(ctx context.Context) (int, error) {
-	p, err := d.provider(true)
+	p, err := d.provider()
 	if err != nil {
 		return 0, err
 	}
+	unlock, err := d.lockMigrations(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	res, err := p.Up(ctx)
 	if err != nil {
 		return len(res), fmt.Errorf("apply migrations: %w", err)
@@ -203,7 +205,7 @@ func (d *DB) Ready(ctx context.Context) error {
 	if err := sqlDB.PingContext(ctx); err != nil {
 		return fmt.Errorf("database unreachable: %w", err)
 	}
-	p, err := d.provider(false)
+	p, err := d.provider()
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,12 @@
 // scrapes, through the same functions as the overview (internal/staff/ops); the limits the alert rules
 // compare them with (deploy/prometheus/alerts.yml); and the drift and faults this instance met. It is
 // served on METRICS_ADDR, a listener of its own, never on the public port.
+//
+// Every series an alert rule reads is exported from the start, so that a rule can fire on an
+// installation where nothing has happened yet: a ledger check or a reconciliation that never ran reads
+// as run at time 0 (docs/decisions.md, "Alert series from the start"). The exceptions are by design: the
+// requests' series appear with the first request, videogen_ratelimit_shared only where REDIS_URL is set,
+// the reconciliation's only where Stripe is configured.
 package metrics
 
 import (
@@ -48,20 +54,24 @@ type Metrics struct {
 	limitsFallbacks prometheus.Counter
 }
 
-// Limits are the settings the alert rules compare the database figures with. They are exported beside
-// the figures so that a rule reads them rather than repeating the configuration, and stays right when
-// an operator changes it.
-type Limits struct {
+// Settings are what /metrics exports of the configuration. The limits are those the alert rules compare
+// the database figures with, exported beside them so that a rule reads them rather than repeating the
+// configuration, and stays right when an operator changes it.
+type Settings struct {
 	RunTimeout   time.Duration // RUN_TIMEOUT
 	QueueTimeout time.Duration // QUEUE_TIMEOUT
+	// Stripe is whether card payments are configured (STRIPE_SECRET_KEY): only then are the Stripe
+	// reconciliation's series exported. Without Stripe there is nothing to reconcile, and a record left
+	// from when there was could never be cleared by a run.
+	Stripe bool
 }
 
 // StorageOps are the operations of videogen_storage_errors_total: each has its series from the start,
 // at 0, so that increase() sees the first failure rather than only the ones after it.
 var StorageOps = []string{"put", "get", "delete", "list", "presign"}
 
-// New returns the metrics of an instance whose database is d; now is its clock, limits its settings.
-func New(d *db.DB, log *slog.Logger, now func() time.Time, limits Limits) *Metrics {
+// New returns the metrics of an instance whose database is d; now is its clock.
+func New(d *db.DB, log *slog.Logger, now func() time.Time, settings Settings) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -106,16 +116,16 @@ func New(d *db.DB, log *slog.Logger, now func() time.Time, limits Limits) *Metri
 		Name: "videogen_run_timeout_seconds",
 		Help: "RUN_TIMEOUT: a task running upstream longer than this fails and is refunded.",
 	})
-	runTimeout.Set(limits.RunTimeout.Seconds())
+	runTimeout.Set(settings.RunTimeout.Seconds())
 	queueTimeout := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "videogen_queue_timeout_seconds",
 		Help: "QUEUE_TIMEOUT: a task waiting this long for an upstream slot fails and is refunded.",
 	})
-	queueTimeout.Set(limits.QueueTimeout.Seconds())
+	queueTimeout.Set(settings.QueueTimeout.Seconds())
 	m.reg.MustRegister(m.storageErrors, m.dbUnavailable, m.limitsShared, m.limitsFallbacks, runTimeout, queueTimeout)
 	m.reg.MustRegister(m.requests, m.latency, m.queries, m.driftFound,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&platform{db: d, log: log, now: now})
+		&platform{db: d, log: log, now: now, stripe: settings.Stripe})
 	return m
 }
 
@@ -193,9 +203,10 @@ func statusText(status int) string {
 
 // platform is the collector of the figures read from the database at each scrape.
 type platform struct {
-	db  *db.DB
-	log *slog.Logger
-	now func() time.Time
+	db     *db.DB
+	log    *slog.Logger
+	now    func() time.Time
+	stripe bool // Settings.Stripe
 }
 
 var (
@@ -212,11 +223,11 @@ var (
 	enabledDesc = prometheus.NewDesc("videogen_credential_enabled",
 		"1 when the upstream credential takes tasks, 0 when it is disabled.", []string{"credential", "label"}, nil)
 	driftAccountsDesc = prometheus.NewDesc("videogen_ledger_drift_accounts",
-		"Accounts whose ledger drifted, as the newest ledger self-check found (any instance, or videogen ledger check).", nil, nil)
+		"Accounts whose ledger drifted, as the newest ledger self-check found (any instance, or videogen ledger check); 0 before the first check.", nil, nil)
 	checkProblemsDesc = prometheus.NewDesc("videogen_ledger_check_problems",
-		"Problems the newest ledger self-check found.", nil, nil)
+		"Problems the newest ledger self-check found; 0 before the first check, which found nothing but checked nothing either (the timestamp, 0, says so).", nil, nil)
 	checkTimeDesc = prometheus.NewDesc("videogen_ledger_check_timestamp_seconds",
-		"When the newest ledger self-check ran (Unix time): alert when it is too old.", nil, nil)
+		"When the newest ledger self-check ran (Unix time); 0 when none ever ran: alert when it is too old.", nil, nil)
 	overdueDesc = prometheus.NewDesc("videogen_tasks_overdue",
 		"Tasks in flight (queued at the provider or in progress) past their run deadline (RUN_TIMEOUT after submission), which the worker's sweep should have ended.", nil, nil)
 	breakerOpenDesc = prometheus.NewDesc("videogen_upstream_breaker_open",
@@ -228,9 +239,9 @@ var (
 	outboxAgeDesc = prometheus.NewDesc("videogen_outbox_oldest_age_seconds",
 		"Age of the outbox's oldest pending message, in seconds (0 when none is pending).", []string{"outbox"}, nil)
 	reconcileDiffDesc = prometheus.NewDesc("videogen_stripe_reconcile_differences",
-		"Differences between Stripe and the credited top-ups the newest completed reconciliation left (any instance, or videogen stripe reconcile).", nil, nil)
+		"Differences between Stripe and the credited top-ups the newest completed reconciliation left (any instance, or videogen stripe reconcile); 0 before the first; no series without Stripe (STRIPE_SECRET_KEY).", nil, nil)
 	reconcileTimeDesc = prometheus.NewDesc("videogen_stripe_reconcile_timestamp_seconds",
-		"When the newest completed Stripe reconciliation ran (Unix time).", nil, nil)
+		"When the newest completed Stripe reconciliation ran (Unix time); 0 when none ever ran; no series without Stripe.", nil, nil)
 	upDesc = prometheus.NewDesc("videogen_metrics_database_up",
 		"1 when this scrape read every database figure, 0 when the database failed or was too slow.", nil, nil)
 )
@@ -277,17 +288,21 @@ func (p *platform) Collect(ch chan<- prometheus.Metric) {
 			gauge(enabledDesc, enabled, c.ID, c.Label)
 		}
 	}
-	// No series before the first check: "never checked" must not read as "no drift".
+	// Before the first check the series read 0: nothing found, at time 0 — so "never checked" reads as
+	// a check decades old, which VideogenLedgerCheckStale fires on, not as a missing series no rule sees.
 	if last, err := ops.LastLedgerCheck(ctx, p.db); err != nil {
 		failed("the last ledger check", err)
-	} else if last != nil {
-		accounts := 0
-		if last.Accounts != "" {
-			accounts = strings.Count(last.Accounts, ",") + 1
+	} else {
+		var accounts, problems, at float64
+		if last != nil {
+			if last.Accounts != "" {
+				accounts = float64(strings.Count(last.Accounts, ",") + 1)
+			}
+			problems, at = float64(last.Problems), float64(last.At.UnixMilli())/1000
 		}
-		gauge(driftAccountsDesc, float64(accounts))
-		gauge(checkProblemsDesc, float64(last.Problems))
-		gauge(checkTimeDesc, float64(last.At.UnixMilli())/1000)
+		gauge(driftAccountsDesc, accounts)
+		gauge(checkProblemsDesc, problems)
+		gauge(checkTimeDesc, at)
 	}
 	now := p.now()
 	if n, err := ops.OverdueTasks(ctx, p.db, now); err != nil {
@@ -314,12 +329,19 @@ func (p *platform) Collect(ch chan<- prometheus.Metric) {
 			gauge(outboxAgeDesc, b.OldestAge(now).Seconds(), b.Name)
 		}
 	}
-	// No series before the first run, as for the ledger check: "never reconciled" is not "no differences".
-	if run, err := ops.LastReconcile(ctx, p.db); err != nil {
-		failed("the last Stripe reconciliation", err)
-	} else if run != nil {
-		gauge(reconcileDiffDesc, float64(run.Differences))
-		gauge(reconcileTimeDesc, float64(run.At.UnixMilli())/1000)
+	// As for the ledger check, a reconciliation that never ran reads 0 at time 0. Without Stripe there is
+	// nothing to reconcile, and no series.
+	if p.stripe {
+		if run, err := ops.LastReconcile(ctx, p.db); err != nil {
+			failed("the last Stripe reconciliation", err)
+		} else {
+			var diffs, at float64
+			if run != nil {
+				diffs, at = float64(run.Differences), float64(run.At.UnixMilli())/1000
+			}
+			gauge(reconcileDiffDesc, diffs)
+			gauge(reconcileTimeDesc, at)
+		}
 	}
 	gauge(upDesc, up)
 }
