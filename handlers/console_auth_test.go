@@ -92,11 +92,14 @@ func TestSignUpAndVerification(t *testing.T) {
 			t.Fatal("a key exists")
 		}
 
-		// Resending is throttled: 3 e-mails per address per 10 minutes (the sign-up notice was the 2nd).
-		if p := b.post("/console", "/verify/resend", url.Values{}); p.Status != 303 || !strings.Contains(p.location(), "verification-sent") {
-			t.Fatalf("resend: %d %s", p.Status, p.location())
+		// Resending is throttled: 3 verification e-mails per address per 10 minutes (the sign-up's was the
+		// 1st; the notice that someone tried to sign up again comes out of the address's other budget).
+		for i := range 2 {
+			if p := b.post("/console", "/verify/resend", url.Values{}); p.Status != 303 || !strings.Contains(p.location(), "verification-sent") {
+				t.Fatalf("resend %d: %d %s", i+1, p.Status, p.location())
+			}
+			nextMail(t, s, "ada@example.com", 2+i)
 		}
-		nextMail(t, s, "ada@example.com", 2)
 		if p := b.post("/console", "/verify/resend", url.Values{}); p.Status != 429 {
 			t.Fatalf("4th e-mail in 10 minutes: %d", p.Status)
 		} else {
