@@ -285,6 +285,7 @@ func (b *bench) startServerPID(dbURL, dataDir string, extra ...string) (url, ppr
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "ADDR=" + addr, "DATABASE_URL=" + dbURL, "DATA_DIR=" + dataDir,
 		"RATE_LIMIT_RPS=1000000", "RATE_LIMIT_BURST=1000000", "LOG_LEVEL=warn", "PPROF_ADDR=" + pprofAddr,
+		"SHUTDOWN_DRAIN_DELAY=0", // no proxy watches it: stop at once
 	}, extra...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = dieWithBench

@@ -140,9 +140,9 @@ func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 			"POLL_INTERVAL_MIN": "100ms", "POLL_INTERVAL_MAX": "500ms", "LEASE_DURATION": "2s",
 			"RATE_LIMIT_RPS": "100000", "RATE_LIMIT_BURST": "100000", "MAX_QUEUED_PER_ACCOUNT": "100000",
 			"MAX_UPLOADS_PER_ACCOUNT": "64",
-			// Five of Caddy's one-second health checks see the 503 before the listener closes (the
-			// production default).
-			"SHUTDOWN_DRAIN_DELAY": "5s", "SHUTDOWN_TIMEOUT": "20s", "LOG_LEVEL": "warn",
+			// Shorter than production's 5 s, to keep the test short, but still two of Caddy's one-second
+			// health checks: one sees the 503 before the listener closes even if the other is late.
+			"SHUTDOWN_DRAIN_DELAY": "3s", "SHUTDOWN_TIMEOUT": "20s", "LOG_LEVEL": "warn",
 			"GORACE": "atexit_sleep_ms=0",
 		}
 		for k, v := range over {
@@ -161,15 +161,30 @@ func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 	return c
 }
 
-// startCaddy runs Debian's caddy with deploy/Caddyfile, unchanged, on loopback.
+// startCaddy runs Debian's caddy with deploy/Caddyfile on loopback, with one change: the proxy never
+// tries a request again on another replica (lb_try_duration 0s). A rolling restart must then lose
+// nothing by the drain alone — /readyz 503 while the replica still accepts and serves, until Caddy's
+// health check has taken it out — not by retries that hide a replica refusing connections.
 func (c *cluster) startCaddy(t *testing.T, addr string, replicas []string) {
 	t.Helper()
 	caddyBin, err := exec.LookPath("caddy")
 	if err != nil {
 		t.Fatal("caddy is not installed: run make test-deps (Debian's caddy package)")
 	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "Caddyfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const retries = "lb_try_duration 5s"
+	if n := strings.Count(string(b), retries); n != 1 {
+		t.Fatalf("deploy/Caddyfile names %q %d times, want once: the test turns it off", retries, n)
+	}
+	caddyfile := filepath.Join(c.dir, "Caddyfile")
+	if err := os.WriteFile(caddyfile, []byte(strings.Replace(string(b), retries, "lb_try_duration 0s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	home := filepath.Join(c.dir, "caddy-home")
-	cmd := exec.Command(caddyBin, "run", "--config", filepath.Join("..", "..", "deploy", "Caddyfile"), "--adapter", "caddyfile")
+	cmd := exec.Command(caddyBin, "run", "--config", caddyfile, "--adapter", "caddyfile")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_DATA_HOME=" + home, "XDG_CONFIG_HOME=" + home,
 		"VIDEOGEN_SITE=http://" + addr, "VIDEOGEN_REPLICAS=" + strings.Join(replicas, " "), "VIDEOGEN_CADDY_ADMIN=off"}
 	c.caddyLog = &testkit.LockedBuffer{}
@@ -533,8 +548,9 @@ func (c *cluster) settle(t *testing.T, l *load) (completed, failed int) {
 
 // TestReplicasBehindCaddy is issue 22's point 3: two PostgreSQL replicas with Redis and S3 behind Caddy
 // (deploy/Caddyfile), six clients creating, polling, downloading, uploading and listing through the proxy.
-// A rolling restart (SIGTERM A, start A, SIGTERM B, start B) fails no request: each replica drains —
-// /readyz 503 while it still answers — before it stops. Then a SIGKILL of A mid-load loses no money and no
+// A rolling restart (SIGTERM A, start A, SIGTERM B, start B) fails no request, with Caddy's retries
+// turned off (startCaddy): each replica drains — /readyz 503 while it still accepts and answers — until
+// Caddy's health check has taken it out, and only then closes its port. Then a SIGKILL of A mid-load loses no money and no
 // task: clients retry what failed, creates with the same Idempotency-Key, and every task ends once.
 func TestReplicasBehindCaddy(t *testing.T) {
 	c := startCluster(t, 2, nil)

@@ -9,9 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -89,8 +87,7 @@ func serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// Run handles SIGINT and SIGTERM itself: the first drains and stops, a second cuts the drain short.
 	return server.Run(ctx, cfg, newLogger(cfg))
 }
 

@@ -113,13 +113,22 @@ func databaseOf(dir string, env map[string]string) string {
 }
 
 // serve starts `videogen serve` in dir on env["ADDR"], or on a free loopback port when that is unset
-// (a test sets it when PUBLIC_BASE_URL must name the server).
+// (a test sets it when PUBLIC_BASE_URL must name the server). Unless env names SHUTDOWN_DRAIN_DELAY
+// (empty for its default), the server stops without a drain: no proxy watches a test's server, and the
+// 5 s would be spent at every SIGTERM.
 func serve(t *testing.T, dir string, env map[string]string) *process {
 	t.Helper()
 	addr := env["ADDR"]
 	if addr == "" {
 		addr = freeAddr(t)
 		env["ADDR"] = addr
+	}
+	if _, ok := env["SHUTDOWN_DRAIN_DELAY"]; !ok {
+		env["SHUTDOWN_DRAIN_DELAY"] = "0"
+	}
+	// A server on every interface (":port", "0.0.0.0:port") is reached, by the test, on loopback.
+	if host, port, err := net.SplitHostPort(addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		addr = net.JoinHostPort("127.0.0.1", port)
 	}
 	cmd := exec.Command(bin)
 	cmd.Dir, cmd.Env = dir, environ(env)

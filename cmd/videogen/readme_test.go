@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -85,6 +86,10 @@ func TestREADMEWalkthrough(t *testing.T) {
 	for strings.HasSuffix(addr, ":8080") {
 		addr = freeAddr(t)
 	}
+	// localhost, as under `make run`: the server listens on both loopback addresses, and the blocks'
+	// clients reach it whichever they try first.
+	_, port, _ := net.SplitHostPort(addr)
+	addr = "localhost:" + port
 	base := "http://" + addr
 	// PUBLIC_BASE_URL follows the address, as it does under `make run` (localhost:8080 both): the signed
 	// media URLs must lead back to this server, where the simulator fetches them.

@@ -502,16 +502,22 @@ func (s *Server) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run serves on cfg.Addr until ctx ends (SIGTERM), then drains and shuts down within cfg.ShutdownTimeout.
-// The port answers from the first moment: while the database is connected and migrated (or unreachable),
-// /healthz says alive and /readyz 503, so a proxy sends nothing yet (startingHandler).
+// Run serves on cfg.Addr until ctx ends or a SIGINT or SIGTERM arrives, then drains and shuts down. The
+// port answers from the first moment: while the database is connected and migrated (or unreachable),
+// /healthz says alive and /readyz 503, so a proxy sends nothing yet (startingHandler). On the signal the
+// instance first drains for SHUTDOWN_DRAIN_DELAY — out of the proxy's rotation (/readyz 503, every answer
+// closing its connection) while it still accepts and serves — unless a second signal cuts that short;
+// then Shutdown closes the port and finishes what is in hand within SHUTDOWN_TIMEOUT.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	ctx, again, release := stopSignals(ctx)
+	defer release()
 	// Listen first: a busy port fails at once, before workers start touching the database.
-	ln, err := net.Listen("tcp", cfg.Addr)
+	lns, err := listen(cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("cannot serve: %w", err)
 	}
-	hand := newHandoff(ln)
+	warnIfExposed(cfg, addrsOf(lns), log)
+	hand := newHandoff(lns...)
 	starting := &http.Server{Handler: startingHandler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = starting.Serve(hand.view(false)) }()
 	s, err := newWhenReachable(ctx, cfg, log)
@@ -519,11 +525,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	_ = starting.Shutdown(stopStarting)
 	cancel()
 	if err != nil {
-		_ = ln.Close()
+		_ = hand.view(true).Close()
 		return err
 	}
+	// Stopped while it was starting, the instance was never in a proxy's rotation (/readyz said
+	// "starting"): there is nothing to drain.
+	drain := cfg.ShutdownDrain
+	if ctx.Err() != nil {
+		drain = 0
+	}
 	s.Start()
-	log.Info("videogen serving", "addr", ln.Addr().String(), "public_base_url", cfg.PublicBaseURL, "database", dbKind(cfg))
+	log.Info("videogen serving", "addr", joinAddrs(addrsOf(lns)), "public_base_url", cfg.PublicBaseURL, "database", dbKind(cfg))
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(hand.view(true)) }()
 	hup := make(chan os.Signal, 1)
@@ -547,12 +559,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			waiting = false
 		}
 	}
-	if d := cfg.DrainDelay(); d > 0 {
+	if drain > 0 {
 		// Out of rotation first: /readyz answers 503 and answers close their connections while the proxy's
-		// health check notices; requests keep being served all the while.
+		// health check notices; new connections are still accepted and every request served all the while.
 		s.BeginDrain()
-		log.Info("draining: /readyz answers 503 so the proxy stops sending", "for", d)
-		time.Sleep(d)
+		log.Info("draining: still serving, with /readyz at 503, so the proxy stops sending; a second SIGINT or SIGTERM ends the drain", "for", drain)
+		timer := time.NewTimer(drain)
+		select {
+		case <-timer.C:
+		case <-again:
+			timer.Stop()
+			log.Info("drain cut short by a second signal")
+		}
 	}
 	log.Info("shutting down: finishing requests and tasks in hand")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

@@ -20,41 +20,44 @@ import (
 	"videogen/internal/refusal"
 )
 
-// handoff shares one listening socket between the server that answers while the instance starts and the
-// real one after it: connections are accepted once, here, and handed to whichever view is open, so the
-// port answers from the first moment — /healthz alive, /readyz 503 — and never refuses a connection
-// while the database is connected and migrated.
+// handoff shares the listening sockets between the server that answers while the instance starts and
+// the real one after it: connections are accepted once, here, and handed to whichever view is open, so
+// the port answers from the first moment — /healthz alive, /readyz 503 — and never refuses a connection
+// while the database is connected and migrated. There are two sockets for ADDR=localhost:… (listen).
 type handoff struct {
-	ln    net.Listener
+	lns   []net.Listener
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
-	err   error // the listener's error, once done is closed
+	err   error // the first listener's error, once done is closed
 }
 
-func newHandoff(ln net.Listener) *handoff {
-	h := &handoff{ln: ln, conns: make(chan net.Conn), done: make(chan struct{})}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				h.err = err
-				h.once.Do(func() { close(h.done) })
-				return
-			}
-			select {
-			case h.conns <- c:
-			case <-h.done:
-				_ = c.Close()
-				return
-			}
-		}
-	}()
+func newHandoff(lns ...net.Listener) *handoff {
+	h := &handoff{lns: lns, conns: make(chan net.Conn), done: make(chan struct{})}
+	for _, ln := range lns {
+		go h.accept(ln)
+	}
 	return h
 }
 
+func (h *handoff) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			h.once.Do(func() { h.err = err; close(h.done) })
+			return
+		}
+		select {
+		case h.conns <- c:
+		case <-h.done:
+			_ = c.Close()
+			return
+		}
+	}
+}
+
 // view is one server's side of the handoff; closing it (the server shutting down) stops its Accept.
-// owner closes the socket itself with the view: the last server's.
+// owner closes the sockets themselves with the view: the last server's.
 func (h *handoff) view(owner bool) net.Listener {
 	return &handoffView{h: h, closed: make(chan struct{}), owner: owner}
 }
@@ -82,14 +85,19 @@ func (v *handoffView) Accept() (net.Conn, error) {
 
 func (v *handoffView) Close() error {
 	v.once.Do(func() { close(v.closed) })
-	if v.owner {
-		v.h.once.Do(func() { close(v.h.done) })
-		return v.h.ln.Close()
+	if !v.owner {
+		return nil
 	}
-	return nil
+	v.h.once.Do(func() { close(v.h.done) })
+	var errs []error
+	for _, ln := range v.h.lns {
+		errs = append(errs, ln.Close())
+	}
+	return errors.Join(errs...)
 }
 
-func (v *handoffView) Addr() net.Addr { return v.h.ln.Addr() }
+// Addr is the first socket's address (127.0.0.1's for localhost).
+func (v *handoffView) Addr() net.Addr { return v.h.lns[0].Addr() }
 
 // startingHandler answers while the instance connects to its database and migrates it: alive, not ready,
 // and every other request 503 service_unavailable with Retry-After, which a proxy's health check keeps

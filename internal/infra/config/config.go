@@ -22,7 +22,8 @@ import (
 // Config is every setting of the service. Each field is one environment variable; `help` says what it
 // means and is printed by `videogen serve --help`, so the README and the binary never disagree.
 type Config struct {
-	Addr          string `env:"ADDR" envDefault:":8080" help:"listen address"`
+	// Addr's default depends on APP_ENV (Load, DefaultAddr); defaultDoc shows it in serve --help.
+	Addr          string `env:"ADDR" defaultDoc:"localhost:8080 (:8080 with APP_ENV=production)" help:"listen address; the host localhost means both loopback addresses, 127.0.0.1 and ::1 (this machine only); outside production a server reachable from other machines logs a warning at start"`
 	DataDir       string `env:"DATA_DIR" envDefault:"data" help:"folder for the SQLite file, the dev secret, stored outputs and the simulator's state"`
 	DatabaseURL   string `env:"DATABASE_URL" help:"a postgres:// URL selects PostgreSQL; otherwise a SQLite file path (default DATA_DIR/videogen.db)"`
 	PublicBaseURL string `env:"PUBLIC_BASE_URL" envDefault:"http://localhost:8080" help:"base of links in e-mails, signed media URLs and Stripe return URLs"`
@@ -73,20 +74,19 @@ type Config struct {
 	SimConcurrency int           `env:"SIM_CONCURRENCY" envDefault:"4" help:"tasks each simulated credential runs at once"`
 	SimDataDir     string        `env:"SIM_DATA_DIR" help:"where the simulator keeps its tasks (default DATA_DIR/sim); they outlive a platform restart"`
 
-	Workers         bool          `env:"WORKERS" envDefault:"true" help:"run the task workers in this process"`
-	WorkerID        string        `env:"WORKER_ID" help:"name of this instance in task leases (default host-pid)"`
-	WorkerTasks     int           `env:"WORKER_CONCURRENCY" envDefault:"64" help:"tasks this instance's worker handles at once (a submission, a poll or a download each); each one waiting on the upstream or the database holds one"`
-	QueueTimeout    time.Duration `env:"QUEUE_TIMEOUT" envDefault:"30m" help:"a task waiting this long for an upstream slot fails and is refunded"`
-	RunTimeout      time.Duration `env:"RUN_TIMEOUT" envDefault:"30m" help:"a task running upstream longer than this fails and is refunded"`
-	PollMin         time.Duration `env:"POLL_INTERVAL_MIN" envDefault:"1s" help:"first interval between upstream polls of a task"`
-	PollMax         time.Duration `env:"POLL_INTERVAL_MAX" envDefault:"30s" help:"longest interval between upstream polls of a task"`
-	LeaseDuration   time.Duration `env:"LEASE_DURATION" envDefault:"60s" help:"how long a worker holds a claimed task before another instance may take it"`
-	OutputRetention time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
-	FFmpegPath      string        `env:"FFMPEG_PATH" envDefault:"ffmpeg" help:"the ffmpeg program (a path, or a name looked up on PATH) that makes the thumbnail and spritesheet of videos whose provider serves none (Seedance on Ark); off = such videos get none"`
-	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s" help:"the whole shutdown budget: requests get half of it, then those still receiving a body are answered 503 shutting_down; the rest is for the call log, e-mail and the worker"`
-	// ShutdownDrain is a pointer so that unset (the environment's default) and 0 (no drain) differ.
-	ShutdownDrain          *time.Duration `env:"SHUTDOWN_DRAIN_DELAY" help:"after SIGTERM, how long the instance keeps answering while /readyz already answers 503, so a proxy's health check takes it out of rotation before it stops; longer than the proxy's health interval (deploy/Caddyfile: 1s). Default 5s with APP_ENV=production, 0 in development"`
-	DatabaseConnectTimeout time.Duration  `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"5s" help:"how long one PostgreSQL connection attempt may take; a request that cannot connect in that time is answered 503 service_unavailable"`
+	Workers                bool          `env:"WORKERS" envDefault:"true" help:"run the task workers in this process"`
+	WorkerID               string        `env:"WORKER_ID" help:"name of this instance in task leases (default host-pid)"`
+	WorkerTasks            int           `env:"WORKER_CONCURRENCY" envDefault:"64" help:"tasks this instance's worker handles at once (a submission, a poll or a download each); each one waiting on the upstream or the database holds one"`
+	QueueTimeout           time.Duration `env:"QUEUE_TIMEOUT" envDefault:"30m" help:"a task waiting this long for an upstream slot fails and is refunded"`
+	RunTimeout             time.Duration `env:"RUN_TIMEOUT" envDefault:"30m" help:"a task running upstream longer than this fails and is refunded"`
+	PollMin                time.Duration `env:"POLL_INTERVAL_MIN" envDefault:"1s" help:"first interval between upstream polls of a task"`
+	PollMax                time.Duration `env:"POLL_INTERVAL_MAX" envDefault:"30s" help:"longest interval between upstream polls of a task"`
+	LeaseDuration          time.Duration `env:"LEASE_DURATION" envDefault:"60s" help:"how long a worker holds a claimed task before another instance may take it"`
+	OutputRetention        time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
+	FFmpegPath             string        `env:"FFMPEG_PATH" envDefault:"ffmpeg" help:"the ffmpeg program (a path, or a name looked up on PATH) that makes the thumbnail and spritesheet of videos whose provider serves none (Seedance on Ark); off = such videos get none"`
+	ShutdownTimeout        time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s" help:"the shutdown budget, counted from the end of SHUTDOWN_DRAIN_DELAY: requests get half of it, then those still receiving a body are answered 503 shutting_down; the rest is for the call log, e-mail and the worker"`
+	ShutdownDrain          time.Duration `env:"SHUTDOWN_DRAIN_DELAY" envDefault:"5s" help:"after SIGTERM or SIGINT, how long the instance keeps accepting and serving, with /readyz at 503 and every answer closing its connection, so a proxy's health check takes it out of rotation before the port closes; longer than the proxy's health interval (deploy/Caddyfile: 1s). A second signal ends it early; 0 = none. SHUTDOWN_TIMEOUT starts after it"`
+	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"5s" help:"how long one PostgreSQL connection attempt may take; a request that cannot connect in that time is answered 503 service_unavailable"`
 
 	MediaURLTTL       time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`
 	MediaRetention    time.Duration `env:"MEDIA_RETENTION" envDefault:"48h" help:"uploaded and imported files are deleted this long after they arrive (kept while an unfinished task uses them)"`
@@ -119,6 +119,9 @@ func Load(environ map[string]string) (*Config, error) {
 	if c.SimDataDir == "" {
 		c.SimDataDir = filepath.Join(c.DataDir, "sim")
 	}
+	if c.Addr == "" {
+		c.Addr = DefaultAddr(c.Production())
+	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()
 		c.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -126,16 +129,18 @@ func Load(environ map[string]string) (*Config, error) {
 	return &c, nil
 }
 
-// DrainDelay is SHUTDOWN_DRAIN_DELAY, or its default: 5 s in production (a proxy checking /readyz every
-// second sees the 503 several times over), 0 in development, where Ctrl-C should stop at once.
-func (c *Config) DrainDelay() time.Duration {
-	switch {
-	case c.ShutdownDrain != nil:
-		return *c.ShutdownDrain
-	case c.Production():
-		return 5 * time.Second
+// DefaultAddr is ADDR when it is unset. Outside production, this machine only: development lets any
+// tenant aim webhooks at loopback ports and prints e-mailed links to the log, which is for one developer,
+// not for a network. "localhost", not 127.0.0.1, so that http://localhost:8080 (the README's, and
+// PUBLIC_BASE_URL's default) answers whichever loopback address the client's resolver gives first: the
+// server listens on both (docs/decisions.md, "Development listens on this machine only"). In production
+// every interface, as before: the units and containers set ADDR, and production refuses those
+// development conveniences anyway.
+func DefaultAddr(production bool) string {
+	if production {
+		return ":8080"
 	}
-	return 0
+	return "localhost:8080"
 }
 
 // Production reports whether APP_ENV asks for production safety checks.
@@ -260,7 +265,7 @@ func (c *Config) Validate() error {
 	if c.PollMin <= 0 || c.PollMax < c.PollMin {
 		errs = append(errs, errors.New("POLL_INTERVAL_MIN must be > 0 and <= POLL_INTERVAL_MAX"))
 	}
-	if d := c.DrainDelay(); d < 0 || d > time.Minute {
+	if d := c.ShutdownDrain; d < 0 || d > time.Minute {
 		errs = append(errs, errors.New("SHUTDOWN_DRAIN_DELAY must be from 0 to 1m (a proxy needs a few health checks, not minutes)"))
 	}
 	if c.DatabaseConnectTimeout < time.Second {
@@ -283,10 +288,16 @@ func (c *Config) checkMetricsAddr() error {
 	if err != nil || port == "0" || port != pubPort {
 		return nil // port 0 is a fresh port each time; different ports never meet
 	}
-	if host == pubHost || isWildcardHost(host) || isWildcardHost(pubHost) {
+	if host == pubHost || isWildcardHost(host) || isWildcardHost(pubHost) || coversLoopback(host, pubHost) || coversLoopback(pubHost, host) {
 		return fmt.Errorf("METRICS_ADDR %q must not be the public listen address ADDR %q: metrics are never served on the public port", c.MetricsAddr, c.Addr)
 	}
 	return nil
+}
+
+// coversLoopback reports whether listen host a, being "localhost" (both loopback addresses, as the
+// server listens on it), includes listen host b.
+func coversLoopback(a, b string) bool {
+	return a == "localhost" && (b == "127.0.0.1" || b == "::1")
 }
 
 // isWildcardHost reports whether a listen host means every interface.
@@ -373,7 +384,11 @@ func Variables() []Variable {
 	t := reflect.TypeOf(Config{})
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		out = append(out, Variable{Name: f.Tag.Get("env"), Default: f.Tag.Get("envDefault"), Help: f.Tag.Get("help")})
+		def := f.Tag.Get("envDefault")
+		if def == "" {
+			def = f.Tag.Get("defaultDoc") // a default Load computes
+		}
+		out = append(out, Variable{Name: f.Tag.Get("env"), Default: def, Help: f.Tag.Get("help")})
 	}
 	return out
 }

@@ -93,24 +93,53 @@ func TestSecretsRotation(t *testing.T) {
 	}
 }
 
-// TestDrainDelayDefault: unset, the drain lasts 5 s in production and nothing in development; set, it is
-// what it says, 0 included.
+// TestDrainDelayDefault: unset, the drain lasts 5 s in every environment (a developer's Ctrl-C twice
+// cuts it short); set, it is what it says, 0 included.
 func TestDrainDelayDefault(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{}, "0s"},
+		{map[string]string{}, "5s"},
 		{map[string]string{"APP_ENV": "production"}, "5s"},
 		{map[string]string{"APP_ENV": "production", "SHUTDOWN_DRAIN_DELAY": "0"}, "0s"},
+		{map[string]string{"SHUTDOWN_DRAIN_DELAY": "0"}, "0s"},
 		{map[string]string{"SHUTDOWN_DRAIN_DELAY": "3s"}, "3s"},
 	} {
 		c, err := Load(tc.env)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.DrainDelay().String(); got != tc.want {
+		if got := c.ShutdownDrain.String(); got != tc.want {
 			t.Errorf("%v: drain %s, want %s", tc.env, got, tc.want)
+		}
+	}
+}
+
+// TestAddrDefault: unset, ADDR is this machine only outside production (localhost: both loopback
+// addresses) and every interface in production; set, it is what it says in either.
+func TestAddrDefault(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, "localhost:8080"},
+		{map[string]string{"APP_ENV": "development"}, "localhost:8080"},
+		{map[string]string{"APP_ENV": "production"}, ":8080"},
+		{map[string]string{"ADDR": ":9090"}, ":9090"},
+		{map[string]string{"APP_ENV": "production", "ADDR": "127.0.0.1:8081"}, "127.0.0.1:8081"},
+	} {
+		c, err := Load(tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Addr != tc.want {
+			t.Errorf("%v: ADDR %q, want %q", tc.env, c.Addr, tc.want)
+		}
+	}
+	for _, v := range Variables() {
+		if v.Name == "ADDR" && !strings.Contains(v.Default, "localhost:8080") {
+			t.Errorf("serve --help shows ADDR's default as %q", v.Default)
 		}
 	}
 }

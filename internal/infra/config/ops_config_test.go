@@ -28,6 +28,8 @@ func TestOpsSettings(t *testing.T) {
 		{map[string]string{"METRICS_ADDR": "127.0.0.1:8080"}, "must not be the public listen address"},
 		{map[string]string{"ADDR": "127.0.0.1:8080", "METRICS_ADDR": "0.0.0.0:8080"}, "must not be the public listen address"},
 		{map[string]string{"ADDR": "[::]:8080", "METRICS_ADDR": "[::1]:8080"}, "must not be the public listen address"},
+		{map[string]string{"ADDR": "localhost:8080", "METRICS_ADDR": "[::1]:8080"}, "must not be the public listen address"}, // localhost is both loopbacks
+		{map[string]string{"ADDR": "127.0.0.1:8080", "METRICS_ADDR": "localhost:8080"}, "must not be the public listen address"},
 		{map[string]string{"METRICS_ADDR": "9090"}, "host:port"},
 		{map[string]string{"CALL_LOG_RETENTION": "720h"}, ""},
 		{map[string]string{"CALL_LOG_RETENTION": "0"}, "CALL_LOG_RETENTION"},
