@@ -217,7 +217,7 @@ func (r *replica) stop(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// drainThenStop sends SIGTERM and checks point 2 of the issue on the replica itself: from the first
+// drainThenStop sends SIGTERM and checks the drain (docs/operations.md) on the replica itself: from the first
 // moment /readyz answers 503 "shutting down" while /healthz and the API still answer; then it waits for
 // the process to exit.
 func (r *replica) drainThenStop(t *testing.T, key string) {
@@ -546,7 +546,7 @@ func (c *cluster) settle(t *testing.T, l *load) (completed, failed int) {
 	return completed, failed
 }
 
-// TestReplicasBehindCaddy is issue 22's point 3: two PostgreSQL replicas with Redis and S3 behind Caddy
+// TestReplicasBehindCaddy: two PostgreSQL replicas with Redis and S3 behind Caddy
 // (deploy/Caddyfile), six clients creating, polling, downloading, uploading and listing through the proxy.
 // A rolling restart (SIGTERM A, start A, SIGTERM B, start B) fails no request, with Caddy's retries
 // turned off (startCaddy): each replica drains — /readyz 503 while it still accepts and answers — until
@@ -722,7 +722,7 @@ func (l *load) status(code int) int {
 	return l.statuses[code]
 }
 
-// TestDependencyFaults is issue 22's point 4, on one PostgreSQL replica with its own Redis and S3 server
+// TestDependencyFaults: one PostgreSQL replica with its own Redis and S3 server
 // and four clients calling it throughout:
 //   - PostgreSQL lost (the test's database closed to connections, its backends terminated): requests
 //     answer 503 service_unavailable with Retry-After, none hangs, /readyz says 503; once the database is
@@ -851,7 +851,7 @@ func TestDependencyFaults(t *testing.T) {
 	}
 }
 
-// TestReadyOnlyWhenServing is issue 22's point 2 at the start of an instance: the port answers at once,
+// TestReadyOnlyWhenServing: readiness at the start of an instance (docs/operations.md): the port answers at once,
 // /healthz alive and /readyz 503 "starting", the API 503 service_unavailable with Retry-After, while the
 // database is unreachable and then while another instance holds the migration lock; the instance becomes
 // ready by itself once it has migrated. (The drain, and an outage while serving, are in

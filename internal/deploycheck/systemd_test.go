@@ -148,8 +148,8 @@ func TestUnitsExposure(t *testing.T) {
 	}
 }
 
-// TestUnitsHardened reads each service for the settings the deployment promises (issue 22 and
-// docs/operations.md): a user of its own, the file system read-only but for the state folder, no new
+// TestUnitsHardened reads each service for the settings the deployment promises
+// (docs/operations.md): a user of its own, the file system read-only but for the state folder, no new
 // privileges, no capabilities, a system-call filter, and the settings file.
 func TestUnitsHardened(t *testing.T) {
 	want := map[string]string{

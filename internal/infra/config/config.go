@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"fmt"
 	"net"
 	"net/url"
@@ -347,7 +348,38 @@ func (c *Config) EnsureSecret() error {
 		return fmt.Errorf("generate app secret: %w", err)
 	}
 	secret := hex.EncodeToString(buf)
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+	// Two processes starting at once on a new DATA_DIR (a server and a command) must end with one secret:
+	// each writes its own to a file of its own, and links it into place, which only one link can do; the
+	// other reads the winner's. A plain write would let the second overwrite the first's while the first
+	// already signs with it, and an O_EXCL create would let a reader see the file before its bytes.
+	tmp, err := os.CreateTemp(c.DataDir, ".app_secret-*")
+	if err != nil {
+		return fmt.Errorf("write app secret: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write app secret: %w", err)
+	}
+	if _, err := tmp.WriteString(secret + "\n"); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write app secret: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write app secret: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write app secret: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		b, err := os.ReadFile(path)
+		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+			return fmt.Errorf("read the app secret another process wrote to %s: %v", path, err)
+		}
+		c.AppSecret = strings.TrimSpace(string(b))
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("write app secret: %w", err)
 	}
 	c.AppSecret = secret

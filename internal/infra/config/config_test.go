@@ -2,7 +2,9 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -90,6 +92,45 @@ func TestSecretsRotation(t *testing.T) {
 	again := &Config{DataDir: dir}
 	if err := again.EnsureSecret(); err != nil || again.AppSecret != c.AppSecret {
 		t.Fatal("the development secret must be stable across restarts")
+	}
+}
+
+// TestSecretCreatedOnceAcrossStarts: processes starting together on a new DATA_DIR (a server and a
+// command, two servers) end with one development secret — the one in the file — never one each, which
+// left one of them signing cookies and links the file's secret does not verify.
+func TestSecretCreatedOnceAcrossStarts(t *testing.T) {
+	for round := range 20 {
+		dir := filepath.Join(t.TempDir(), "data")
+		const n = 8
+		got := make([]string, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				c := &Config{DataDir: dir}
+				if err := c.EnsureSecret(); err != nil {
+					t.Error(err)
+				}
+				got[i] = c.AppSecret
+			}()
+		}
+		close(start)
+		wg.Wait()
+		file, err := os.ReadFile(filepath.Join(dir, "app_secret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range got {
+			if s != strings.TrimSpace(string(file)) {
+				t.Fatalf("round %d: start %d uses %q, the file holds %q", round, i, s, file)
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, ".app_secret-*")); len(left) != 0 {
+			t.Fatalf("round %d: temporary files left: %v", round, left)
+		}
 	}
 }
 
