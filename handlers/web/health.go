@@ -40,10 +40,12 @@ func (h *Base) draining() bool { return h.Draining != nil && h.Draining() }
 
 // CloseWhileDraining asks, once a graceful shutdown has begun, that each answer close its connection:
 // the proxy then opens its next connection to a replica still in rotation instead of reusing one that
-// this instance is about to close under it.
+// this instance is about to close under it. It asks after the route has answered: the drain may begin
+// while a request is handled, and an answer that saw it (/readyz's 503) must carry the close too.
 func (h *Base) CloseWhileDraining(c *fiber.Ctx) error {
+	err := c.Next()
 	if h.draining() {
 		c.Set(fiber.HeaderConnection, "close")
 	}
-	return c.Next()
+	return err
 }
