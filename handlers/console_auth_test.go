@@ -758,8 +758,8 @@ func BenchmarkForgotPassword(b *testing.B) {
 // — invitations from any account, the notice that someone tried to sign up with the address — spends
 // its notices budget (3 in 10 minutes); the address's own recovery mail has a budget of its own, which
 // none of that reaches. Resets asked by strangers (clients the account does not know) have their own
-// share of it too: three strangers' resets, and a fourth goes unsent, yet the owner asking from their own
-// browser still gets the link.
+// shares of it, per network: three from one stranger's network, and a fourth goes unsent, yet the owner
+// on a new device and network still gets a link, and so do they from their own browser.
 func TestRecoveryMailHasItsOwnBudget(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false", "TRUSTED_PROXIES": "127.0.0.1"})
@@ -806,9 +806,15 @@ func TestRecoveryMailHasItsOwnBudget(t *testing.T) {
 				t.Fatalf("stranger's reset %d: %d reset e-mails, want %d", i+1, n, want)
 			}
 		}
-		// ...and the owner, from their own browser, is still heard.
-		if n := askReset(dev); n != 5 {
-			t.Fatalf("the owner's reset after strangers spent theirs: %d reset e-mails, want 5", n)
+		// ...and the owner is still heard: on a new device, from another network...
+		lost := newBrowser(t, s)
+		lost.ip = "198.51.100.50"
+		if n := askReset(lost); n != 5 {
+			t.Fatalf("the owner's reset from a new device and network after a stranger spent theirs: %d reset e-mails, want 5", n)
+		}
+		// ...and from their own browser.
+		if n := askReset(dev); n != 6 {
+			t.Fatalf("the owner's reset after strangers spent theirs: %d reset e-mails, want 6", n)
 		}
 	})
 }

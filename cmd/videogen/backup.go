@@ -145,6 +145,13 @@ func backup(ctx context.Context, cfg *config.Config, out string) (m *manifest, e
 	if err := os.Chmod(out, 0o700); err != nil {
 		return nil, fmt.Errorf("make %s private: %w", out, err)
 	}
+	// Looked at again now that only we can write there: another user could have planted an entry (a
+	// symbolic link where the database copy goes) between the first look and the change of mode.
+	if names, err := dirEntries(out); err != nil {
+		return nil, err
+	} else if len(names) > 0 {
+		return nil, fmt.Errorf("--out %s changed while it was made private (%s): someone else can write there; give a new folder", out, listSome(names))
+	}
 	defer func() {
 		if err != nil {
 			names, _ := dirEntries(out)

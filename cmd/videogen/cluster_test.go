@@ -140,9 +140,9 @@ func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 			"POLL_INTERVAL_MIN": "100ms", "POLL_INTERVAL_MAX": "500ms", "LEASE_DURATION": "2s",
 			"RATE_LIMIT_RPS": "100000", "RATE_LIMIT_BURST": "100000", "MAX_QUEUED_PER_ACCOUNT": "100000",
 			"MAX_UPLOADS_PER_ACCOUNT": "64",
-			// Shorter than production's 5 s, to keep the test short, but still two of Caddy's one-second
-			// health checks: one sees the 503 before the listener closes even if the other is late.
-			"SHUTDOWN_DRAIN_DELAY": "3s", "SHUTDOWN_TIMEOUT": "20s", "LOG_LEVEL": "warn",
+			// Production's 5 s: with Caddy's retries off, a health check that runs late on a busy machine
+			// (each may take up to its 2 s timeout) must still see the 503 before the listener closes.
+			"SHUTDOWN_DRAIN_DELAY": "5s", "SHUTDOWN_TIMEOUT": "20s", "LOG_LEVEL": "warn",
 			"GORACE": "atexit_sleep_ms=0",
 		}
 		for k, v := range over {

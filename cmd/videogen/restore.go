@@ -204,11 +204,18 @@ func restorePostgres(ctx context.Context, rawURL, from string, m *manifest, l re
 	if tables > 0 {
 		return fmt.Errorf("%s already has %d tables: pg_restore into a new, empty database (createdb); --force does not apply to a database", target.shown, tables)
 	}
-	dump := filepath.Join(from, m.Database.Path)
-	if _, sum, err := fileSHA256(dump); err != nil {
-		return err
-	} else if sum != m.Database.SHA256 {
-		return fmt.Errorf("%s: its SHA-256 is %s, the manifest says %s: the backup is damaged", dump, sum, m.Database.SHA256)
+	// pg_restore reads the dump from a private copy, hashed as it is made: checking the backup's file and
+	// then handing pg_restore its path would let whoever can write the backup's folder swap the file in
+	// between, and restore a dump the signature never covered. (It takes the dump's size again on disk,
+	// for the length of the restore.)
+	private, err := os.MkdirTemp("", "videogen-restore-")
+	if err != nil {
+		return fmt.Errorf("make a private folder for the dump: %w", err)
+	}
+	defer os.RemoveAll(private)
+	dump := filepath.Join(private, filepath.Base(m.Database.Path))
+	if _, _, err := copyFile(filepath.Join(from, m.Database.Path), dump, m.Database.SHA256, map[string]bool{}); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(from, m.Database.Path), err)
 	}
 	withFiles := len(m.Files) > 0
 	if withFiles {

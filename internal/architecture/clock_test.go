@@ -2,6 +2,7 @@ package architecture
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
 	"strings"
 	"testing"
@@ -15,9 +16,9 @@ var clockExceptions = map[string]string{
 	"videogen/internal/infra/ratelimit.NewLocal": "the in-process limiter on real time, a convenience for tests; the server passes its clock to NewLocalClock",
 }
 
-// clockFallbacks finds every use of time.Now as a value — not called, but stored, returned or passed
-// on — in the packages below the assembly: the way a part falls back to the wall clock when its caller
-// gave none. The clock is given once, by internal/server (or the command line, or a test), and a part
+// clockFallbacks finds, in the packages below the assembly, every use of time.Now as a value — not
+// called, but stored, returned or passed on — and every use of it at all inside a check that a clock
+// (a func() time.Time) is nil: the ways a part falls back to the wall clock when its caller gave none. The clock is given once, by internal/server (or the command line, or a test), and a part
 // without one is a mistake to refuse, not to paper over (docs/architecture.md).
 // allLayers checks the assembly's packages too (the planted package lives there).
 func clockFallbacks(pkgs []*packages.Package, allLayers bool) (found []finding, files int) {
@@ -32,9 +33,20 @@ func clockFallbacks(pkgs []*packages.Package, allLayers bool) (found []finding, 
 			}
 			files++
 			called := map[ast.Expr]bool{}
+			underNilClock := map[ast.Expr]bool{} // time.Now's uses inside `if clock == nil { … }`
 			ast.Inspect(f, func(n ast.Node) bool {
-				if c, ok := n.(*ast.CallExpr); ok {
-					called[c.Fun] = true
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					called[n.Fun] = true
+				case *ast.IfStmt:
+					if isNilClockCheck(p.TypesInfo, n.Cond) {
+						ast.Inspect(n.Body, func(m ast.Node) bool {
+							if sel, ok := m.(*ast.SelectorExpr); ok {
+								underNilClock[sel] = true
+							}
+							return true
+						})
+					}
 				}
 				return true
 			})
@@ -48,7 +60,7 @@ func clockFallbacks(pkgs []*packages.Package, allLayers bool) (found []finding, 
 				}
 				ast.Inspect(d, func(n ast.Node) bool {
 					sel, ok := n.(*ast.SelectorExpr)
-					if !ok || called[sel] {
+					if !ok || (called[sel] && !underNilClock[sel]) {
 						return true
 					}
 					if fn, ok := p.TypesInfo.Uses[sel.Sel].(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == "time" && fn.Name() == "Now" {
@@ -60,6 +72,24 @@ func clockFallbacks(pkgs []*packages.Package, allLayers bool) (found []finding, 
 		}
 	}
 	return found, files
+}
+
+// isNilClockCheck reports whether cond is `x == nil` for a clock x (a func() time.Time).
+func isNilClockCheck(info *types.Info, cond ast.Expr) bool {
+	b, ok := cond.(*ast.BinaryExpr)
+	if !ok || b.Op != token.EQL {
+		return false
+	}
+	for _, pair := range [][2]ast.Expr{{b.X, b.Y}, {b.Y, b.X}} {
+		if id, ok := pair[1].(*ast.Ident); !ok || id.Name != "nil" {
+			continue
+		}
+		sig, ok := info.TypeOf(pair[0]).(*types.Signature)
+		if ok && sig.Params().Len() == 0 && sig.Results().Len() == 1 && types.TypeString(sig.Results().At(0).Type(), nil) == "time.Time" {
+			return true
+		}
+	}
+	return false
 }
 
 // TestClockGiven: no part below the assembly falls back to the wall clock; every clock is given.
@@ -88,8 +118,8 @@ func TestClockGivenCatchesPlantedFallbacks(t *testing.T) {
 			}
 		}
 	}
-	if len(want) != 3 {
-		t.Fatalf("%d planted fallbacks marked, want 3", len(want))
+	if len(want) != 4 {
+		t.Fatalf("%d planted fallbacks marked, want 4", len(want))
 	}
 	got := map[int]bool{}
 	for _, f := range found {

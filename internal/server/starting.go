@@ -142,17 +142,22 @@ const startingPage = `<!doctype html><html lang="en"><head><meta charset="utf-8"
 	`<meta name="viewport" content="width=device-width, initial-scale=1"></head><body style="font-family:sans-serif;max-width:36rem;margin:4rem auto">` +
 	`<h1>videogen is starting</h1><p>This server is starting up and cannot show the page yet. Reload it in a few seconds.</p></body></html>`
 
-// newWhenReachable is New, tried again while the database (or the storage) cannot be reached: an
-// instance started during an outage waits for it to end, answering 503 meanwhile, instead of exiting.
+// newWhenReachable is New, tried again while the database (or the storage) cannot be reached, or while
+// another process holds the migration lock past its wait (a long migration on another replica): an
+// instance started then waits, answering 503 "starting" meanwhile, instead of exiting into a restart loop.
 // Any other error — a bad setting, a failed migration — ends the start at once.
 func newWhenReachable(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Server, error) {
 	wait := time.Second
 	for {
 		s, err := New(ctx, cfg, log)
-		if err == nil || !(db.IsUnavailable(err) || blob.IsUnavailable(err)) || ctx.Err() != nil {
+		if err == nil || !(db.IsUnavailable(err) || blob.IsUnavailable(err) || errors.Is(err, db.ErrMigrationLocked)) || ctx.Err() != nil {
 			return s, err
 		}
-		log.Warn("cannot start yet: a dependency is unreachable; trying again", "in", wait, "err", err)
+		if errors.Is(err, db.ErrMigrationLocked) {
+			log.Warn("cannot start yet: another process is still migrating the database; waiting for it", "in", wait, "err", err)
+		} else {
+			log.Warn("cannot start yet: a dependency is unreachable; trying again", "in", wait, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, errors.Join(err, ctx.Err())

@@ -75,11 +75,14 @@ type Throttles struct {
 	// budget of its own"). Notices is what anyone can cause to be sent to an address: the notice that
 	// someone tried to sign up with it, and invitations from any account (internal/domain/members).
 	// Recovery is the address's own account recovery: its verification links, and its reset links —
-	// counted by address when the reset was asked from a client the account knows (trust.go), and under
-	// a key of their own for every other client — so nothing a stranger sends spends what the owner needs.
-	Notices    ratelimit.Limiter
-	Recovery   ratelimit.Limiter
-	FormsPerIP ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
+	// counted by address when the reset was asked from a client the account knows (trust.go), and for
+	// every other client by address and the client's network, under RecoveryStrangers' ceiling per
+	// address — so nothing a stranger sends spends what the owner needs, and one stranger's network cannot
+	// spend what an owner on a new device and network needs either.
+	Notices           ratelimit.Limiter
+	Recovery          ratelimit.Limiter
+	RecoveryStrangers ratelimit.Limiter
+	FormsPerIP        ratelimit.Limiter // sign-ups and reset requests from one client (spam, hashing load)
 }
 
 // DefaultRates are the throttles' rates. Sign-in: 10 attempts per client and address in 15 minutes
@@ -89,10 +92,11 @@ type Throttles struct {
 // one address's limit gave before (960). The second factor: 10
 // codes per client and staff member, and 20 per staff member from unknown clients, in 15 minutes — no
 // more than the 10 per staff member before, doubled, since a code is guessed only by someone who already
-// has the password. Mail: 3 notices and 3 recovery e-mails to one address (and 3 more reset e-mails asked
-// by clients the account does not know), and 20 sign-up or reset forms per client, per 10 minutes.
+// has the password. Mail: 3 notices and 3 recovery e-mails to one address per 10 minutes (and as many
+// reset e-mails asked from each network the account does not know, at most 10 an hour from all of
+// them), and 20 sign-up or reset forms per client per 10 minutes.
 var DefaultRates = struct {
-	SignInPerPair, SignInPerAddress, SignInPerIP, SecondFactorPerPair, SecondFactorPerUser, Notices, Recovery, FormsPerIP ratelimit.Rate
+	SignInPerPair, SignInPerAddress, SignInPerIP, SecondFactorPerPair, SecondFactorPerUser, Notices, Recovery, RecoveryStrangers, FormsPerIP ratelimit.Rate
 }{
 	SignInPerPair:       ratelimit.Rate{Events: 10, Per: 15 * time.Minute, Burst: 10},
 	SignInPerAddress:    ratelimit.Rate{Events: 300, Per: 24 * time.Hour, Burst: 100},
@@ -101,6 +105,7 @@ var DefaultRates = struct {
 	SecondFactorPerUser: ratelimit.Rate{Events: 20, Per: 15 * time.Minute, Burst: 20},
 	Notices:             ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
 	Recovery:            ratelimit.Rate{Events: 3, Per: 10 * time.Minute, Burst: 3},
+	RecoveryStrangers:   ratelimit.Rate{Events: 10, Per: time.Hour, Burst: 10},
 	FormsPerIP:          ratelimit.Rate{Events: 20, Per: 10 * time.Minute, Burst: 20},
 }
 
@@ -114,6 +119,7 @@ func NewThrottles(store *ratelimit.Store) Throttles {
 		SecondFactorPerUser: store.Limiter("videogen:2fa-user:", DefaultRates.SecondFactorPerUser),
 		Notices:             store.Limiter("videogen:mail:", DefaultRates.Notices),
 		Recovery:            store.Limiter("videogen:mail-recovery:", DefaultRates.Recovery),
+		RecoveryStrangers:   store.Limiter("videogen:mail-recovery-strangers:", DefaultRates.RecoveryStrangers),
 		FormsPerIP:          store.Limiter("videogen:forms-ip:", DefaultRates.FormsPerIP),
 	}
 }

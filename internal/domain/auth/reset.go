@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"gorm.io/gorm"
@@ -118,11 +119,12 @@ func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent 
 		if err != nil {
 			return err
 		}
-		budget := "stranger " + u.Email
 		if known {
-			budget = u.Email
-		}
-		if allow(ctx, s.Throttle.Recovery, budget) != nil {
+			if allow(ctx, s.Throttle.Recovery, u.Email) != nil {
+				return nil
+			}
+		} else if allow(ctx, s.Throttle.Recovery, "stranger "+networkOf(r.ClientIP)+" "+u.Email) != nil ||
+			allow(ctx, s.Throttle.RecoveryStrangers, u.Email) != nil {
 			return nil
 		}
 		raw, err := s.newResetToken(tx, u.ID, ResetTTL)
@@ -136,6 +138,24 @@ func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent 
 		return false, fmt.Errorf("password reset request %d: %w", r.ID, err)
 	}
 	return sent, nil
+}
+
+// networkOf names the network a client address belongs to, as far as one client can easily change
+// address within it: its /24 (IPv4) or /64 (IPv6). A string that is not an address names itself.
+func networkOf(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	bits := 64
+	if a = a.Unmap(); a.Is4() {
+		bits = 24
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return ip
+	}
+	return p.String()
 }
 
 // knownForReset reports whether a reset request came from a client u's account knows: a browser holding

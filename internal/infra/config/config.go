@@ -372,18 +372,42 @@ func (c *Config) EnsureSecret() error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write app secret: %w", err)
 	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+	err = os.Link(tmp.Name(), path)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		// A file system without hard links (some network and container mounts): create the file only if
+		// it is not there, and write it. A reader racing this write may find it empty, and says so.
+		err = writeNew(path, secret+"\n")
+	}
+	if errors.Is(err, fs.ErrExist) {
 		b, err := os.ReadFile(path)
 		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
-			return fmt.Errorf("read the app secret another process wrote to %s: %v", path, err)
+			return fmt.Errorf("read the app secret another process is writing to %s (start again): %v", path, err)
 		}
 		c.AppSecret = strings.TrimSpace(string(b))
 		return nil
-	} else if err != nil {
+	}
+	if err != nil {
 		return fmt.Errorf("write app secret: %w", err)
 	}
 	c.AppSecret = secret
 	return nil
+}
+
+// writeNew creates path with content, failing with fs.ErrExist when it exists.
+func writeNew(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Secrets returns the configured HMAC keys: the first signs, all verify.

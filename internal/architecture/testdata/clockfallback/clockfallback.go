@@ -22,7 +22,17 @@ func clock(now func() time.Time) func() time.Time {
 	return time.Now // want
 }
 
+type Service struct{ Now func() time.Time }
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now() // want
+	}
+	return s.Now()
+}
+
 // Elapsed reads the clock to measure, which is no fallback: a call is fine.
 func Elapsed(start time.Time) time.Duration { return time.Now().Sub(start) }
 
 var _ = clock
+var _ = (*Service).now
