@@ -86,7 +86,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 
 	// A database whose migrations have not run is not ready.
-	fresh, err := db.Open(context.Background(), testkit.SQLiteURL(t))
+	fresh, err := db.Open(context.Background(), testkit.EmptySQLiteURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 // The processes start behind a barrier (each a shell blocked reading its stdin, then exec'ing videogen),
 // so they reach the database together rather than one process start apart.
 func TestMigrateConcurrently(t *testing.T) {
-	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+	testkit.EachEmptyDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
 		env := map[string]string{"DATA_DIR": filepath.Join(dir, "new", "data")}
 		if strings.HasPrefix(dbURL, "postgres") {
@@ -86,9 +86,9 @@ func TestMigrateConcurrently(t *testing.T) {
 			url = filepath.Join(env["DATA_DIR"], "videogen.db")
 		}
 		got := openDatabase(t, url, false)
-		alone := testkit.SQLiteURL(t)
+		alone := testkit.EmptySQLiteURL(t)
 		if strings.HasPrefix(dbURL, "postgres") {
-			alone = testkit.PostgresURL(t)
+			alone = testkit.EmptyPostgresURL(t)
 		}
 		want := openDatabase(t, alone, true)
 		gotVersions, wantVersions := schemaVersions(t, got), schemaVersions(t, want)

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +38,8 @@ import (
 )
 
 // EachDB runs fn once per database engine under test: SQLite always, PostgreSQL when TEST_DATABASE_URL
-// is set. Each run gets a fresh, empty database, its own server, ports and folders, so the two runs go
+// is set. Each run gets a database of its own at the newest schema (a copy of a migrated template:
+// template.go), its own server, ports and folders, so the two runs go
 // side by side (t.Parallel): a test spends most of its time waiting for the simulator, the worker and
 // the database, and the suite fits CI's time only when those waits overlap (docs/decisions.md, "The
 // two databases' runs side by side"). Top-level tests still run one after another, so no two tests'
@@ -49,6 +49,16 @@ func EachDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, SQLiteURL(t)) })
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, PostgresURL(t)) })
+	}
+}
+
+// EachEmptyDB is EachDB on databases no migration has touched (EmptySQLiteURL, EmptyPostgresURL): for
+// tests of migrating itself.
+func EachEmptyDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, EmptySQLiteURL(t)) })
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, EmptyPostgresURL(t)) })
 	}
 }
 
@@ -62,13 +72,10 @@ func EachDBInTurn(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	}
 }
 
-// SQLiteURL returns the path of a new SQLite database file in the test's temporary folder.
-func SQLiteURL(t testing.TB) string {
-	return filepath.Join(t.TempDir(), "videogen.db")
-}
-
-// PostgresURL returns TEST_DATABASE_URL pointed at a new schema, dropped when the test ends.
-func PostgresURL(t testing.TB) string {
+// EmptyPostgresURL returns TEST_DATABASE_URL pointed at a new, empty schema, dropped when the test ends:
+// for tests of migrating, restoring and refusing to create a database. PostgresURL gives one already
+// migrated.
+func EmptyPostgresURL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("TEST_DATABASE_URL")
 	if base == "" {

@@ -15,7 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
@@ -136,13 +136,14 @@ type Authenticator struct {
 	ttl time.Duration
 	// cache is keyed by the secret's SHA-256 (never the secret itself: the process holds no key longer
 	// than the request that carries it).
-	cache *expirable.LRU[[sha256.Size]byte, *entry]
+	cache *lru.Cache[[sha256.Size]byte, *entry]
 	group singleflight.Group
 	// forgets counts what may have made a lookup's answer stale while it ran (ForgetAccount, Revoke): a
 	// lookup that was already reading when one happened does not cache what it read.
 	forgets atomic.Uint64
-	// lastUsed remembers when each key's last_used_at was last written, to write it once a minute at most.
-	lastUsed *expirable.LRU[int64, time.Time]
+	// lastUsed remembers when (real time) each key's last_used_at was last written, to write it once a
+	// minute at most.
+	lastUsed *lru.Cache[int64, time.Time]
 	now      func() time.Time
 	// since measures an answer's age; real time, whatever the clock now says (a test holding its clock
 	// still must not make an answer last for ever). Tests of the reread move it.
@@ -152,14 +153,11 @@ type Authenticator struct {
 // NewAuthenticator returns an authenticator whose answers are at most ttl old; now is the clock that
 // stamps keys' last use and revocation.
 func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authenticator {
-	return &Authenticator{
-		db:       d,
-		ttl:      ttl,
-		now:      now,
-		since:    time.Since,
-		cache:    expirable.NewLRU[[sha256.Size]byte, *entry](100_000, nil, ttl),
-		lastUsed: expirable.NewLRU[int64, time.Time](100_000, nil, time.Minute),
-	}
+	// Both caches judge an entry's age when they read it, so nothing expires them in the background (no
+	// goroutine for the life of the process); their sizes bound the memory.
+	cache, _ := lru.New[[sha256.Size]byte, *entry](100_000)
+	lastUsed, _ := lru.New[int64, time.Time](100_000)
+	return &Authenticator{db: d, ttl: ttl, now: now, since: time.Since, cache: cache, lastUsed: lastUsed}
 }
 
 // maxSecretLen bounds what is hashed: our keys are 43 characters.
@@ -255,11 +253,11 @@ func (a *Authenticator) ForgetAccount(accountID int64) {
 
 // touch records that a key was used, at most once a minute per key, off the request path.
 func (a *Authenticator) touch(keyID int64) {
-	if _, ok := a.lastUsed.Get(keyID); ok {
+	if at, ok := a.lastUsed.Get(keyID); ok && a.since(at) < time.Minute {
 		return
 	}
+	a.lastUsed.Add(keyID, time.Now())
 	now := a.now().UTC().Truncate(time.Microsecond)
-	a.lastUsed.Add(keyID, now)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -3,7 +3,7 @@ package videos
 import (
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // PollCache keeps the answers of recently read tasks for GET /v1/videos/{id}, the endpoint clients call
@@ -16,7 +16,7 @@ import (
 // not when the LRU evicts it.
 type PollCache struct {
 	fresh time.Duration
-	lru   *expirable.LRU[pollKey, *Polled]
+	lru   *lru.Cache[pollKey, *Polled]
 }
 
 // pollKey is a task as one account asks for it.
@@ -32,7 +32,10 @@ func NewPollCache(fresh time.Duration) *PollCache {
 		return nil
 	}
 	const size = 20_000
-	return &PollCache{fresh: fresh, lru: expirable.NewLRU[pollKey, *Polled](size, nil, 10*time.Minute)}
+	// An entry's age is judged when it is read (get), so nothing expires entries in the background: the
+	// size bounds the memory.
+	c, _ := lru.New[pollKey, *Polled](size)
+	return &PollCache{fresh: fresh, lru: c}
 }
 
 // get returns the account's task id as read at most fresh before now. The answer is shared: never

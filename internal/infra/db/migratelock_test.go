@@ -16,7 +16,7 @@ import (
 // the lock is released it migrates. (cmd/videogen's TestMigrateConcurrently runs five real processes on
 // one new database; this is the bound, with the wait shortened.)
 func TestMigrateWaitsForTheLockThenGivesUp(t *testing.T) {
-	testkit.EachDB(t, func(t *testing.T, url string) {
+	testkit.EachEmptyDB(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		holder, err := db.Open(ctx, url)
 		if err != nil {

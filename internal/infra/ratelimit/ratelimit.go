@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 )
@@ -46,7 +46,7 @@ type Local struct {
 	burst   int
 	now     func() time.Time
 	mu      sync.Mutex // makes get-or-create of a bucket atomic
-	buckets *expirable.LRU[string, *rate.Limiter]
+	buckets *lru.Cache[string, *rate.Limiter]
 }
 
 // NewLocal returns an in-process limiter on real time.
@@ -55,10 +55,11 @@ func NewLocal(r Rate) *Local { return NewLocalClock(r, time.Now) }
 // NewLocalClock returns an in-process limiter whose buckets refill by the clock now: the service's
 // clock, which a test holds still when it must count tokens exactly.
 func NewLocalClock(r Rate, now func() time.Time) *Local {
-	// A bucket is forgotten once it would be full again anyway, so forgetting it changes nothing.
-	refill := time.Duration(float64(r.Per) * float64(r.Burst) / float64(r.Events))
-	return &Local{rps: rate.Limit(float64(r.Events) / r.Per.Seconds()), burst: r.Burst, now: now,
-		buckets: expirable.NewLRU[string, *rate.Limiter](200_000, nil, max(refill, time.Minute))}
+	// Buckets are forgotten only when 200,000 keys are in use, least recently used first. A bucket left
+	// idle is full again, the same as a new one, so there is nothing to expire by time — and no
+	// goroutine ticking for the life of the process to do it.
+	buckets, _ := lru.New[string, *rate.Limiter](200_000)
+	return &Local{rps: rate.Limit(float64(r.Events) / r.Per.Seconds()), burst: r.Burst, now: now, buckets: buckets}
 }
 
 // Allow implements Limiter.
