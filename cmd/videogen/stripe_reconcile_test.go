@@ -357,7 +357,7 @@ func TestStripeReconcileApply(t *testing.T) {
 // intents created since the period's start, a hundred a page, and changes nothing.
 func TestStripeReconcileCallShape(t *testing.T) {
 	front := testkit.NewStripeFront(t)
-	env := testkit.Env(t, testkit.SQLiteURL(t), front.Env())
+	env := testkit.Env(t, testkit.EmptySQLiteURL(t), front.Env())
 	dir := t.TempDir()
 	// reconcile works on an existing database only: make it as an operator would.
 	if out, errOut, code := run(t, dir, env, "migrate"); code != 0 {
@@ -399,7 +399,7 @@ func TestStripeReconcileCallShape(t *testing.T) {
 // anything is asked of Stripe or the database.
 func TestStripeReconcileUsage(t *testing.T) {
 	front := testkit.NewStripeFront(t)
-	dbPath := testkit.SQLiteURL(t)
+	dbPath := testkit.EmptySQLiteURL(t)
 	env := testkit.Env(t, dbPath, front.Env())
 	noKey := maps.Clone(env)
 	for k := range front.Env() {
