@@ -51,14 +51,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// freeAddr is a loopback address for a process the test starts (testkit.FreeAddr).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testkit.FreeAddr(t)
 }
 
 // environ is a minimal environment: nothing of the developer's shell leaks into the product's settings.

@@ -3,6 +3,9 @@ package testkit
 import (
 	"bufio"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -63,4 +66,39 @@ func procAddr(s string) netip.AddrPort {
 		return netip.AddrPort{}
 	}
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{b[3], b[2], b[1], b[0]}), uint16(p))
+}
+
+// FreeAddr returns a loopback address ("127.0.0.1:port") that nothing listens on now, for a process a
+// test starts to listen on later. The port is below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), where no connection's local port and no ":0" listener is ever
+// placed: a port picked by listening on ":0" and closing can be taken by any outgoing connection of the
+// loaded machine before the process binds it, and the process then fails with "address already in use".
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func freeAddr() (string, error) {
+	low := 32768 // Linux's default start of the range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		_, _ = fmt.Sscan(string(b), &low)
+	}
+	const first = 10000 // above the ports services are commonly given
+	if low <= first+1000 {
+		return "", fmt.Errorf("the ephemeral port range starts at %d: no room below it for test servers", low)
+	}
+	for range 200 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(first+rand.IntN(low-first)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // in use: another test's server, or a service of the machine
+		}
+		_ = ln.Close()
+		return addr, nil
+	}
+	return "", errors.New("no free port below the ephemeral range after 200 tries")
 }

@@ -90,15 +90,6 @@ func startStripeMock() (string, error) {
 	return "", fmt.Errorf("did not start listening on %s: %s", httpAddr, out.String())
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // StripeCall is one request the server made to Stripe's API.
 type StripeCall struct {
 	Method, Path   string

@@ -1,5 +1,5 @@
-// Package testkit is the test rig: a fresh database per test (a SQLite file, and a PostgreSQL schema when
-// TEST_DATABASE_URL is set), a running server on a free port, funded accounts with keys, and checks of
+// Package testkit is the test rig: a fresh database per test at the newest schema (a SQLite file, and a
+// PostgreSQL database when TEST_DATABASE_URL is set, each a copy of a migrated template), a running server on a free port, funded accounts with keys, and checks of
 // the ledger's invariant — so tests read like the story they check.
 package testkit
 
