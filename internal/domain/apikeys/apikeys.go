@@ -21,6 +21,7 @@ import (
 
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/ids"
+	"videogen/internal/infra/lrucache"
 	"videogen/models"
 )
 
@@ -153,8 +154,8 @@ type Authenticator struct {
 // NewAuthenticator returns an authenticator whose answers are at most ttl old; now is the clock that
 // stamps keys' last use and revocation.
 func NewAuthenticator(d *db.DB, ttl time.Duration, now func() time.Time) *Authenticator {
-	// Both caches judge an entry's age when they read it, so nothing expires them in the background (no
-	// goroutine for the life of the process); their sizes bound the memory.
+	// Both caches judge an entry's age when they read it, and drop entries too old to be used as they
+	// add (lrucache.DropStale); their sizes bound the memory.
 	cache, _ := lru.New[[sha256.Size]byte, *entry](100_000)
 	lastUsed, _ := lru.New[int64, time.Time](100_000)
 	return &Authenticator{db: d, ttl: ttl, now: now, since: time.Since, cache: cache, lastUsed: lastUsed}
@@ -231,6 +232,7 @@ func (a *Authenticator) load(ctx context.Context, h [sha256.Size]byte) (*entry, 
 	}
 	if a.ttl > 0 && a.forgets.Load() == forgets { // API_KEY_CACHE_TTL=0: every request reads its key
 		a.cache.Add(h, e)
+		lrucache.DropStale(a.cache, func(old *entry) bool { return a.since(old.read) >= a.ttl })
 	}
 	if e.valid && !e.disabled {
 		a.touch(e.p.KeyID)
@@ -257,6 +259,7 @@ func (a *Authenticator) touch(keyID int64) {
 		return
 	}
 	a.lastUsed.Add(keyID, time.Now())
+	lrucache.DropStale(a.lastUsed, func(at time.Time) bool { return a.since(at) >= time.Minute })
 	now := a.now().UTC().Truncate(time.Microsecond)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

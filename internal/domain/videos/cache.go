@@ -4,6 +4,8 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"videogen/internal/infra/lrucache"
 )
 
 // PollCache keeps the answers of recently read tasks for GET /v1/videos/{id}, the endpoint clients call
@@ -32,8 +34,8 @@ func NewPollCache(fresh time.Duration) *PollCache {
 		return nil
 	}
 	const size = 20_000
-	// An entry's age is judged when it is read (get), so nothing expires entries in the background: the
-	// size bounds the memory.
+	// An entry's age is judged when it is read (get); put drops entries too old to be served
+	// (lrucache.DropStale), and the size bounds the memory.
 	c, _ := lru.New[pollKey, *Polled](size)
 	return &PollCache{fresh: fresh, lru: c}
 }
@@ -57,6 +59,7 @@ func (c *PollCache) put(account int64, id string, p *Polled) {
 		return
 	}
 	c.lru.Add(pollKey{account, id}, p)
+	lrucache.DropStale(c.lru, func(old *Polled) bool { return p.read.Sub(old.read) >= c.fresh })
 }
 
 // Forget drops a task; the worker calls it after every change it makes. A nil cache forgets nothing.

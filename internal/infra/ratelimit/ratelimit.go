@@ -14,6 +14,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
+
+	"videogen/internal/infra/lrucache"
 )
 
 // Limiter decides whether a key may make one more request now.
@@ -55,23 +57,23 @@ func NewLocal(r Rate) *Local { return NewLocalClock(r, time.Now) }
 // NewLocalClock returns an in-process limiter whose buckets refill by the clock now: the service's
 // clock, which a test holds still when it must count tokens exactly.
 func NewLocalClock(r Rate, now func() time.Time) *Local {
-	// Buckets are forgotten only when 200,000 keys are in use, least recently used first. A bucket left
-	// idle is full again, the same as a new one, so there is nothing to expire by time — and no
-	// goroutine ticking for the life of the process to do it.
+	// A bucket full again is the same as a new one, so Allow forgets full ones as it goes
+	// (lrucache.DropStale); 200,000 keys in use at once bound the memory.
 	buckets, _ := lru.New[string, *rate.Limiter](200_000)
 	return &Local{rps: rate.Limit(float64(r.Events) / r.Per.Seconds()), burst: r.Burst, now: now, buckets: buckets}
 }
 
 // Allow implements Limiter.
 func (l *Local) Allow(_ context.Context, key string) (bool, time.Duration, error) {
+	now := l.now()
 	l.mu.Lock()
 	b, ok := l.buckets.Get(key)
 	if !ok {
 		b = rate.NewLimiter(l.rps, l.burst)
 		l.buckets.Add(key, b)
 	}
+	lrucache.DropStale(l.buckets, func(old *rate.Limiter) bool { return old != b && old.TokensAt(now) >= float64(l.burst) })
 	l.mu.Unlock()
-	now := l.now()
 	r := b.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)

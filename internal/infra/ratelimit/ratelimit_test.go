@@ -187,3 +187,38 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
+
+// TestLocalForgetsFullBuckets: the in-process buckets hold the keys used within a refill period, not
+// every key ever seen: a bucket full again is the same as a new one, and each Allow forgets the least
+// recently used ones that are — so a scan from many addresses leaves no memory behind once it stops,
+// while a key still in debt keeps its bucket however many others come after it.
+func TestLocalForgetsFullBuckets(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l := NewLocalClock(Rate{Events: 10, Per: time.Minute, Burst: 5}, func() time.Time { return now })
+	ctx := context.Background()
+	allowed := func(key string) bool { ok, _, _ := l.Allow(ctx, key); return ok }
+	for range 5 {
+		allowed("busy")
+	}
+	if allowed("busy") {
+		t.Fatal("the sixth request of a burst of five was allowed")
+	}
+	for i := range 1000 {
+		if !allowed("scanner-" + strconv.Itoa(i)) {
+			t.Fatalf("first request of key %d refused", i)
+		}
+	}
+	if n := l.buckets.Len(); n != 1001 {
+		t.Fatalf("%d buckets within the refill period, want 1001", n)
+	}
+	if allowed("busy") {
+		t.Fatal("a key in debt was forgiven: its bucket was forgotten behind a thousand others")
+	}
+	now = now.Add(time.Minute) // every bucket is full again
+	for i := range 600 {
+		allowed("later-" + strconv.Itoa(i))
+	}
+	if n := l.buckets.Len(); n != 600 {
+		t.Fatalf("%d buckets once the earlier keys were full again, want the 600 new ones", n)
+	}
+}
