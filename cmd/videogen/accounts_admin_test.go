@@ -22,7 +22,7 @@ import (
 func TestCLIAdminActions(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		base := "http://" + addr
 		// No workers: the task stays waiting for an upstream slot, as a busy platform's would.
 		env := map[string]string{"DATABASE_URL": dbURL, "ADDR": addr, "PUBLIC_BASE_URL": base, "WORKERS": "false"}

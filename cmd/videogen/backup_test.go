@@ -63,7 +63,7 @@ func freshDatabase(t *testing.T) string {
 // SQLite under DATA_DIR when it is ""), its address (PUBLIC_BASE_URL names it: the simulator fetches
 // media from there), a quick simulator and no rate limit in the way.
 func installation(t *testing.T, dir, dbURL string) map[string]string {
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	env := map[string]string{"DATA_DIR": filepath.Join(dir, "data"), "ADDR": addr, "PUBLIC_BASE_URL": "http://" + addr, "SIM_DURATION": "100ms",
 		"POLL_INTERVAL_MIN": "10ms", "POLL_INTERVAL_MAX": "100ms", "RATE_LIMIT_RPS": "100000",
 		"RATE_LIMIT_BURST": "100000", "LOG_LEVEL": "error"}

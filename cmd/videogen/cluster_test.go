@@ -119,13 +119,13 @@ func (r *replica) url() string { return "http://" + r.env["ADDR"] }
 func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 	t.Helper()
 	c := &cluster{dir: t.TempDir(), dbURL: clusterDB(t)}
-	c.sim = startUpstreamSim(t, sim.ProtocolVideogen, freeAddr(t), filepath.Join(c.dir, "sim"), "300ms", "sim-cluster-key")
+	c.sim = startUpstreamSim(t, sim.ProtocolVideogen, testkit.FreeAddr(t), filepath.Join(c.dir, "sim"), "300ms", "sim-cluster-key")
 	file := filepath.Join(c.dir, "upstreams.yaml")
 	writeUpstreams(t, file, e2eCred("sim-main", "sim", c.sim.base(), "secret: sim-cluster-key", 8, // the simulator's SIM_CONCURRENCY
 		e2eRoute("videogen-2.0-mini-480p", "videogen-2.0-mini-480p", "0.01")))
 	c.s3 = testkit.StartS3Server(t)
 	s3 := c.s3.Config
-	proxyAddr := freeAddr(t)
+	proxyAddr := testkit.FreeAddr(t)
 	c.proxy = "http://" + proxyAddr
 	var addrs []string
 	for i := range n {
@@ -134,8 +134,8 @@ func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 			"DATABASE_URL": c.dbURL, "REDIS_URL": "redis://127.0.0.1:6379/0",
 			"S3_ENDPOINT": s3.Endpoint, "S3_BUCKET": s3.Bucket, "S3_ACCESS_KEY_ID": s3.AccessKeyID, "S3_SECRET_ACCESS_KEY": s3.SecretAccessKey,
 			"UPSTREAMS_FILE": file, "UPSTREAMS_WATCH_INTERVAL": "200ms",
-			"DATA_DIR": filepath.Join(c.dir, "data-"+name), "WORKER_ID": "replica-" + name, "ADDR": freeAddr(t),
-			"METRICS_ADDR":    freeAddr(t),
+			"DATA_DIR": filepath.Join(c.dir, "data-"+name), "WORKER_ID": "replica-" + name, "ADDR": testkit.FreeAddr(t),
+			"METRICS_ADDR":    testkit.FreeAddr(t),
 			"PUBLIC_BASE_URL": c.proxy, "TRUSTED_PROXIES": "127.0.0.1", "APP_SECRET": "cluster-test-secret-0123456789abcdef",
 			"POLL_INTERVAL_MIN": "100ms", "POLL_INTERVAL_MAX": "500ms", "LEASE_DURATION": "2s",
 			"RATE_LIMIT_RPS": "100000", "RATE_LIMIT_BURST": "100000", "MAX_QUEUED_PER_ACCOUNT": "100000",
@@ -648,7 +648,7 @@ type redisServer struct {
 
 func startRedisServer(t *testing.T) *redisServer {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(freeAddr(t))
+	_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
 	r := &redisServer{port: port}
 	r.start(t)
 	t.Cleanup(r.stop)
@@ -735,7 +735,7 @@ func (l *load) status(code int) int {
 // and then every task has ended once, drift 0.
 func TestDependencyFaults(t *testing.T) {
 	rs := startRedisServer(t)
-	metricsAddr := freeAddr(t)
+	metricsAddr := testkit.FreeAddr(t)
 	// RUN_TIMEOUT 20 s: the storage outage below outlasts it, and the tasks it holds must not fail; a task
 	// slowed by a loaded machine still ends well within it.
 	const runTimeout = 20 * time.Second
@@ -875,7 +875,7 @@ func TestReadyOnlyWhenServing(t *testing.T) {
 	reopen := closeDatabaseTo(t, dbURL, false)
 
 	dir := t.TempDir()
-	env := map[string]string{"DATABASE_URL": dbURL, "ADDR": freeAddr(t), "DATA_DIR": filepath.Join(dir, "data"),
+	env := map[string]string{"DATABASE_URL": dbURL, "ADDR": testkit.FreeAddr(t), "DATA_DIR": filepath.Join(dir, "data"),
 		"SIM_DURATION": "100ms", "LOG_LEVEL": "warn", "GORACE": "atexit_sleep_ms=0"}
 	cmd := exec.Command(bin)
 	cmd.Dir, cmd.Env = dir, environ(env)

@@ -144,7 +144,7 @@ func TestSecondSignalEndsTheDrain(t *testing.T) {
 // not, and answers on both loopback addresses, so http://localhost:8080 works whichever the client's
 // resolver gives first.
 func TestDevelopmentListensOnThisMachine(t *testing.T) {
-	port := func() string { _, p, _ := net.SplitHostPort(freeAddr(t)); return p }
+	port := func() string { _, p, _ := net.SplitHostPort(testkit.FreeAddr(t)); return p }
 	warning := "a development server is listening beyond this machine"
 
 	open := serve(t, t.TempDir(), map[string]string{"ADDR": ":" + port()})

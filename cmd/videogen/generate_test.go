@@ -39,7 +39,7 @@ func startGenerateRig(t *testing.T, dbURL, simDuration string) *generateRig {
 	dir := t.TempDir()
 	// PUBLIC_BASE_URL names this server: the signed URLs of uploads point there, and the simulator
 	// fetches them.
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	p := serve(t, dir, map[string]string{"DATABASE_URL": dbURL, "ADDR": addr, "PUBLIC_BASE_URL": "http://" + addr,
 		"SIM_DURATION": simDuration, "POLL_INTERVAL_MIN": "10ms", "POLL_INTERVAL_MAX": "100ms",
 		"WORKER_ID": "generate-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)})

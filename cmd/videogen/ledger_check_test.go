@@ -31,7 +31,7 @@ func ledgerCheck(t *testing.T, dir string, env map[string]string, args ...string
 func TestLedgerCheck(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		metricsAddr := freeAddr(t)
+		metricsAddr := testkit.FreeAddr(t)
 		owner := "ledger-test-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 		env := map[string]string{"DATABASE_URL": dbURL, "SIM_DURATION": "100ms", "POLL_INTERVAL_MIN": "10ms", "POLL_INTERVAL_MAX": "100ms",
 			"LEDGER_CHECK_INTERVAL": "1s", "METRICS_ADDR": metricsAddr, "WORKER_ID": owner}

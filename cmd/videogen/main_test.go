@@ -51,12 +51,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freeAddr is a loopback address for a process the test starts (testkit.FreeAddr).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	return testkit.FreeAddr(t)
-}
-
 // environ is a minimal environment: nothing of the developer's shell leaks into the product's settings.
 func environ(env map[string]string) []string {
 	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -116,7 +110,7 @@ func serve(t *testing.T, dir string, env map[string]string) *process {
 	t.Helper()
 	addr := env["ADDR"]
 	if addr == "" {
-		addr = freeAddr(t)
+		addr = testkit.FreeAddr(t)
 		env["ADDR"] = addr
 	}
 	if _, ok := env["SHUTDOWN_DRAIN_DELAY"]; !ok {
@@ -190,7 +184,7 @@ func TestFreshStart(t *testing.T) {
 		}
 	}
 	// Production refuses unsafe settings and says which.
-	_, stderr, code := run(t, dir, map[string]string{"APP_ENV": "production", "ADDR": freeAddr(t)}, "serve")
+	_, stderr, code := run(t, dir, map[string]string{"APP_ENV": "production", "ADDR": testkit.FreeAddr(t)}, "serve")
 	if code == 0 || !strings.Contains(stderr, "RESEND_API_KEY") || !strings.Contains(stderr, "APP_SECRET") || !strings.Contains(stderr, "https") {
 		t.Fatalf("production with defaults: exit %d %q", code, stderr)
 	}
@@ -460,7 +454,7 @@ func TestGracefulShutdown(t *testing.T) {
 // environment, never in the database.
 func TestStandaloneSimulator(t *testing.T) {
 	dir := t.TempDir()
-	simAddr := freeAddr(t)
+	simAddr := testkit.FreeAddr(t)
 	simCmd := exec.Command(bin, "upstream-sim", "--addr", simAddr, "--keys", "up-key-1,up-key-2")
 	simCmd.Dir, simCmd.Env = dir, environ(map[string]string{"SIM_DURATION": "300ms", "SIM_DATA_DIR": filepath.Join(dir, "upstream")})
 	simErr := &testkit.LockedBuffer{}
@@ -663,7 +657,7 @@ func TestShutdownWithABusyConnection(t *testing.T) {
 func TestCLIAccountWithoutPassword(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		base := "http://" + addr
 		env := map[string]string{"DATABASE_URL": dbURL, "ADDR": addr, "PUBLIC_BASE_URL": base, "WORKERS": "false"}
 		serve(t, dir, env)

@@ -82,9 +82,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 
 	// Never make run's 8080 (outside Linux's ephemeral range, but a machine may be configured otherwise).
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	for strings.HasSuffix(addr, ":8080") {
-		addr = freeAddr(t)
+		addr = testkit.FreeAddr(t)
 	}
 	// localhost, as under `make run`: the server listens on both loopback addresses, and the blocks'
 	// clients reach it whichever they try first.

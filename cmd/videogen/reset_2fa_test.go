@@ -21,7 +21,7 @@ import (
 func TestCLIResetSecondFactor(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		base := "http://" + addr
 		env := map[string]string{"DATABASE_URL": dbURL, "ADDR": addr, "PUBLIC_BASE_URL": base, "WORKERS": "false"}
 		if out, stderr, code := run(t, dir, env, "accounts", "create", "--email", "sam@example.com", "--password", "lighthouse-keeper-1850", "--role", "support"); code != 0 {

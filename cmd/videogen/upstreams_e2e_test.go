@@ -49,9 +49,9 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 		dir := t.TempDir()
 		// 2 s per generation: long enough that the tasks are still running when the platform is killed
 		// just after submitting them, short enough for the whole test.
-		oai := startUpstreamSim(t, "openai", freeAddr(t), filepath.Join(dir, "oai-sim"), "2s", e2eOAISecret)
-		ark := startUpstreamSim(t, "ark", freeAddr(t), filepath.Join(dir, "ark-sim"), "2s", e2eArkSecret1)
-		gem := startUpstreamSim(t, "gemini", freeAddr(t), filepath.Join(dir, "gem-sim"), "2s", e2eGemSecret)
+		oai := startUpstreamSim(t, "openai", testkit.FreeAddr(t), filepath.Join(dir, "oai-sim"), "2s", e2eOAISecret)
+		ark := startUpstreamSim(t, "ark", testkit.FreeAddr(t), filepath.Join(dir, "ark-sim"), "2s", e2eArkSecret1)
+		gem := startUpstreamSim(t, "gemini", testkit.FreeAddr(t), filepath.Join(dir, "gem-sim"), "2s", e2eGemSecret)
 		file := filepath.Join(dir, "upstreams.yaml")
 		writeUpstreams(t, file,
 			e2eCred("gem-main", "gemini", gem.base(), "secret: "+e2eGemSecret, 8,
@@ -200,8 +200,8 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		// 2 s per generation on the OpenAI-style simulator; a [sim:slow] one takes ten times as long,
 		// which keeps it running on that credential through the reloads that remove it (each reload
 		// waits two watch rounds for every instance's answer). 800 ms on the Ark one.
-		oai := startUpstreamSim(t, "openai", freeAddr(t), filepath.Join(dir, "oai-sim"), "2s", e2eOAISecret)
-		ark := startUpstreamSim(t, "ark", freeAddr(t), filepath.Join(dir, "ark-sim"), "800ms", e2eArkSecret1, e2eArkSecret2)
+		oai := startUpstreamSim(t, "openai", testkit.FreeAddr(t), filepath.Join(dir, "oai-sim"), "2s", e2eOAISecret)
+		ark := startUpstreamSim(t, "ark", testkit.FreeAddr(t), filepath.Join(dir, "ark-sim"), "800ms", e2eArkSecret1, e2eArkSecret2)
 		secretFile := filepath.Join(dir, "ark-2.secret")
 		if err := os.WriteFile(secretFile, []byte(e2eArkSecret2+"\n"), 0o600); err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestCLIWalletAdjustmentIsAudited(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		base := "http://" + addr
 		env := map[string]string{"DATABASE_URL": dbURL, "ADDR": addr, "PUBLIC_BASE_URL": base, "WORKERS": "false"}
 		for _, args := range [][]string{

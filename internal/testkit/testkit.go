@@ -46,29 +46,38 @@ import (
 // runs meet. A test that measures the process itself (its heap, its timing) uses EachDBInTurn.
 func EachDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	t.Helper()
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, SQLiteURL(t)) })
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, PostgresURL(t)) })
-	}
+	eachEngine(t, true, SQLiteURL, PostgresURL, fn)
 }
 
 // EachEmptyDB is EachDB on databases no migration has touched (EmptySQLiteURL, EmptyPostgresURL): for
 // tests of migrating itself.
 func EachEmptyDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	t.Helper()
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, EmptySQLiteURL(t)) })
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, EmptyPostgresURL(t)) })
-	}
+	eachEngine(t, true, EmptySQLiteURL, EmptyPostgresURL, fn)
 }
 
 // EachDBInTurn is EachDB with the two runs one after the other, for a test whose assertions would be
 // disturbed by the other run in the same process: a heap measure, a bound on how long something takes.
 func EachDBInTurn(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	t.Helper()
-	t.Run("sqlite", func(t *testing.T) { fn(t, SQLiteURL(t)) })
+	eachEngine(t, false, SQLiteURL, PostgresURL, fn)
+}
+
+// eachEngine runs fn on a SQLite database from sqlite, and on a PostgreSQL one from postgres when
+// TEST_DATABASE_URL is set; side by side when parallel.
+func eachEngine(t *testing.T, parallel bool, sqlite, postgres func(testing.TB) string, fn func(t *testing.T, dbURL string)) {
+	t.Helper()
+	run := func(name string, dbURL func(testing.TB) string) {
+		t.Run(name, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
+			}
+			fn(t, dbURL(t))
+		})
+	}
+	run("sqlite", sqlite)
 	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Run("postgres", func(t *testing.T) { fn(t, PostgresURL(t)) })
+		run("postgres", postgres)
 	}
 }
 
