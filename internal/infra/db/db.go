@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	gosqlite "github.com/glebarez/go-sqlite"
 	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -123,17 +124,39 @@ func SQLiteDSN(path, params string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params
 }
 
+// openBusyWait bounds how long opening a SQLite file waits for another process's lock on it, as the
+// busy timeout bounds a statement's wait.
+const openBusyWait = 10 * time.Second
+
+// openSQLite opens the file, waiting while another process holds it locked. The connection's pragmas
+// can meet a lock the busy timeout does not wait for: the first to switch a new file to WAL needs it
+// exclusively, and SQLite answers SQLITE_BUSY at once rather than wait where waiting could deadlock —
+// processes starting together on a new DATA_DIR (a server and a command) would otherwise fail to start.
 func openSQLite(path, params string, gcfg *gorm.Config) (*gorm.DB, error) {
-	g, err := gorm.Open(sqlite.Open(SQLiteDSN(path, params)), gcfg)
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	deadline := time.Now().Add(openBusyWait)
+	for {
+		g, err := gorm.Open(sqlite.Open(SQLiteDSN(path, params)), gcfg)
+		if g != nil {
+			if sqlDB, dbErr := g.DB(); dbErr == nil {
+				if err == nil {
+					err = sqlDB.Ping()
+				}
+				if err == nil {
+					return g, nil
+				}
+				_ = sqlDB.Close()
+			}
+		}
+		var se *gosqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	sqlDB, _ := g.DB()
-	if err := sqlDB.Ping(); err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
-	return g, nil
 }
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of a lock held by another connection.
+const sqliteBusy = 5
 
 // Close closes both pools.
 func (d *DB) Close() error {
