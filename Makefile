@@ -21,7 +21,7 @@ run: build ## build and serve on localhost:8080, this machine only (SQLite under
 	TEST_TOPUPS=1 ./$(BIN) serve
 
 build:
-	$(GO) build -o $(BIN) ./cmd/videogen
+	$(GO) build -ldflags "-X main.buildVersion=$$(git describe --always --dirty 2>/dev/null || echo unknown)" -o $(BIN) ./cmd/videogen
 
 generate: ## regenerate the templ views (templ is a tool dependency in go.mod)
 	$(GO) tool templ generate -path views

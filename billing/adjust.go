@@ -12,6 +12,7 @@ import (
 	"videogen/billing/topups"
 	"videogen/internal/domain/audit"
 	"videogen/internal/infra/db"
+	"videogen/internal/infra/storetext"
 	"videogen/internal/money"
 	"videogen/models"
 )
@@ -50,7 +51,10 @@ func ParseAdjustment(direction, amount string) (money.Micros, error) {
 	case strings.TrimSpace(amount) == "":
 		return 0, invalid("Enter an amount in dollars, such as 25.00.")
 	case err != nil:
-		return 0, invalid("Enter the amount in dollars with at most six decimals, such as 25.00 (not %q).", strings.TrimSpace(amount))
+		return 0, invalid("Enter the amount in dollars and cents, such as 25.00 (not %q).", strings.TrimSpace(amount))
+	case m%money.Cent != 0:
+		// Customers count in cents (docs/support.md): a fraction of a cent is a typo, not an amount.
+		return 0, invalid("Enter whole cents, such as %s: a wallet is credited and debited in cents.", (m / money.Cent * money.Cent).USD())
 	case m < 0:
 		return 0, invalid("Enter the amount without a sign; choose credit or debit for its direction.")
 	case m == 0:
@@ -68,6 +72,9 @@ type Adjustment struct {
 	AccountID int64
 	Amount    money.Micros
 	Reason    string
+	// CustomerNote is what the customer reads in their ledger; "" shows "Adjustment by support". The
+	// Reason is for staff only.
+	CustomerNote string
 	// AllowNegative lets a debit take available below zero: the admin confirmed it knowingly (money
 	// already spent cannot be un-spent, so the books may have to show a debt).
 	AllowNegative bool
@@ -81,6 +88,11 @@ func (a Adjustment) check() (Adjustment, error) {
 		return a, err
 	}
 	a.Reason = reason
+	note, cut := storetext.Clip(strings.TrimSpace(a.CustomerNote), 300)
+	if cut {
+		return a, invalid("The note to the customer is longer than 300 characters.")
+	}
+	a.CustomerNote = note
 	switch {
 	case a.Amount == 0:
 		return a, invalid("The amount must be more than zero.")
@@ -135,7 +147,7 @@ func (a Adjustment) Apply(ctx context.Context, d *db.DB) (*models.LedgerEntry, e
 	}
 	at = at.UTC().Truncate(time.Microsecond)
 	e := &models.LedgerEntry{AccountID: a.AccountID, Kind: models.KindAdjustment, DeltaAvailable: int64(a.Amount),
-		Reason: a.Reason, Actor: LedgerActor(a.By), CreatedAt: at}
+		Reason: a.Reason, CustomerNote: a.CustomerNote, Actor: LedgerActor(a.By), CreatedAt: at}
 	err = d.Tx(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&models.Account{}).Where("id = ?", a.AccountID).Count(&n).Error; err != nil {

@@ -189,10 +189,12 @@ func SettleMany(tx *gorm.DB, charges []Charge, now time.Time) error {
 	return topups.BalancesFell(tx, ids, now, true)
 }
 
-// Release refunds a task's reservation in full inside tx, under the same rule as Settle.
-func Release(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, now time.Time) error {
+// Release refunds a task's reservation in full inside tx, under the same rule as Settle. why is the task's
+// error code (e.g. "cancelled", "generation_failed"), kept as the entry's reason so that a statement or the
+// wallet's history can say whether the video was cancelled or failed.
+func Release(tx *gorm.DB, accountID int64, taskID string, amount money.Micros, why string, now time.Time) error {
 	if err := move(tx, &models.LedgerEntry{AccountID: accountID, Kind: models.KindRelease, TaskID: &taskID,
-		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount), CreatedAt: now}, false); err != nil {
+		DeltaAvailable: int64(amount), DeltaReserved: -int64(amount), Reason: why, CreatedAt: now}, false); err != nil {
 		return err
 	}
 	return topups.BalanceRose(tx, accountID, now)

@@ -52,7 +52,7 @@ func TestAPIKeys(t *testing.T) {
 		if r := s.Do(t, "GET", "/v1/models", acct.Key, nil); r.Status != 200 {
 			t.Fatal("key refused before revocation")
 		}
-		if _, err := apikeys.Revoke(context.Background(), s.DB, k.Prefix, time.Now()); err != nil {
+		if _, err := apikeys.Revoke(context.Background(), s.DB, k.Prefix, models.RevokedByCLI, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if r := s.Do(t, "GET", "/v1/models", acct.Key, nil); r.Status != 200 {
@@ -67,7 +67,7 @@ func TestAPIKeys(t *testing.T) {
 		if r := s.Do(t, "GET", "/v1/models", acct2.Key, nil); r.Status != 200 {
 			t.Fatal("second key refused")
 		}
-		if err := s.Keys.Revoke(context.Background(), acct2.Key[:11]); err != nil {
+		if err := s.Keys.Revoke(context.Background(), acct2.Key[:11], "owner@example.com"); err != nil {
 			t.Fatal(err)
 		}
 		if r := s.Do(t, "GET", "/v1/models", acct2.Key, nil); r.Status != 401 || r.ErrorCode() != "invalid_api_key" {

@@ -57,6 +57,16 @@ const measureFit = `(() => {
 		const wide = Math.max(table.scrollWidth, box.scrollWidth, Math.ceil(table.getBoundingClientRect().width));
 		if (wide > box.clientWidth + 1) tables.push(name(table) + ": " + wide + " px in a box of " + box.clientWidth);
 	}
+	// On a phone each card cell's label (its ::before) lies inside the cell: a label of two lines that
+	// runs into the next row's label reads as one ("Account role Role").
+	for (const td of document.querySelectorAll("main table.fit td[data-label]")) {
+		const st = getComputedStyle(td, "::before");
+		if (st.content === "none" || st.display === "none" || !shown(td)) continue;
+		const h = parseFloat(st.height);
+		if (!(h > 0)) continue;
+		const top = st.position === "absolute" ? parseFloat(st.top) : parseFloat(getComputedStyle(td).paddingTop) + parseFloat(st.marginTop);
+		if (top + h > td.clientHeight + 1) tables.push("the label " + JSON.stringify(td.dataset.label) + " runs out of its cell (" + Math.round(top + h) + " px in " + td.clientHeight + "), in: " + words(td.closest("tr") || td));
+	}
 	const cells = [], kinds = {};
 	for (const cell of document.querySelectorAll("main [data-fit]")) {
 		const kind = cell.dataset.fit, row = words(cell.closest("tr") || cell);

@@ -96,7 +96,8 @@ const (
 // e-mail, add test funds, create a key, use it over HTTP, watch the video complete, play and download it,
 // find the call in the call log, then visit every other page and sign out through the phone menu.
 //
-// Every page is checked at a laptop's width and a phone's: the header is one row (at the phone's width,
+// Every page is checked at a laptop's width and a phone's: the header is one row (at the laptop's width
+// two for a signed-in member whose whole address does not fit beside the links; at the phone's width,
 // the logo and a menu that opens and shows every link), no page scrolls sideways, and every table fits
 // its box without scrolling — columns combined at the laptop's width, a card per row at the phone's —
 // with each money, status and action cell on screen (measureFit). Then every console page, listed in
@@ -189,14 +190,16 @@ func TestBrowserJourney(t *testing.T) {
 			if l.Tables != l.WrappedTables {
 				t.Errorf("%s: %d of %d tables are not in a .table-wrap box", where, l.Tables-l.WrappedTables, l.Tables)
 			}
-			if l.RowSpread > 2 || l.HeaderHeight > 72 {
-				t.Errorf("%s: the header is not one row (%.0f px high, centres %.0f px apart): %q", where, l.HeaderHeight, l.RowSpread, l.Header)
+			// One row; at desktop widths, two when the member's address (shown whole, never cut) and Sign
+			// out do not fit beside the links — which this journey's long address never does.
+			if rows := 1 + btoi(w.width == desktopWidth && signedInHeader(l.Header)); (rows == 1 && l.RowSpread > 2) || l.HeaderHeight > float64(72*rows) {
+				t.Errorf("%s: the header is not %d row(s) (%.0f px high, centres %.0f px apart): %q", where, rows, l.HeaderHeight, l.RowSpread, l.Header)
 			}
 			if w.width == desktopWidth {
 				signedIn = slices.Contains(l.Header, "Sign out")
-				want := []string{"videogen", "Pricing", "Sign in", "Create account"}
+				want := []string{"videogen", "Pricing", "API docs", "Sign in", "Create account"}
 				if signedIn {
-					want = []string{"videogen", "Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Members", "Pricing", email, "Sign out"}
+					want = []string{"videogen", "Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Statements", "Members", "Pricing", email, "Sign out"}
 				}
 				if !slices.Equal(l.Header, want) {
 					t.Errorf("%s: the header shows %q, want %q", where, l.Header, want)
@@ -214,9 +217,9 @@ func TestBrowserJourney(t *testing.T) {
 				do("open the menu on "+name, chromedp.Click(chromedp.CSS("header summary")))
 				var m menuState
 				eval("read the menu on "+name, menuLinks, &m)
-				want := []string{"Pricing", "Sign in", "Create account"}
+				want := []string{"Pricing", "API docs", "Sign in", "Create account"}
 				if signedIn {
-					want = []string{"Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Members", "Pricing", email, "Sign out"}
+					want = []string{"Dashboard", "Tasks", "Call log", "API keys", "Webhooks", "Wallet", "Usage", "Statements", "Members", "Pricing", email, "Sign out"}
 				}
 				if !slices.Equal(m.Shown, want) || len(m.Outside) > 0 || m.ScrollWidth > m.ClientWidth {
 					t.Errorf("%s: the open menu shows %q (want %q); off screen: %q; %d px of content in %d", where, m.Shown, want, m.Outside, m.ScrollWidth, m.ClientWidth)
@@ -330,6 +333,14 @@ func TestBrowserJourney(t *testing.T) {
 	}, func() string { return fmt.Sprintf("newest row %q", row) })
 	look("tasks")
 
+	// A video made in the browser lands on its own page, which follows it.
+	do("open the new-video form", chromedp.Navigate(s.URL+"/console/tasks"), chromedp.Click(chromedp.CSS(`main a[href="/console/videos/new"]`)))
+	look("new-video")
+	do("write a prompt and make the video", chromedp.SendKeys(chromedp.ID("prompt"), "a kite over the dunes"), chromedp.Click(chromedp.CSS("[data-price-button]")))
+	testkit.Eventually(t, 20*time.Second, "the new video's page", func() bool { return strings.HasPrefix(path(), "/console/tasks/video_") },
+		func() string { return "at " + path() })
+	look("new-video-made")
+
 	do("open the task", chromedp.Navigate(s.URL+"/console/tasks/"+id))
 	ctx, cancel = ctxFor()
 	width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise((ok, fail) => {
@@ -438,6 +449,7 @@ func TestBrowserJourney(t *testing.T) {
 	consolePages := []fitPage{
 		{"dashboard", "/console", []string{"money", "status", "what", "time"}},
 		{"tasks-all", "/console/tasks", []string{"money", "status", "what", "time"}},
+		{"new-video", "/console/videos/new?model=videogen-2.0-720p", nil},
 		{"task-completed", "/console/tasks/" + id, []string{"money"}},
 		{"task-failed", "/console/tasks/" + failed, []string{"money"}},
 		{"call-log", "/console/calls", []string{"money", "status", "what", "time"}},
@@ -454,6 +466,7 @@ func TestBrowserJourney(t *testing.T) {
 		{"usage", "/console/usage", []string{"money"}},
 		{"usage-by-model", "/console/usage?group=model", []string{"money"}},
 		{"usage-by-key", "/console/usage?group=key", []string{"money"}},
+		{"statements", "/console/statements", nil},
 		{"statement", statement, []string{"money"}},
 		{"pricing-signed-in", "/pricing", []string{"money"}},
 		{"api-docs", "/docs/api", nil},
@@ -481,4 +494,14 @@ func TestBrowserJourney(t *testing.T) {
 		do("open "+p, chromedp.Navigate(s.URL+p))
 		look(strings.ReplaceAll(strings.Trim(p, "/"), "/", "-"))
 	}
+}
+
+// signedInHeader: the header shows a signed-in member (their Sign out button).
+func signedInHeader(items []string) bool { return slices.Contains(items, "Sign out") }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -224,6 +224,15 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 		!strings.Contains(text, "Charged for a video") {
 		t.Errorf("the finished page as it shows now:\n%s", text)
 	}
+	// The video's links stand apart: at least half a line between the download button and the next link.
+	if gap := eval("measure the links' gap", `(() => { const [a, b] = document.querySelectorAll(".video-links a");
+		if (!b) return "no second link";
+		const ra = a.getBoundingClientRect(), rb = b.getBoundingClientRect();
+		return String(rb.top >= ra.bottom ? 99 : Math.round(rb.left - ra.right)); })()`); gap == "no second link" {
+		t.Error("the finished page shows no spritesheet link beside Download MP4")
+	} else if px, err := strconv.Atoi(gap); err != nil || px < 8 {
+		t.Errorf("Download MP4 and the Spritesheet link are %s px apart, want at least 8", gap)
+	}
 
 	// A failed video's page shows the refund when it fails.
 	id = queued("a storm over the bay [sim:fail]")
@@ -255,6 +264,28 @@ func TestBrowserLiveTaskPages(t *testing.T) {
 	if cells := eval("read the row", `[...document.querySelectorAll(`+strconv.Quote(row+" [data-task-field]")+`)].map(el => el.getAttribute("data-task-field") + "=" + el.textContent.trim().replace(/\s+/g, " ")).join(", ")`); cells != "status=completed, amount=$0.20, billing=settled" {
 		t.Errorf("the finished row's fields: %s", cells)
 	}
+
+	// The dashboard: when a Recent videos row ends, the balances above it follow the same event.
+	id = queued("a paper crane unfolds")
+	run("open the dashboard", chromedp.Navigate(s.URL+"/console"))
+	const reservedJS = `document.querySelector("#balances .card:nth-child(2) .value").textContent`
+	if held := eval("read the reserved balance", reservedJS); held == "$0.00" {
+		t.Fatalf("the dashboard shows nothing reserved while two videos run")
+	}
+	row = fmt.Sprintf("tr[data-task-id=%q]", id)
+	eval("watch the dashboard", fmt.Sprintf(watch, row))
+	seen, same = until("wait for the dashboard row's thumbnail", `document.querySelector(`+strconv.Quote(row+" img")+`)`)
+	if !same || len(seen) == 0 || seen[len(seen)-1] != "completed" {
+		t.Errorf("the dashboard's row went through %q (same page: %v)", seen, same)
+	}
+	// The row and the balances are replaced from one fetch of the page: once the row shows its thumbnail,
+	// the balances are the fresh ones (the wait is only for the DOM to settle, a few frames).
+	held := eval("read the balances after the row ended", `new Promise(ok => { const t0 = performance.now();
+		(function check() { const v = `+reservedJS+`; if (v === "$0.00" || performance.now() - t0 > 5000) return ok(v); requestAnimationFrame(check); })(); })`)
+	if held != "$0.00" {
+		t.Errorf("the dashboard still shows %s reserved after its last running video completed", held)
+	}
+	photo("dashboard-after")
 }
 
 // recordStatusFetches wraps fetch, before the page's own scripts run, to record in window.statusFetches

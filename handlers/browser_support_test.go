@@ -223,7 +223,8 @@ func TestBrowserSupport(t *testing.T) {
 	run("open the account", chromedp.Navigate(s.URL+account))
 	photo("account")
 	run("fill in the credit", chromedp.SendKeys(chromedp.ID("adjust-amount"), "5"),
-		chromedp.SendKeys(chromedp.ID("adjust-reason"), "Goodwill for the failed storm video"))
+		chromedp.SendKeys(chromedp.ID("adjust-reason"), "Goodwill for the failed storm video"),
+		chromedp.SendKeys(chromedp.ID("adjust-note"), "Credit for the storm video"))
 	submit("review the credit", `form[action="`+account+`/balance"]`)
 	if h := text("h1"); !strings.HasPrefix(h, fmt.Sprintf("Credit $5.00 to account %d", owner.AccountID)) {
 		t.Fatalf("the confirmation page says %q", h)
@@ -306,10 +307,11 @@ func TestBrowserSupport(t *testing.T) {
 		t.Errorf("the audit log wraps the %d-character reason %q over %.1f lines", len(ledgerEntry), ledgerEntry, reasonLines)
 	}
 
-	// The customer: their wallet shows the credit with its reason; /support is the 404 page.
+	// The customer: their wallet shows the credit with the note written for them, not the staff's
+	// reason; /support is the 404 page.
 	signIn("customer@example.com")
 	run("open the wallet", chromedp.Navigate(s.URL+"/console/wallet"))
-	if w := text("main"); !strings.Contains(w, "Goodwill for the failed storm video") || !strings.Contains(w, "$13.20") {
+	if w := text("main"); !strings.Contains(w, "Credit for the storm video") || strings.Contains(w, "Goodwill for the failed storm video") || !strings.Contains(w, "$13.20") {
 		t.Fatalf("the wallet does not show the admin's credit: %q", w)
 	}
 	photo("customer-wallet")

@@ -105,7 +105,10 @@ func TestKeysPage(t *testing.T) {
 		if r := s.Do(t, "GET", "/v1/models", secret, nil); r.Status != 401 {
 			t.Fatalf("a revoked key still works on the instance that revoked it: %d", r.Status)
 		}
-		b.get("/console/keys").contains(t, "revoked")
+		// The page says when and by whom.
+		if !regexp.MustCompile(`<span class="badge failed">revoked</span> <span class="sub">[0-9-]+ [0-9:]+ UTC by ` + regexp.QuoteMeta("kai@example.com") + `</span>`).MatchString(b.get("/console/keys").Body) {
+			t.Errorf("the keys page does not say when and by whom the key was revoked")
+		}
 
 		// Another account's key cannot be revoked through this one's console.
 		other := signUpVerified(t, s, "other@example.com")

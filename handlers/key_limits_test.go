@@ -123,7 +123,7 @@ func TestKeyLimitsForm(t *testing.T) {
 		// An empty limit is none, whatever the period select says.
 		free := createKey(t, b, "free")
 		list := b.get("/console/keys")
-		list.contains(t, "$0.00 of $5.00 today", "videogen-2.0-720p, videogen-2.0-mini-480p", "$0.00 this month", "every model",
+		list.contains(t, "$0.00 spent today", "$0.00 of the $5.00 limit", "videogen-2.0-720p, videogen-2.0-mini-480p", "$0.00 spent this month", "every model",
 			"counted in the account's time zone (UTC)")
 		var fk models.APIKey
 		s.DB.R.Where("prefix = ?", free[:11]).Take(&fk)
@@ -148,7 +148,7 @@ func TestKeyLimitsForm(t *testing.T) {
 		if p.Status != 303 || !strings.Contains(p.location(), "key-limits-saved") {
 			t.Fatalf("save limits: %d %s", p.Status, p.location())
 		}
-		b.get(p.location()).contains(t, "limits were saved", "$0.00 of $12.50 this month")
+		b.get(p.location()).contains(t, "limits were saved", "$0.00 spent this month", "$0.00 of the $12.50 limit")
 		s.DB.R.Take(&k, k.ID)
 		if *k.SpendLimitMicros != 12_500_000 || k.LimitPeriod != "month" || k.AllowedModels != "" {
 			t.Fatalf("edited limits %v %q %q", *k.SpendLimitMicros, k.LimitPeriod, k.AllowedModels)
@@ -188,7 +188,7 @@ func TestKeySpendLimit(t *testing.T) {
 		done := s.CreateVideo(t, key, video("second"))["id"].(string)
 		s.WaitStatus(t, key, failing, 20*time.Second, "failed")
 		s.WaitStatus(t, key, done, 20*time.Second, "completed")
-		s.CreateVideo(t, key, video("third")) // the failed video's room
+		third := s.CreateVideo(t, key, video("third"))["id"].(string) // the failed video's room
 
 		before := writtenOf(t, s, acct)
 		sent := clock.now()
@@ -219,18 +219,20 @@ func TestKeySpendLimit(t *testing.T) {
 		}
 
 		// The limit is the key's: the account's other key creates.
-		s.CreateVideo(t, free, video("with the other key"))
+		other := s.CreateVideo(t, free, video("with the other key"))["id"].(string)
 		// A replay is the first answer again, at the limit, and reserves nothing.
 		if r := s.Do(t, "POST", "/v1/videos", key, video("[sim:fail] first"), "Idempotency-Key", "first"); r.Status != 200 ||
 			r.JSON(t)["id"] != failing || r.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay at the limit: %d %s", r.Status, r.Body)
 		}
-		b.get("/console/keys").contains(t, "$2.40 of $2.40 today", "$1.20 this month")
+		s.WaitStatus(t, key, third, 20*time.Second, "completed")
+		s.WaitStatus(t, free, other, 20*time.Second, "completed")
+		b.get("/console/keys").contains(t, "$2.40 spent today", "$2.40 of the $2.40 limit", "$1.20 spent this month")
 
 		// Tomorrow, in the account's zone (UTC here), the key creates again.
 		clock.moveTo(reset.Add(time.Minute))
 		s.CreateVideo(t, key, video("the next day"))
-		b.get("/console/keys").contains(t, "$1.20 of $2.40 today")
+		b.get("/console/keys").contains(t, "$1.20 of the $2.40 limit")
 		testkit.CheckLedger(t, s.DB)
 	})
 }
@@ -444,4 +446,22 @@ func TestConcurrentRetriesAtTheKeyLimit(t *testing.T) {
 			t.Fatalf("%d tasks", tasks)
 		}
 	})
+}
+
+// TestKeySpendSaysWhatItCounts: "spent" on the keys page is what the Usage page calls spend (charged
+// videos); what running videos hold is said beside it, and the limit counts both (docs/usage.md, "Spend").
+func TestKeySpendSaysWhatItCounts(t *testing.T) {
+	s := testkit.Start(t, testkit.SQLiteURL(t), map[string]string{"WORKERS": "false", "TEST_TOPUPS": "1"})
+	b := signUpVerified(t, s, "counts@example.com")
+	addFunds(t, b, "10")
+	p := b.post("/console/keys", "/console/keys", url.Values{"name": {"capped"}, "spend_limit_usd": {"5"}, "limit_period": {"month"}})
+	key := secretRE.FindStringSubmatch(p.Body)[1]
+	s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "held", "seconds": 4}) // $0.20, queued: no worker runs
+	keys := b.get("/console/keys")
+	keys.contains(t, "$0.00 spent this month", "+ $0.20 reserved for running videos", "$0.20 of the $5.00 limit",
+		"Spent is what completed videos were charged, the same figure as on the Usage page", "A spend limit counts both.")
+	usagePage := b.get("/console/usage?group=key")
+	if rows := pageUsage(t, usagePage.Body); len(rows) == 0 || rows[len(rows)-1].Spent != 0 {
+		t.Errorf("the Usage page's spend of a running video: %+v, want $0.00 (it is reserved, not spent)", rows)
+	}
 }

@@ -265,6 +265,8 @@ func TestRoleReach(t *testing.T) {
 			{"POST /console/keys/:id/limits", func(f *fixture) string { return fmt.Sprintf("/console/keys/%d/limits", f.keyID) }, url.Values{"spend_limit_usd": {"5"}, "limit_period": {"day"}}, builders, 303},
 			{"GET /console/keys/:id/revoke", func(f *fixture) string { return fmt.Sprintf("/console/keys/%d/revoke", f.keyID) }, nil, builders, 200},
 			{"POST /console/keys/:id/revoke", func(f *fixture) string { return fmt.Sprintf("/console/keys/%d/revoke", f.keyID) }, url.Values{}, builders, 303},
+			{"GET /console/videos/new", fixed("/console/videos/new"), nil, all, 200},
+			{"POST /console/videos/new", fixed("/console/videos/new"), url.Values{"model": {"videogen-2.0-mini-480p"}, "prompt": {"made by a role"}, "seconds": {"4"}}, builders, 303},
 			{"GET /console/tasks", fixed("/console/tasks"), nil, all, 200},
 			{"GET /console/tasks/:id", func(f *fixture) string { return "/console/tasks/" + f.task }, nil, all, 200},
 			{"GET /console/tasks/:id/status", func(f *fixture) string { return "/console/tasks/" + f.task + "/status" }, nil, all, 200},
@@ -279,6 +281,7 @@ func TestRoleReach(t *testing.T) {
 			{"POST /console/wallet", fixed("/console/wallet"), url.Values{"form": {"billing"}, "billing_name": {"Role Test Ltd"}, "time_zone": {"Europe/Paris"}}, money, 303},
 			{"GET /console/usage", fixed("/console/usage"), nil, all, 200},
 			{"GET /console/usage.csv", fixed("/console/usage.csv"), nil, all, 200},
+			{"GET /console/statements", fixed("/console/statements"), nil, payments, 200},
 			{"GET /console/statements/:month", fixed("/console/statements/" + time.Now().UTC().Format("2006-01")), nil, payments, 200},
 			{"GET /console/wallet/topups/:id", fixed("/console/wallet/topups/topup_none"), nil, payments, 404},
 			{"GET /console/wallet/topups/:id/canceled", fixed("/console/wallet/topups/topup_none/canceled"), nil, money, 404},
@@ -389,6 +392,9 @@ func TestRefusalNamesWhoCan(t *testing.T) {
 		viewer.get("/console/members").lacks(t, "Invite someone", "Remove…")
 		viewer.get("/console/keys").lacks(t, "Create a key", "Revoke…")
 		viewer.get("/console/wallet").contains(t, "Your role (viewer) cannot add funds")
+		hooks := viewer.get("/console/webhooks")
+		hooks.contains(t, "Your role (viewer) can see the account's endpoints and their deliveries but not add, change or delete them: an owner, admin or developer can.")
+		hooks.lacks(t, "Add an endpoint")
 		w := dev.get("/console/wallet")
 		w.contains(t, "Available", "History")
 		w.lacks(t, "Add test funds", "Balance alerts")
@@ -524,6 +530,7 @@ func TestRemovedMemberIsSignedOut(t *testing.T) {
 		if r := s.Do(t, "GET", "/v1/models", dev2Key, nil); r.Status != 401 {
 			t.Fatalf("the removed member's revoked key: %d", r.Status)
 		}
+		owner.get("/console/keys").contains(t, "UTC by rita@example.com</span>") // who removed them revoked it
 		if p := dev2.get("/console/keys"); p.Status != 303 {
 			t.Fatalf("the second removed member's next request: %d", p.Status)
 		}

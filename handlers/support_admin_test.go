@@ -164,9 +164,10 @@ func TestAdminAdjustBalance(t *testing.T) {
 			{"credit", "25", "", "Give a reason"},
 			{"credit", "25", "   ", "Give a reason"},
 			{"credit", "", "goodwill", "Enter an amount"},
-			{"credit", "ten", "goodwill", "at most six decimals"},
+			{"credit", "ten", "goodwill", "in dollars and cents"},
 			{"credit", "0", "goodwill", "more than zero"},
-			{"credit", "0.0000001", "goodwill", "at most six decimals"},
+			{"credit", "0.0000001", "goodwill", "in dollars and cents"},
+			{"credit", "1.005", "goodwill", "Enter whole cents, such as $1.00"},
 			{"credit", "100000.01", "goodwill", "the most one adjustment may move"},
 			{"debit", "-5", "goodwill", "without a sign"},
 			{"sideways", "5", "goodwill", "Choose credit or debit"},
@@ -187,7 +188,7 @@ func TestAdminAdjustBalance(t *testing.T) {
 		sup.get(base).admStatus(t, "the account page for support", 200).lacks(t, "Admin actions", base+"/balance", base+"/disable", "/role")
 
 		// A credit, from the account page's form: the first post states it, the second makes it.
-		p := adm.submit(base, "amount", url.Values{"direction": {"credit"}, "amount": {"25"}, "reason": {"refund of ticket 7781"}})
+		p := adm.submit(base, "amount", url.Values{"direction": {"credit"}, "amount": {"25"}, "reason": {"refund of ticket 7781"}, "customer_note": {"Refund for the failed batch"}})
 		p.admStatus(t, "credit review", 200).contains(t, "Credit $25.00 to account "+strconv.FormatInt(cust.ID, 10)+" ("+cust.Email+")",
 			"refund of ticket 7781", "$10.00 now, $35.00 after")
 		checkPage(t, "credit confirmation", p)
@@ -200,7 +201,7 @@ func TestAdminAdjustBalance(t *testing.T) {
 		}
 		es := entries()
 		if available() != 35_000_000 || len(es) != 2 || es[1].DeltaAvailable != 25_000_000 || es[1].Actor != "staff:boss@example.com" ||
-			es[1].Reason != "refund of ticket 7781" {
+			es[1].Reason != "refund of ticket 7781" || es[1].CustomerNote != "Refund for the failed batch" {
 			t.Fatalf("after the credit: available %d, entries %+v", available(), es)
 		}
 		credits := admAudit(t, s, "balance.credit")
@@ -229,11 +230,11 @@ func TestAdminAdjustBalance(t *testing.T) {
 		// A debit within available needs no box.
 		p = admForm(adm.browser, base+"/balance", url.Values{"direction": {"credit"}, "amount": {"20"}, "reason": {"settle the debt"}})
 		admConfirm(t, adm.browser, p, nil).admStatus(t, "second credit", 303)
-		p = admForm(adm.browser, base+"/balance", url.Values{"direction": {"debit"}, "amount": {"0.000001"}, "reason": {"rounding"}})
+		p = admForm(adm.browser, base+"/balance", url.Values{"direction": {"debit"}, "amount": {"0.01"}, "reason": {"rounding"}})
 		p.admStatus(t, "small debit review", 200).lacks(t, `name="allow_negative"`)
 		admConfirm(t, adm.browser, p, nil).admStatus(t, "small debit", 303)
-		if available() != 4_999_999 {
-			t.Fatalf("available %d, want 4999999", available())
+		if available() != 4_990_000 {
+			t.Fatalf("available %d, want 4990000", available())
 		}
 		testkit.CheckLedger(t, s.DB)
 	})

@@ -41,6 +41,7 @@ func (c *movedClock) To(t *testing.T, at time.Time) {
 type usageFigures struct {
 	Label                              string // the row's id on the page ("row-2026-03-14"), its first cell in the CSV
 	Videos, Completed, Failed, Seconds int64
+	Cancelled                          int64
 	Spent                              int64 // micro-dollars
 }
 
@@ -81,7 +82,7 @@ func pageUsage(t *testing.T, body string) []usageFigures {
 			t.Fatalf("row %s has %d cells", m[1], len(cells))
 		}
 		// Videos, with what became of them beneath ("3 2 completed · 1 failed"); seconds; spend.
-		videos := regexp.MustCompile(`^([0-9]+)(?:\s+([0-9]+) completed · ([0-9]+) failed)?`).FindStringSubmatch(cellText(cells[1][1]))
+		videos := regexp.MustCompile(`^([0-9]+)(?:\s+([0-9]+) completed · ([0-9]+) failed(?:\s+· ([0-9]+) cancelled)?)?`).FindStringSubmatch(cellText(cells[1][1]))
 		if videos == nil {
 			t.Fatalf("row %s: videos %q", m[1], cellText(cells[1][1]))
 		}
@@ -94,7 +95,7 @@ func pageUsage(t *testing.T, body string) []usageFigures {
 			t.Fatalf("row %s: seconds %q", m[1], cells[2][1])
 		}
 		spend := moneyRE.FindString(cellText(cells[3][1]))
-		out = append(out, usageFigures{Label: m[1], Videos: n(videos[1]), Completed: n(videos[2]), Failed: n(videos[3]), Seconds: seconds, Spent: parseMoney(t, spend)})
+		out = append(out, usageFigures{Label: m[1], Videos: n(videos[1]), Completed: n(videos[2]), Failed: n(videos[3]), Cancelled: n(videos[4]), Seconds: seconds, Spent: parseMoney(t, spend)})
 	}
 	return out
 }
@@ -179,7 +180,7 @@ func csvUsage(t *testing.T, p *page) (head []string, rows []usageFigures) {
 		t.Fatal(err)
 	}
 	head = all[0]
-	first := len(head) - 7 // the label columns, then videos … reserved_usd
+	first := len(head) - 8 // the label columns, then videos … reserved_usd
 	for _, r := range all[1:] {
 		n := func(i int) int64 {
 			v, err := strconv.ParseInt(r[first+i], 10, 64)
@@ -188,11 +189,11 @@ func csvUsage(t *testing.T, p *page) (head []string, rows []usageFigures) {
 			}
 			return v
 		}
-		spent, err := money.ParseUSD(r[first+5])
-		if err != nil || !regexp.MustCompile(`^-?[0-9]+\.[0-9]{6}$`).MatchString(r[first+5]) {
-			t.Fatalf("csv spend %q is not dollars with six decimals", r[first+5])
+		spent, err := money.ParseUSD(r[first+6])
+		if err != nil || !regexp.MustCompile(`^-?[0-9]+\.[0-9]{6}$`).MatchString(r[first+6]) {
+			t.Fatalf("csv spend %q is not dollars with six decimals", r[first+6])
 		}
-		rows = append(rows, usageFigures{Label: strings.Join(r[:first], " "), Videos: n(0), Completed: n(1), Failed: n(2), Seconds: n(4), Spent: int64(spent)})
+		rows = append(rows, usageFigures{Label: strings.Join(r[:first], " "), Videos: n(0), Completed: n(1), Failed: n(2), Cancelled: n(3), Seconds: n(5), Spent: int64(spent)})
 	}
 	return head, rows
 }
@@ -304,6 +305,12 @@ func TestUsagePage(t *testing.T) {
 		if len(rows) != 3 {
 			t.Errorf("per day: %d rows, want the two days and the total", len(rows))
 		}
+		// The dashboard's chart counts the same days, in the account's zone, whatever the member's own
+		// display zone (UTC here, where the three videos share one day), and says so.
+		dash := b.get("/console")
+		dash.contains(t, "Days in the account's time zone, Asia/Tokyo",
+			"<title>"+day.Format("Jan 2")+": "+money.Micros(lateCost).USD()+"</title>",
+			"<title>"+next.Format("Jan 2")+": "+money.Micros(earlyCost).USD()+"</title>")
 
 		p.lacks(t, "hchart")
 
@@ -446,7 +453,7 @@ func TestStatement(t *testing.T) {
 		}
 		adjust := func(usd int64, reason string) {
 			t.Helper()
-			if _, err := (billing.Adjustment{AccountID: u.AccountID, Amount: money.Micros(usd), Reason: reason, By: audit.CLI, At: clock.Now()}).Apply(context.Background(), s.DB); err != nil {
+			if _, err := (billing.Adjustment{AccountID: u.AccountID, Amount: money.Micros(usd), Reason: "ticket 12: " + reason, CustomerNote: reason, By: audit.CLI, At: clock.Now()}).Apply(context.Background(), s.DB); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -536,6 +543,7 @@ func TestStatement(t *testing.T) {
 			t.Errorf("reserved at the closing %d, the ledger's %d", got, reservedAtClose)
 		}
 		p.contains(t, "Adjustment by support: goodwill for a slow render", "+$1.234567", "−$0.50", "Refunded in full when they failed or were cancelled (1)")
+		p.lacks(t, "ticket 12") // the staff's reason stays theirs
 
 		// The months join: each opening is the previous closing.
 		first := b.get("/console/statements/" + m1.Format("2006-01"))
@@ -604,6 +612,10 @@ func TestBillingDetailsForm(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		s := testkit.Start(t, dbURL, map[string]string{"WORKERS": "false"})
 		b := signUpVerified(t, s, "billing@example.com")
+		// Every IANA zone is offered, for the account and for a member's own display.
+		for _, page := range []string{"/console/wallet", "/console/account"} {
+			b.get(page).contains(t, `<option value="Asia/Kathmandu">`, `<option value="Europe/Amsterdam">`, `<option value="America/Argentina/Salta">`)
+		}
 		for _, tc := range []struct {
 			name   string
 			values url.Values

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -138,8 +139,10 @@ func startArk(t *testing.T, dbURL string, max int) (*testkit.Server, *arkUpstrea
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// No ffmpeg: Ark serves no stills, and making them is not what these tests are about.
-	return testkit.Start(t, dbURL, map[string]string{"UPSTREAMS_FILE": file, "FFMPEG_PATH": "off"}), a
+	// No ffmpeg: Ark serves no stills, and making them is not what these tests are about. Polls at most
+	// 2 s apart: the simulator's clock jumps (advance), and a task aged by it is polled as a young one is,
+	// so its end is seen within seconds rather than after the 30 s backoff of an old task.
+	return testkit.Start(t, dbURL, map[string]string{"UPSTREAMS_FILE": file, "FFMPEG_PATH": "off", "POLL_INTERVAL_MAX": "2s"}), a
 }
 
 // acceptedUpstream creates a task and waits until Ark has accepted it.
@@ -302,6 +305,39 @@ func TestCancelRacesSubmission(t *testing.T) {
 	})
 }
 
+// TestConsoleCancelOnlyWhileItCan: the task page offers Cancel only while a cancel can succeed — at Ark,
+// while the task queues there, for the live page to hide once Ark runs it (data-cancel-while) — and a
+// stale page's cancel of a running task answers on the task's page in the console's words, not the
+// API's.
+func TestConsoleCancelOnlyWhileItCan(t *testing.T) {
+	testkit.EachDB(t, func(t *testing.T, dbURL string) {
+		s, ark := startArk(t, dbURL, 4)
+		b := signUpVerified(t, s, "watcher@example.com")
+		if err := creditUSD(s, accountOf(t, s, "watcher@example.com").AccountID, "10"); err != nil {
+			t.Fatal(err)
+		}
+		key := createKey(t, b, "api")
+		id := acceptedUpstream(t, s, key, "a lighthouse")
+		page := "/console/tasks/" + id
+		b.get(page).contains(t, "Cancel video", `data-cancel-while="queued"`)
+
+		ark.advance(200 * time.Second)
+		testkit.Eventually(t, 20*time.Second, "Ark runs the task", func() bool { return testkit.Task(t, s.DB, id).Status == "in_progress" })
+		b.get(page).lacks(t, "Cancel video")
+
+		stale := b.postRaw(page+"/cancel", url.Values{"_csrf": {csrfOf(t, b, "/console/account")}})
+		if stale.Status != 303 || stale.location() != page+"?cancel=started" {
+			t.Fatalf("the cancel of a running task: %d %s", stale.Status, stale.location())
+		}
+		p := b.get(stale.location())
+		p.contains(t, "Not cancelled: Its provider has started generating it and cannot stop it now.")
+		p.lacks(t, "GET /v1/videos")
+		if task := testkit.Task(t, s.DB, id); task.Status != "in_progress" || task.BillingState != "reserved" {
+			t.Fatalf("the refused cancel changed the task: %s %s", task.Status, task.BillingState)
+		}
+	})
+}
+
 func balance(t *testing.T, s *testkit.Server, id int64) [2]int64 {
 	t.Helper()
 	var a models.Account
@@ -352,10 +388,42 @@ func TestConsoleCancel(t *testing.T) {
 		if k := testkit.Kinds(testkit.Entries(t, s.DB, id)); !reflect.DeepEqual(k, []string{"reserve", "release"}) {
 			t.Fatalf("ledger: %v", k)
 		}
-		// A second post (a stale page): nothing to cancel, and the console never deletes.
-		again := b.post(page, page+"/cancel", url.Values{})
-		if again.Status != 409 || !strings.Contains(again.Body, "had already finished") || testkit.Task(t, s.DB, id).DeletedAt != nil {
-			t.Fatalf("second cancel: %d", again.Status)
+		// A second post (a stale page): nothing to cancel, said on the task's page, and the console never
+		// deletes.
+		again := b.postRaw(page+"/cancel", url.Values{"_csrf": {csrfOf(t, b, "/console/account")}})
+		if again.Status != 303 || again.location() != page+"?cancel=finished" || testkit.Task(t, s.DB, id).DeletedAt != nil {
+			t.Fatalf("second cancel: %d %s", again.Status, again.location())
+		}
+		b.get(again.location()).contains(t, "Not cancelled: This video had already finished, so there was nothing to cancel.")
+
+		// Cancelled is a state of its own wherever a person reads it; the API keeps OpenAI's failed.
+		later := b.get(page)
+		later.contains(t, `<span class="badge cancelled" data-task-field="status">cancelled</span>`, "Cancelled: Cancelled at your request",
+			"Refunded (video cancelled)")
+		later.lacks(t, "badge failed", "Failed:", "Refunded (video failed)")
+		if st := b.get(page + "/status"); !strings.Contains(st.Body, `"status":"cancelled"`) {
+			t.Errorf("the live status of a cancelled video: %s", st.Body)
+		}
+		list := b.get("/console/tasks")
+		list.contains(t, `<option value="cancelled">Cancelled</option>`)
+		if !regexp.MustCompile(`(?s)data-task-id="` + id + `".*?badge cancelled`).MatchString(list.Body) {
+			t.Errorf("the Tasks list does not show %s as cancelled", id)
+		}
+		b.get("/console/tasks?status=cancelled").contains(t, id)
+		b.get("/console/tasks?status=cancelled").lacks(t, mine)
+		b.get("/console/tasks?status=failed").lacks(t, id, mine)
+		b.get("/console/wallet").contains(t, "Refunded (video cancelled)")
+		usagePage := b.get("/console/usage")
+		usagePage.contains(t, "1 cancelled")
+		if rows := pageUsage(t, usagePage.Body); rows[len(rows)-1].Cancelled != 1 || rows[len(rows)-1].Failed != 0 {
+			t.Errorf("usage total: %+v, want one cancelled video and none failed", rows[len(rows)-1])
+		}
+		if _, rows := csvUsage(t, b.get("/console/usage.csv")); len(rows) == 0 || rows[len(rows)-1].Cancelled != 1 {
+			t.Errorf("usage CSV: %+v, want its day with one cancelled video", rows)
+		}
+		api := testkit.Do(t, s.URL, "GET", "/v1/videos/"+id, key, nil)
+		if !strings.Contains(string(api.Body), `"status":"failed"`) || !strings.Contains(string(api.Body), `"code":"cancelled"`) {
+			t.Errorf("the API's view of a cancelled video: %s", api.Body)
 		}
 		testkit.CheckLedger(t, s.DB)
 	})

@@ -28,13 +28,13 @@ func TestGetVideo(t *testing.T) {
 		}
 		sort.Strings(keys)
 		want := []string{"aspect_ratio", "billing", "completed_at", "created_at", "error", "expires_at", "generate_audio", "id", "model", "object",
-			"progress", "prompt", "remixed_from_video_id", "seconds", "size", "status", "watermark"}
+			"progress", "prompt", "remixed_from_video_id", "seconds", "seed", "size", "status", "watermark"}
 		if fmt.Sprint(keys) != fmt.Sprint(want) {
 			t.Fatalf("keys %v\nwant %v", keys, want)
 		}
 		checks := map[string]any{"object": "video", "model": "videogen-2.0-fast-1080p", "status": "queued", "progress": 0.0, "prompt": "a lighthouse",
 			"size": "1080x1920", "seconds": "5", "aspect_ratio": "9:16", "generate_audio": true, "watermark": false,
-			"completed_at": nil, "expires_at": nil, "error": nil, "remixed_from_video_id": nil}
+			"completed_at": nil, "expires_at": nil, "error": nil, "remixed_from_video_id": nil, "seed": nil}
 		for k, w := range checks {
 			if v[k] != w {
 				t.Errorf("%s = %v, want %v", k, v[k], w)

@@ -166,6 +166,10 @@ func TestWebhooksConsole(t *testing.T) {
 		if fourth.Header.Get("webhook-id") != third.Header.Get("webhook-id") || string(fourth.Body) != string(third.Body) {
 			t.Errorf("the resend is another message: %s %s", fourth.Header.Get("webhook-id"), fourth.Body)
 		}
+		// The deliveries name their video, linked to its page; test events are marked as tests.
+		deliveries := b.get("/console/webhooks/" + id)
+		deliveries.contains(t, `href="/console/tasks/`+v["id"].(string)+`"`, `<span class="badge test"`)
+		deliveries.lacks(t, `href="/console/tasks/video_test`)
 
 		// Another account cannot see or act on it.
 		other := signUpVerified(t, s, "other-"+strings.ToLower(t.Name()[len(t.Name())-6:])+"@example.com")

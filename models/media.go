@@ -24,6 +24,11 @@ type Media struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time  // when the janitor deletes it
 	DeletedAt   *time.Time // deletion started; the file is gone for every reader
+	// What probing the file found as it was stored (docs/api.md#media-probing): an image's or video's
+	// pixel size, a video's duration. Zero where the format does not say or could not be read.
+	Width      int
+	Height     int
+	DurationMs int64
 }
 
 // TableName is fixed: "media" is already plural.

@@ -117,6 +117,9 @@ type EmailToken struct {
 	UsedAt          *time.Time
 }
 
+// RevokedByCLI is APIKey.RevokedBy for a key revoked with `videogen keys revoke`.
+const RevokedByCLI = "cli"
+
 // APIKey is a Bearer key. The secret itself is never stored: only its SHA-256 and a display prefix.
 type APIKey struct {
 	ID         int64
@@ -128,6 +131,8 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// RevokedBy is who revoked it: the member's e-mail, RevokedByCLI, or "" (revoked before it was kept).
+	RevokedBy string
 	// What the key may spend per LimitPeriod ("day" or "month", in the account's time zone); nil with
 	// period "" is no limit (internal/domain/apikeys, Limits).
 	SpendLimitMicros *int64
@@ -172,9 +177,12 @@ type LedgerEntry struct {
 	ReservedAfter  int64
 	TaskID         *string
 	Reason         string
-	Actor          string
-	ExternalID     *string
-	CreatedAt      time.Time
+	// CustomerNote is what the customer reads of an adjustment; Reason is for staff ("" shows
+	// "Adjustment by support").
+	CustomerNote string
+	Actor        string
+	ExternalID   *string
+	CreatedAt    time.Time
 	// Member is the e-mail of the member behind the entry — who added the funds, or whose key made the
 	// video — filled in for the pages that show it (WithMembers); not a column.
 	Member string `gorm:"-"`
@@ -262,15 +270,18 @@ type Task struct {
 	UpstreamTaskID *string
 	UpstreamKey    *string
 	SubmitAttempts int
-	PollCount      int
-	NextCheckAt    time.Time
-	QueueDeadline  time.Time
-	RunDeadline    *time.Time
-	SubmittedAt    *time.Time
-	LeaseOwner     *string
-	LeaseUntil     *time.Time
-	OutputKey      *string
-	OutputBytes    *int64
+	// UpstreamRetries counts fresh submissions on the same route after a failure the provider calls
+	// passing (Veo's audio filter); at most one.
+	UpstreamRetries int
+	PollCount       int
+	NextCheckAt     time.Time
+	QueueDeadline   time.Time
+	RunDeadline     *time.Time
+	SubmittedAt     *time.Time
+	LeaseOwner      *string
+	LeaseUntil      *time.Time
+	OutputKey       *string
+	OutputBytes     *int64
 	// The still images stored beside the output (internal/domain/stills), forgotten with it.
 	ThumbnailKey   *string
 	SpritesheetKey *string
@@ -341,6 +352,22 @@ type TaskInputs struct {
 	AudioURLs     []string `json:"audio_urls,omitempty"`
 	StartImageURL string   `json:"start_image_url,omitempty"`
 	EndImageURL   string   `json:"end_image_url,omitempty"`
+	// Media is what probing found of each file, in the fields' order: the capability checks of create
+	// and routing read it (docs/upstreams.md#capabilities). Stored with the task, so routing a waiting
+	// task needs no further read.
+	Media []MediaProbe `json:"media,omitempty"`
+}
+
+// MediaProbe is one media input of a request as its stored file was found: its field and position,
+// its type and size, and what probing read of it (zero: not known).
+type MediaProbe struct {
+	Field       string `json:"field"`
+	Position    int    `json:"position"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	Width       int    `json:"width,omitempty"`
+	Height      int    `json:"height,omitempty"`
+	DurationMs  int64  `json:"duration_ms,omitempty"`
 }
 
 // Count is how many media inputs there are.

@@ -33,4 +33,23 @@
     var msg = ev.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) ev.preventDefault();
   });
+
+  // The new-video form: choosing a model loads its lengths, sizes and inputs; the button says the price
+  // of the chosen length (each length's option carries it, so the page is right without this script).
+  var modelForm = document.querySelector("[data-model-form]");
+  if (modelForm) {
+    var model = modelForm.querySelector("select[name=model]");
+    if (model) model.addEventListener("change", function () { modelForm.submit(); });
+  }
+  var videoForm = document.querySelector("[data-video-form]");
+  if (videoForm) {
+    var seconds = videoForm.querySelector("select[name=seconds]");
+    var button = videoForm.querySelector("[data-price-button]");
+    if (seconds && button) {
+      seconds.addEventListener("change", function () {
+        var price = seconds.options[seconds.selectedIndex].getAttribute("data-price");
+        if (price) button.textContent = "Make video · " + price;
+      });
+    }
+  }
 })();

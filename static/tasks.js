@@ -8,7 +8,9 @@
 //   - Each answer updates the element's data-task-status and its [data-task-field] descendants: "status"
 //     and "billing" (their .badge, or their text), "progress" (a <progress> value, or "NN%"), "amount".
 //   - When the task ends (completed or failed) polling stops and the page is fetched again: the element
-//     is replaced by its fresh copy (same data-task-id), which shows the player, the refund, the log.
+//     is replaced by its fresh copy (same data-task-id), which shows the player, the refund, the log;
+//     so is every element with an id and data-follows-tasks (the dashboard's balances), so that nothing
+//     on the page lags the task's end.
 //   - A 404 (not this account's task) or a signed-out session stops polling and shows "Reload" again.
 //
 // Elements with class live-nojs are hidden while this runs, and live-js ones shown.
@@ -44,6 +46,12 @@
   }
 
   function show(id, s) {
+    // A Cancel form is offered only while a cancel can succeed (data-cancel-while: the statuses).
+    each(document, "[data-cancel-for]", function (form) {
+      if (form.getAttribute("data-cancel-for") !== id) return;
+      var while_ = " " + (form.getAttribute("data-cancel-while") || "") + " ";
+      form.hidden = while_.indexOf(" " + s.status + " ") < 0;
+    });
     byTask(document, id).forEach(function (task) {
       task.setAttribute("data-task-status", s.status);
       each(task, "[data-task-field]", function (el) {
@@ -70,9 +78,14 @@
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (!html) return;
-        var fresh = byTask(new DOMParser().parseFromString(html, "text/html"), id);
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = byTask(doc, id);
         byTask(document, id).forEach(function (el, i) {
           if (fresh[i] && fresh[i].tagName === el.tagName) el.replaceWith(document.importNode(fresh[i], true));
+        });
+        each(document, "[data-follows-tasks][id]", function (el) {
+          var now = doc.getElementById(el.id);
+          if (now && now.tagName === el.tagName) el.replaceWith(document.importNode(now, true));
         });
       })
       .catch(function () { /* the fields are current; the player shows on the next visit */ });

@@ -23,6 +23,10 @@ type Viewer struct {
 	Notice   string // one-line message after a redirect ("API key revoked.")
 	// TestTopups is set when the console may add test funds (TEST_TOPUPS=1).
 	TestTopups bool
+	// SelfTopup is set when a member can add funds themselves (card payments or test top-ups); else
+	// support credits the wallet, at SupportEmail (SUPPORT_EMAIL; "" when the operator set none).
+	SelfTopup    bool
+	SupportEmail string
 	// Refresh, when set, reloads the page without JavaScript (a meta refresh: "3;url=/…").
 	Refresh string
 	// Staff is set when a staff member looks at a tenant's page (its links then stay under /support).
@@ -152,7 +156,26 @@ func BoolInt(b bool) int {
 	return 0
 }
 
-// entryLabel names a ledger entry kind for people.
+// LedgerLabel names a ledger entry for people: as EntryLabel, and a refund of a cancelled video says so
+// (its reason is the task's error code; rows written before that was kept read "video failed").
+func LedgerLabel(e models.LedgerEntry) string {
+	if e.Kind == models.KindRelease && e.Reason == tasks.CodeCancelled {
+		return "Refunded (video cancelled)"
+	}
+	return EntryLabel(e.Kind)
+}
+
+// TaskState is a task's state as people read it: the API's status, except that a video stopped by its
+// customer reads "cancelled" — the API keeps OpenAI's status "failed" with error.code "cancelled"
+// (docs/console.md).
+func TaskState(t *models.Task) string {
+	if t.Status == tasks.Failed && t.ErrorCode != nil && *t.ErrorCode == tasks.CodeCancelled {
+		return tasks.StateCancelled
+	}
+	return t.Status
+}
+
+// EntryLabel names a ledger entry kind for people.
 func EntryLabel(kind string) string {
 	switch kind {
 	case models.KindTopup:
@@ -227,6 +250,18 @@ func EventDetail(e models.TaskEvent, staff bool) string {
 			return who + "; its stored video was removed"
 		}
 		return who
+	case strings.HasPrefix(e.Detail, "seed not sent: ") || strings.HasPrefix(e.Detail, "generate_audio echoed true: "):
+		// Which provider model it went to is ours to know.
+		var said []string
+		if strings.Contains(e.Detail, "seed not sent: ") {
+			said = append(said, "the seed was not used: the provider of this video takes none, so the video's seed is null")
+		}
+		if strings.Contains(e.Detail, "generate_audio echoed true: ") {
+			said = append(said, "this model renders sound whatever generate_audio asks, so the video says generate_audio true")
+		}
+		return strings.Join(said, "; ")
+	case strings.HasPrefix(e.Detail, "the provider calls this failure passing"):
+		return "the generation service filtered the video for a passing reason (its sound); trying once more, at no extra cost"
 	case e.ToStatus == tasks.Completed && e.FromStatus != tasks.Completed:
 		// What the video cost us upstream is ours to know.
 		detail, _, _ := strings.Cut(e.Detail, "; upstream cost ")

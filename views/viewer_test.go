@@ -61,6 +61,11 @@ func TestEventDetailForCustomers(t *testing.T) {
 		{"output copied (1234 bytes); $0.50 charged; upstream cost 0.180000 (108900 tokens)", "in_progress", "completed", "output copied (1234 bytes); $0.50 charged"},
 		{"cancel asked by API key vg_abcdefgh: not done, the provider cannot stop it now (ark cancel cgt-1: upstream cannot cancel the task: it is running)", "in_progress", "in_progress", "cancel asked by API key vg_abcdefgh: not done, it could not be stopped then"},
 		{"cancel asked by console user a@example.com: the provider stopped the task, nothing to pay upstream", "queued", "queued", "cancel asked by console user a@example.com: stopped by the generation service"},
+		{"seed not sent: veo-3.1-generate-preview takes no seed, so the video's seed is null; generate_audio echoed true: veo-3.1-generate-preview renders sound whatever is asked", "queued", "queued",
+			"the seed was not used: the provider of this video takes none, so the video's seed is null; this model renders sound whatever generate_audio asks, so the video says generate_audio true"},
+		{"the provider calls this failure passing (rai_media_filtered); submitting once more on upstream credential veo (worker w)", "in_progress", "in_progress",
+			"the generation service filtered the video for a passing reason (its sound); trying once more, at no extra cost"},
+		{"first frame cropped to 1280x720 (from 1000x1000) to match the video's size", "queued", "queued", "first frame cropped to 1280x720 (from 1000x1000) to match the video's size"},
 	}
 	for _, c := range cases {
 		e := models.TaskEvent{Detail: c.detail, FromStatus: c.from, ToStatus: c.to}

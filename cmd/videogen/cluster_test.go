@@ -119,7 +119,17 @@ func (r *replica) url() string { return "http://" + r.env["ADDR"] }
 func startCluster(t *testing.T, n int, over map[string]string) *cluster {
 	t.Helper()
 	c := &cluster{dir: t.TempDir(), dbURL: clusterDB(t)}
-	c.sim = startUpstreamSim(t, sim.ProtocolVideogen, testkit.FreeAddr(t), filepath.Join(c.dir, "sim"), "300ms", "sim-cluster-key")
+	c.sim = &upstreamSim{protocol: sim.ProtocolVideogen, addr: testkit.FreeAddr(t), dir: filepath.Join(c.dir, "sim"), duration: "300ms",
+		keys: []string{"sim-cluster-key"},
+		// The same tiny video for every task: these tests are about replicas, drains and crashes, not the
+		// bytes. Realistic 480p renders (a video and its spritesheet per task, in a -race build) took the
+		// machine's two cores under a full make test, and tasks then waited past the settle window for
+		// their files while holding the credential's slots.
+		output: sim.OutputTiny}
+	if err := os.MkdirAll(c.sim.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c.sim.start(t)
 	file := filepath.Join(c.dir, "upstreams.yaml")
 	writeUpstreams(t, file, e2eCred("sim-main", "sim", c.sim.base(), "secret: sim-cluster-key", 8, // the simulator's SIM_CONCURRENCY
 		e2eRoute("videogen-2.0-mini-480p", "videogen-2.0-mini-480p", "0.01")))
@@ -459,6 +469,14 @@ func (l *load) upload(rng *rand.Rand) {
 	l.uploads.Add(1)
 }
 
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
 func clipBody(b []byte) string {
 	if len(b) > 300 {
 		return string(b[:300]) + "…"
@@ -486,6 +504,27 @@ func (c *cluster) settle(t *testing.T, l *load) (completed, failed int) {
 		var open int64
 		c.d.R.WithContext(ctx).Model(&models.Task{}).Where("status IN ?", []string{"queued", "in_progress"}).Count(&open)
 		return open == 0
+	}, func() string {
+		// What holds the tasks still open: their state, lease and next check, for the failure's reader.
+		var open []models.Task
+		c.d.R.WithContext(ctx).Where("status IN ?", []string{"queued", "in_progress"}).Limit(5).Find(&open)
+		var b strings.Builder
+		for _, t := range open {
+			fmt.Fprintf(&b, "%s %s cred=%v upstream=%v lease=%v until=%v next=%v attempts=%d polls=%d; ", t.ID, t.Status, deref(t.CredentialID),
+				deref(t.UpstreamTaskID), deref(t.LeaseOwner), t.LeaseUntil, t.NextCheckAt.Format(time.RFC3339Nano), t.SubmitAttempts, t.PollCount)
+			var events []models.TaskEvent
+			c.d.R.WithContext(ctx).Where("task_id = ?", t.ID).Order("id DESC").Limit(4).Find(&events)
+			for _, e := range events {
+				fmt.Fprintf(&b, "\n    %s %s→%s %s", e.At.Format(time.RFC3339Nano), e.FromStatus, e.ToStatus, e.Detail)
+			}
+			b.WriteString("\n")
+		}
+		for _, r := range c.replicas {
+			if r.p != nil {
+				fmt.Fprintf(&b, "replica %s log (last 3000 bytes):\n%s\n", r.name, tail(r.p.stderr.String(), 3000))
+			}
+		}
+		return b.String()
 	})
 	t.Logf("every task finished %v after the load stopped", time.Since(settleStart).Round(time.Millisecond))
 	var tasks []models.Task

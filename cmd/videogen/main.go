@@ -41,6 +41,7 @@ func root() *cobra.Command {
 		Short:         "videogen: a billing-first asynchronous video generation API",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
 	r.AddCommand(serveCmd(), migrateCmd(), accountsCmd(), keysCmd(), walletCmd(), auditCmd(), ledgerCmd(), stripeCmd(), simCmd(),
@@ -199,9 +200,19 @@ func accountsCmd() *cobra.Command {
 	}
 	create.Flags().StringVar(&email, "email", "", "e-mail address (required)")
 	create.Flags().StringVar(&password, "password", "", "password for the console (optional, at least 10 characters; without it a one-time link to choose one is printed)")
-	create.Flags().StringVar(&role, "role", models.RoleMember, "member, support or admin")
+	// The staff role, named so that it is not taken for a role in the account (owner, admin, developer…,
+	// which the console sets): "none" (or "member") for a customer, support or admin for staff.
+	create.Flags().StringVar(&role, "staff-role", models.RoleMember, "none, support or admin: the user's staff role (none for a customer; the user owns their account either way)")
+	create.Flags().StringVar(&role, "role", models.RoleMember, "")
+	_ = create.Flags().MarkDeprecated("role", "use --staff-role")
+	create.PreRunE = func(*cobra.Command, []string) error {
+		if role == "none" {
+			role = models.RoleMember
+		}
+		return nil
+	}
 	_ = create.MarkFlagRequired("email")
-	c.AddCommand(append([]*cobra.Command{create}, accountsAdminCmds()...)...)
+	c.AddCommand(append([]*cobra.Command{create, accountsListCmd()}, accountsAdminCmds()...)...)
 	return c
 }
 
@@ -254,7 +265,7 @@ func keysCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s was already revoked on %s\n", before.Prefix, before.RevokedAt.UTC().Format(time.RFC3339))
 				return nil
 			}
-			k, err := apikeys.Revoke(cmd.Context(), d, prefix, time.Now())
+			k, err := apikeys.Revoke(cmd.Context(), d, prefix, models.RevokedByCLI, time.Now())
 			if err != nil {
 				return err
 			}
@@ -264,7 +275,7 @@ func keysCmd() *cobra.Command {
 	}
 	revoke.Flags().StringVar(&prefix, "prefix", "", "the key's display prefix (required)")
 	_ = revoke.MarkFlagRequired("prefix")
-	c.AddCommand(create, revoke)
+	c.AddCommand(create, keysListCmd(), revoke)
 	return c
 }
 
@@ -298,7 +309,7 @@ func describeLimits(l apikeys.Limits) string {
 
 func walletCmd() *cobra.Command {
 	c := &cobra.Command{Use: "wallet", Short: "manage wallets"}
-	var email, usd, reason string
+	var email, usd, reason, note string
 	var allowNegative bool
 	credit := &cobra.Command{
 		Use: "credit",
@@ -309,12 +320,17 @@ func walletCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// An operator's credit is whole cents, as customers count: 1.005 is a typo, not a price. (The
+			// staff console still takes micro-dollars, for the rounding corrections only staff make.)
+			if amount%money.Cent != 0 {
+				return fmt.Errorf("nothing changed: --usd %s has a fraction of a cent; a wallet is credited in whole cents (e.g. %s)", usd, (amount / money.Cent * money.Cent).USD())
+			}
 			d, u, err := openUser(cmd.Context(), email)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			e, err := billing.Adjustment{AccountID: u.AccountID, Amount: amount, Reason: reason, AllowNegative: allowNegative,
+			e, err := billing.Adjustment{AccountID: u.AccountID, Amount: amount, Reason: reason, CustomerNote: note, AllowNegative: allowNegative,
 				By: audit.CLI}.Apply(cmd.Context(), d)
 			if errors.Is(err, billing.ErrWouldGoNegative) {
 				a, berr := billing.Balance(cmd.Context(), d, u.AccountID)
@@ -332,8 +348,9 @@ func walletCmd() *cobra.Command {
 		},
 	}
 	credit.Flags().StringVar(&email, "email", "", "account owner's e-mail (required)")
-	credit.Flags().StringVar(&usd, "usd", "", "amount in dollars, e.g. 25.00, or -5 to debit (required)")
-	credit.Flags().StringVar(&reason, "reason", "", "why (required; kept in the ledger and the audit log)")
+	credit.Flags().StringVar(&usd, "usd", "", "amount in dollars and whole cents, e.g. 25.00, or -5 to debit (required)")
+	credit.Flags().StringVar(&reason, "reason", "", "why (required; kept in the ledger and the audit log, for staff: the customer never reads it)")
+	credit.Flags().StringVar(&note, "customer-note", "", "what the customer reads beside the entry in their wallet (optional; without it, \"Adjustment by support\")")
 	credit.Flags().BoolVar(&allowNegative, "allow-negative", false, "let a debit take the available balance below zero")
 	for _, f := range []string{"email", "usd", "reason"} {
 		_ = credit.MarkFlagRequired(f)

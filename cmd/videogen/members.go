@@ -56,5 +56,14 @@ func membersCmd() *cobra.Command {
 	list.Flags().StringVar(&email, "email", "", "the e-mail of any member of the account (required)")
 	_ = list.MarkFlagRequired("email")
 	c.AddCommand(list)
+	// `videogen members --email E` is `videogen members list --email E`.
+	c.Flags().StringVar(&email, "email", "", "as members list --email")
+	c.Args = cobra.NoArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if email == "" {
+			return cmd.Help()
+		}
+		return list.RunE(cmd, args)
+	}
 	return c
 }

@@ -56,7 +56,7 @@ func TestUpstreamSimArk(t *testing.T) {
 	c := ark.New(addr+"/api/v3", 5*time.Second)
 	cred := upstream.Credential{ID: "ark-1", Kind: "ark", Secret: "ark-key"}
 	st, err := c.Submit(ctx, cred, upstream.SubmitRequest{VideoRequest: models.VideoRequest{Model: "videogen-2.0-mini-480p",
-		Prompt: "through the wire", Seconds: 4, Size: "864x496", AspectRatio: "16:9"}, UpstreamModel: "seedance-2-0-mini"})
+		Prompt: "through the wire", Seconds: 4, Size: "864x496", AspectRatio: "16:9"}, UpstreamModel: "dreamina-seedance-2-0-fast-260128"})
 	if err != nil {
 		t.Fatalf("submit: %v\n%s", err, stderr.String())
 	}

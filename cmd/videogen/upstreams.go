@@ -44,7 +44,7 @@ func upstreamsCheckCmd() *cobra.Command {
 			if file == "" {
 				return errors.New("UPSTREAMS_FILE is not set (or pass --file)")
 			}
-			specs, err := poolfile.Load(file, poolfile.Options{Kinds: providers.Names(), Production: cfg.Production()}, os.Getenv)
+			specs, err := poolfile.Load(file, providers.Options(cfg.Production()), os.Getenv)
 			if err != nil {
 				return fmt.Errorf("%s would be refused:\n%w", file, err)
 			}
@@ -110,7 +110,7 @@ Exit 1 when any refused, any did not answer, or none answered.`,
 			if err != nil {
 				return fmt.Errorf("UPSTREAMS_FILE: %w", err)
 			}
-			specs, err := poolfile.Parse(cfg.UpstreamsFile, text, poolfile.Options{Kinds: providers.Names(), Production: cfg.Production()})
+			specs, err := poolfile.Parse(cfg.UpstreamsFile, text, providers.Options(cfg.Production()))
 			if err != nil {
 				return fmt.Errorf("%s is refused, no instance was told to reload:\n%w", cfg.UpstreamsFile, err)
 			}

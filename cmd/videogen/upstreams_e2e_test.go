@@ -59,9 +59,9 @@ func TestUpstreamsMixedPoolSurvivesKills(t *testing.T) {
 			e2eCred("oai-main", "openai", oai.base(), "secret_env: "+e2eOAISecretEnv, 8,
 				e2eRoute("videogen-2.0-720p", "sora-2", "0.1")),
 			e2eCred("ark-main", "ark", ark.base(), "secret: "+e2eArkSecret1, 8,
-				e2eRoute("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+e2eRoute("videogen-2.0-fast-720p", "seedance-2-0-fast", "0.09")))
+				e2eRoute("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.18")+e2eRoute("videogen-2.0-fast-720p", "dreamina-seedance-2-0-fast-260128", "0.09")))
 		upstreamModel := map[string]string{
-			"oai-main/videogen-2.0-720p": "sora-2", "ark-main/videogen-2.0-720p": "seedance-2-0-pro", "ark-main/videogen-2.0-fast-720p": "seedance-2-0-fast",
+			"oai-main/videogen-2.0-720p": "sora-2", "ark-main/videogen-2.0-720p": "dreamina-seedance-2-0-260128", "ark-main/videogen-2.0-fast-720p": "dreamina-seedance-2-0-fast-260128",
 			"gem-main/videogen-2.0-720p": "veo-3.1-generate-preview", "gem-main/videogen-2.0-mini-720p": "veo-3.1-fast-generate-preview",
 		}
 		costPerSecond := map[string]int64{ // micro-dollars
@@ -208,11 +208,11 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		}
 		oaiMain := e2eCred("oai-main", "openai", oai.base(), "secret_env: "+e2eOAISecretEnv, 4,
 			// OpenAI renders none of the 480p sizes: this route sells 480p 16:9 as its 1280x720.
-			e2eRoute("videogen-2.0-720p", "sora-2", "0.1")+"      videogen-2.0-mini-480p: {upstream_model: sora-2-mini, cost_per_second: \"0.05\", size_map: {864x496: 1280x720}}\n")
+			e2eRoute("videogen-2.0-720p", "sora-2", "0.1")+"      videogen-2.0-mini-480p: {upstream_model: sora-2, cost_per_second: \"0.05\", size_map: {864x496: 1280x720}}\n")
 		ark1 := e2eCred("ark-1", "ark", ark.base(), "secret: "+e2eArkSecret1, 4,
-			e2eRoute("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+e2eRoute("videogen-2.0-fast-720p", "seedance-2-0-fast", "0.09"))
+			e2eRoute("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.18")+e2eRoute("videogen-2.0-fast-720p", "dreamina-seedance-2-0-fast-260128", "0.09"))
 		ark2 := e2eCred("ark-2", "ark", ark.base(), "secret_file: "+secretFile, 4,
-			e2eRoute("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+e2eRoute("videogen-2.0-fast-720p", "seedance-2-0-fast", "0.09"))
+			e2eRoute("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.18")+e2eRoute("videogen-2.0-fast-720p", "dreamina-seedance-2-0-fast-260128", "0.09"))
 		file := filepath.Join(dir, "upstreams.yaml")
 		writeUpstreams(t, file, oaiMain, ark1)
 
@@ -300,7 +300,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		// 4c. A file the CLI accepts (it reads no secret) but the instance refuses (its secret_env is not
 		// set there): the instance keeps its pool and the CLI, which waits for it, exits non-zero.
 		writeUpstreams(t, file, ark1, ark2, e2eCred("ark-3", "ark", ark.base(), "secret_env: E2E_NOT_SET_ANYWHERE", 4,
-			e2eRoute("videogen-2.0-720p", "seedance-2-0-pro", "0.18")))
+			e2eRoute("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.18")))
 		out, stderr, code = cliRun(t, dir, cli, "upstreams", "reload", "--wait", "2s")
 		printed = append(printed, out, stderr)
 		if code == 0 || !strings.Contains(out, "asked every instance") || strings.Contains(out, "reloaded") {
@@ -315,7 +315,7 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 		// The task the removed credential held completes on it, at its price.
 		waitEnded(t, p, acct.Key, 60*time.Second, slow)
 		if task := testkit.Task(t, d, slow); task.Status != "completed" || deref(task.CredentialID) != "oai-main" ||
-			deref(task.UpstreamModel) != "sora-2-mini" || task.UpstreamCostMicros == nil || *task.UpstreamCostMicros != 50_000*int64(task.Seconds) {
+			deref(task.UpstreamModel) != "sora-2" || task.UpstreamCostMicros == nil || *task.UpstreamCostMicros != 50_000*int64(task.Seconds) {
 			t.Fatalf("the slow task: %s on %s as %s costing %s", task.Status, deref(task.CredentialID), deref(task.UpstreamModel), costText(task.UpstreamCostMicros))
 		}
 
@@ -385,9 +385,11 @@ func TestUpstreamsReloadCLIAndSIGHUP(t *testing.T) {
 type upstreamSim struct {
 	protocol, addr, dir, duration string
 	keys                          []string
-	cmd                           *exec.Cmd
-	exited                        chan struct{}
-	logs                          []*testkit.LockedBuffer // of every start, for the data-race check
+	// output is SIM_OUTPUT ("" for the default, realistic videos).
+	output string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	logs   []*testkit.LockedBuffer // of every start, for the data-race check
 }
 
 func startUpstreamSim(t *testing.T, protocol, addr, dir, duration string, keys ...string) *upstreamSim {
@@ -424,7 +426,11 @@ func (s *upstreamSim) start(t *testing.T) {
 	// Its own working folder: whatever it would create under a default DATA_DIR stays away from the
 	// platform's.
 	cmd.Dir = s.dir
-	cmd.Env = environ(map[string]string{"SIM_DURATION": s.duration, "SIM_CONCURRENCY": "8", "GORACE": "atexit_sleep_ms=0"})
+	env := map[string]string{"SIM_DURATION": s.duration, "SIM_CONCURRENCY": "8", "GORACE": "atexit_sleep_ms=0"}
+	if s.output != "" {
+		env["SIM_OUTPUT"] = s.output
+	}
+	cmd.Env = environ(env)
 	errb := &testkit.LockedBuffer{}
 	cmd.Stderr = errb
 	stdout, err := cmd.StdoutPipe()

@@ -17,6 +17,7 @@ type modelItem struct {
 	Seconds        []int             `json:"seconds"`
 	Inputs         []string          `json:"inputs"`
 	Audio          bool              `json:"audio"`
+	Rules          []string          `json:"rules"`
 	PricePerSecond money.Micros      `json:"price_per_second"`
 	OwnedBy        string            `json:"owned_by"`
 }
@@ -35,7 +36,7 @@ func (h *handler) listModels(c *fiber.Ctx) error {
 			continue
 		}
 		items = append(items, modelItem{ID: m.ID, Object: "model", Series: m.Series, Resolution: m.Resolution,
-			Sizes: offer.Sizes, Seconds: offer.Seconds, Inputs: offer.Inputs, Audio: offer.Audio,
+			Sizes: offer.Sizes, Seconds: offer.Seconds, Inputs: offer.Inputs, Audio: offer.Audio, Rules: offer.Rules,
 			PricePerSecond: prices[m.ID], OwnedBy: "videogen"})
 	}
 	return c.JSON(fiber.Map{"object": "list", "data": items})

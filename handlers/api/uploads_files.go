@@ -4,7 +4,6 @@ import (
 	"videogen/handlers/web"
 
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,22 +19,6 @@ import (
 	"videogen/internal/refusal"
 )
 
-// multipartAllowance is room for the multipart framing (boundaries, part headers) on top of the file
-// bytes a request may carry, so 300 MiB of files fit in one request.
-const multipartAllowance = 1 << 20
-
-// Upload pacing: a body that stops arriving for uploadIdle ends the upload; none may run past
-// uploadMax. Slow links still get through; a stalled client does not hold a connection forever.
-const (
-	uploadIdle = 60 * time.Second
-	uploadMax  = 30 * time.Minute
-)
-
-var (
-	errUploadTooLarge = errors.New("upload body over its limit")
-	errShuttingDown   = errors.New("the server is stopping")
-)
-
 // uploadFiles answers POST /uploads/v1/files: it streams each multipart part to storage as it arrives,
 // checking counts, sizes and file types on the way, and stores all the files or none.
 func (h *handler) uploadFiles(c *fiber.Ctx) error {
@@ -49,19 +32,19 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 	if err != nil || mt != fiber.MIMEMultipartForm || params["boundary"] == "" {
 		return refusal.New("unsupported_content_type", "Send the files as multipart/form-data, in parts named input_reference, image_files, video_files or audio_files (for example curl -F image_files=@cat.png).")
 	}
-	if n := c.Request().Header.ContentLength(); n > media.MaxRequestBytes+multipartAllowance {
+	if n := c.Request().Header.ContentLength(); n > media.MaxRequestBytes+web.MultipartAllowance {
 		c.Locals(web.LocalBytesIn, int64(n))
 		return tooLargeUpload()
 	}
-	body := &uploadBody{r: c.Context().RequestBodyStream(), conn: c.Context().Conn(), start: time.Now(),
-		limit: media.MaxRequestBytes + multipartAllowance, stopping: h.Stopping}
-	if body.r == nil { // no body stream (a request with neither a length nor chunks): read what there is
-		body.r = bytes.NewReader(c.Request().Body())
+	body := &web.UploadBody{R: c.Context().RequestBodyStream(), Conn: c.Context().Conn(), Start: time.Now(),
+		Limit: media.MaxRequestBytes + web.MultipartAllowance, Stopping: h.Stopping}
+	if body.R == nil { // no body stream (a request with neither a length nor chunks): read what there is
+		body.R = bytes.NewReader(c.Request().Body())
 	}
 	ctx := c.UserContext()
 	batch := h.Media.NewBatch(web.Principal(c).AccountID, media.SourceUpload)
 	defer batch.Abort(ctx)
-	defer func() { c.Locals(web.LocalBytesIn, body.n) }()
+	defer func() { c.Locals(web.LocalBytesIn, body.N) }()
 
 	mr := multipart.NewReader(body, params["boundary"])
 	seen := map[string]int{}
@@ -71,7 +54,7 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 			break
 		}
 		if err != nil {
-			return uploadReadError(body.cause(err))
+			return uploadReadError(body.Cause(err))
 		}
 		name := part.FormName()
 		kind, ok := media.UploadParts[name]
@@ -89,7 +72,7 @@ func (h *handler) uploadFiles(c *fiber.Ctx) error {
 		}
 		err = batch.Add(ctx, media.Input{Part: name, Param: param, Kind: kind, Filename: part.FileName(), Body: part})
 		if re, ok := media.AsReadError(err); ok {
-			return uploadReadError(body.cause(re.Err))
+			return uploadReadError(body.Cause(re.Err))
 		}
 		if err != nil {
 			return err
@@ -114,62 +97,12 @@ func tooLargeUpload() *refusal.Error {
 func uploadReadError(err error) error {
 	var ne net.Error
 	switch {
-	case errors.Is(err, errUploadTooLarge):
+	case errors.Is(err, web.ErrUploadTooLarge):
 		return tooLargeUpload()
-	case errors.Is(err, errShuttingDown):
+	case errors.Is(err, web.ErrShuttingDown):
 		return refusal.ShuttingDown
 	case errors.As(err, &ne) && ne.Timeout():
-		return refusal.New("invalid_request", "The upload stopped arriving (nothing for %s, or longer than %s in all); send it again.", uploadIdle, uploadMax)
+		return refusal.New("invalid_request", "The upload stopped arriving (nothing for %s, or longer than %s in all); send it again.", web.UploadIdle, web.UploadMax)
 	}
 	return refusal.New("invalid_request", "The multipart body could not be read; check that it is well-formed multipart/form-data and that it was sent whole.")
-}
-
-// uploadBody counts and limits the raw request body and keeps the connection's read deadline moving
-// while bytes arrive — until the server stops, when the read ends with errShuttingDown.
-type uploadBody struct {
-	r        io.Reader
-	conn     net.Conn
-	start    time.Time
-	extended time.Time
-	n, limit int64
-	stopping context.Context
-	// failed is the body's own refusal once met (over the limit, or the shutdown), kept because a parser
-	// reading through the body may reword it (textproto turns a read error inside a part's headers into
-	// "malformed MIME header").
-	failed error
-}
-
-// cause is the error to answer for err, met while reading through b: the body's own refusal when there
-// was one, whatever the parser made of it.
-func (b *uploadBody) cause(err error) error {
-	if b.failed != nil {
-		return b.failed
-	}
-	return err
-}
-
-func (b *uploadBody) Read(p []byte) (int, error) {
-	if b.stopping.Err() != nil {
-		b.failed = errShuttingDown
-		return 0, errShuttingDown
-	}
-	if now := time.Now(); b.conn != nil && now.Sub(b.extended) > time.Second {
-		deadline := now.Add(uploadIdle)
-		if end := b.start.Add(uploadMax); deadline.After(end) {
-			deadline = end
-		}
-		_ = b.conn.SetReadDeadline(deadline)
-		b.extended = now
-	}
-	n, err := b.r.Read(p)
-	b.n += int64(n)
-	if b.n > b.limit {
-		b.failed = errUploadTooLarge
-		return n, errUploadTooLarge
-	}
-	if err != nil && b.stopping.Err() != nil {
-		b.failed = errShuttingDown
-		return n, errShuttingDown // the shutdown interrupted the read
-	}
-	return n, err
 }

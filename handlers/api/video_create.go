@@ -82,7 +82,7 @@ var errCreateContentType = refusal.New("unsupported_content_type",
 
 // createFormLimit bounds a multipart create body: its text fields to web.MaxJSONBody, as a JSON body,
 // plus one first-frame image (media.MaxImageBytes) and the framing around it.
-const createFormLimit = web.MaxJSONBody + media.MaxImageBytes + multipartAllowance
+const createFormLimit = web.MaxJSONBody + media.MaxImageBytes + web.MultipartAllowance
 
 // readCreateForm reads a multipart create body: its text fields, held together to web.MaxJSONBody as the
 // JSON body is held, and at most one file part, input_reference, the first frame, streamed into storage
@@ -103,11 +103,11 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 	}
 	// The limit counts every byte read, framing included, as limitBody counts the JSON body's: all but the
 	// file's are held to web.MaxJSONBody; while the file streams, the limit is the batch's (20 MiB).
-	body := &uploadBody{r: c.Context().RequestBodyStream(), conn: c.Context().Conn(), start: time.Now(), limit: web.MaxJSONBody, stopping: h.Stopping}
-	if body.r == nil { // the body was read whole already (no stream): read it from memory
-		body.r = bytes.NewReader(c.Request().Body())
+	body := &web.UploadBody{R: c.Context().RequestBodyStream(), Conn: c.Context().Conn(), Start: time.Now(), Limit: web.MaxJSONBody, Stopping: h.Stopping}
+	if body.R == nil { // the body was read whole already (no stream): read it from memory
+		body.R = bytes.NewReader(c.Request().Body())
 	}
-	defer func() { c.Locals(web.LocalBytesIn, body.n) }()
+	defer func() { c.Locals(web.LocalBytesIn, body.N) }()
 	ctx := c.UserContext()
 	mr := multipart.NewReader(body, boundary)
 	var form []videos.FormValue
@@ -118,7 +118,7 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 			return form, batch, nil
 		}
 		if err != nil {
-			return nil, batch, h.createFormReadError(c, body.cause(err))
+			return nil, batch, h.createFormReadError(c, body.Cause(err))
 		}
 		name := part.FormName()
 		if isFilePart(part) {
@@ -133,14 +133,14 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 			if err != nil {
 				return nil, batch, err
 			}
-			start := body.n
-			body.limit = createFormLimit
+			start := body.N
+			body.Limit = createFormLimit
 			err = batch.Add(ctx, media.Input{Part: name, Param: name, Kind: media.Image, Filename: part.FileName(), Body: part})
 			release()
-			fileBytes += body.n - start
-			body.limit = fileBytes + web.MaxJSONBody
+			fileBytes += body.N - start
+			body.Limit = fileBytes + web.MaxJSONBody
 			if re, ok := media.AsReadError(err); ok {
-				return nil, batch, h.createFormReadError(c, body.cause(re.Err))
+				return nil, batch, h.createFormReadError(c, body.Cause(re.Err))
 			}
 			if err != nil {
 				return nil, batch, err
@@ -149,7 +149,7 @@ func (h *handler) readCreateForm(c *fiber.Ctx, boundary string) ([]videos.FormVa
 		}
 		value, err := io.ReadAll(part)
 		if err != nil {
-			return nil, batch, h.createFormReadError(c, body.cause(err))
+			return nil, batch, h.createFormReadError(c, body.Cause(err))
 		}
 		form = append(form, videos.FormValue{Name: name, Value: string(value)})
 	}
@@ -183,10 +183,10 @@ func isFilePart(part *multipart.Part) bool {
 // createFormReadError words a failure to read a multipart create body.
 func (h *handler) createFormReadError(c *fiber.Ctx, err error) error {
 	switch {
-	case errors.Is(err, errUploadTooLarge):
+	case errors.Is(err, web.ErrUploadTooLarge):
 		web.CloseUnread(c) // the rest may be any size: never read it
 		return refusal.New("request_too_large", "A multipart create may carry at most %d MiB: its text fields (1 MiB) and one input_reference image (%d MiB). Upload larger media with POST /uploads/v1/files.", createFormLimit/media.MiB, media.MaxImageBytes/media.MiB)
-	case errors.Is(err, errShuttingDown):
+	case errors.Is(err, web.ErrShuttingDown):
 		web.CloseUnread(c)
 		return refusal.ShuttingDown
 	}

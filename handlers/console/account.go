@@ -9,14 +9,13 @@ import (
 
 	"videogen/internal/domain/accounts"
 	"videogen/internal/domain/auth"
+	"videogen/internal/infra/tzlist"
 	"videogen/views/customer"
 )
 
-// zones offered in the account settings; any IANA name the browser reports works too.
-var zones = []string{"UTC", "Europe/London", "Europe/Paris", "Europe/Berlin", "Europe/Madrid", "Europe/Warsaw", "Europe/Kyiv",
-	"Africa/Lagos", "Africa/Johannesburg", "Asia/Dubai", "Asia/Kolkata", "Asia/Singapore", "Asia/Shanghai", "Asia/Tokyo",
-	"Asia/Seoul", "Australia/Sydney", "Pacific/Auckland", "America/Sao_Paulo", "America/New_York", "America/Chicago",
-	"America/Denver", "America/Los_Angeles", "America/Mexico_City", "America/Toronto"}
+// zones offered in the account settings and the billing details: UTC, then every IANA zone
+// (internal/infra/tzlist); any IANA name the browser reports works too.
+var zones = append([]string{"UTC"}, tzlist.All()...)
 
 func (h *Handler) accountPage(c *fiber.Ctx, errs map[string]string) error {
 	return h.Render(c, customer.AccountView(h.Viewer(c, ""), customer.AccountPage{Errors: errs, Zones: zones, TimeZone: web.CurrentUser(c).TimeZone}))

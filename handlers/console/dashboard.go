@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/billing"
+	"videogen/internal/domain/accounts"
 	"videogen/internal/domain/videos"
 	"videogen/models"
 	"videogen/views/customer"
@@ -24,9 +25,12 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 	}
 	d := customer.Dashboard{Available: acct.AvailableMicros, Reserved: acct.ReservedMicros, BaseURL: h.PublicBaseURL}
 
-	// Thirty days ending today, in the viewer's time zone.
-	now := time.Now().In(v.Location)
-	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, v.Location)
+	// Thirty days ending today, in the account's time zone: the days of the Usage page and the statements,
+	// whoever looks (a member's display zone only moves the times shown).
+	loc := accounts.LoadZone(acct.TimeZone) // the account row read above holds it
+	d.Zone = loc.String()
+	now := h.Now().In(loc)
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
 	first := today.AddDate(0, 0, -29)
 	charges, err := models.SettledSince(ctx, h.DB, u.AccountID, first.UTC())
 	if err != nil {
@@ -37,8 +41,8 @@ func (h *Handler) showDashboard(c *fiber.Ctx) error {
 		d.Spend[i].Day = first.AddDate(0, 0, i)
 	}
 	for _, c := range charges {
-		t := c.Start.In(v.Location)
-		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, v.Location)
+		t := c.Start.In(loc)
+		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
 		if i := int(day.Sub(first).Hours()/24 + 0.5); i >= 0 && i < len(d.Spend) {
 			d.Spend[i].Micros += c.Micros
 		}

@@ -32,10 +32,7 @@ func (h *Handler) keysPage(c *fiber.Ctx, p customer.KeysPage) error {
 		return err
 	}
 	p.Keys, p.Verified, p.Zone = keys, u.Verified(), spending.Loc.String()
-	p.Spent = make(map[int64]int64, len(spending.Spent))
-	for id, m := range spending.Spent {
-		p.Spent[id] = int64(m)
-	}
+	p.Spent = spending
 	p.Limits.Choices = modelChoices()
 	if p.Limits.Period == "" {
 		p.Limits.Period = apikeys.PeriodMonth
@@ -171,7 +168,7 @@ func (h *Handler) revokeKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Keys.Revoke(c.UserContext(), k.Prefix); err != nil {
+	if err := h.Keys.Revoke(c.UserContext(), k.Prefix, web.CurrentUser(c).Email); err != nil {
 		return err
 	}
 	return web.Redirect(c, "/console/keys?notice=key-revoked")

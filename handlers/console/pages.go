@@ -28,7 +28,7 @@ func (h *Handler) showPricing(c *fiber.Ctx) error {
 	for _, m := range catalog.Models {
 		row := customer.PriceRow{Model: m, MicrosPerSecond: int64(prices[m.ID])}
 		if offer, ok := h.ModelOffer(m.ID, m.Sizes()); ok {
-			row.Available, row.Sizes, row.Seconds, row.Inputs, row.Audio = true, offer.Sizes, offer.Seconds, offer.Inputs, offer.Audio
+			row.Available, row.Sizes, row.Seconds, row.Inputs, row.Audio, row.Rules = true, offer.Sizes, offer.Seconds, offer.Inputs, offer.Audio, offer.Rules
 		}
 		rows = append(rows, row)
 	}

@@ -55,6 +55,8 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Post("/keys/:id/limits", h.Require(members.ManageKeys), h.saveKeyLimits)
 	console.Get("/keys/:id/revoke", h.Require(members.ManageKeys), h.confirmRevokeKey)
 	console.Post("/keys/:id/revoke", h.Require(members.ManageKeys), h.revokeKey)
+	console.Get("/videos/new", h.showNewVideo)
+	console.Post("/videos/new", h.Require(members.CreateVideos), h.createVideo)
 	console.Get("/tasks", h.ShowTasks)
 	console.Get("/tasks/:id", h.ShowTask)
 	console.Get("/tasks/:id/status", h.showTaskStatus)
@@ -75,6 +77,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Post("/webhooks/:id/:action", h.Require(members.ManageWebhooks), h.webhookAction)
 	console.Get("/usage", h.showUsage)
 	console.Get("/usage.csv", h.exportUsage)
+	console.Get("/statements", h.Require(members.SeeStatements), h.showStatements)
 	console.Get("/statements/:month", h.Require(members.SeeStatements), h.showStatement)
 	console.Get("/account", h.showAccount)
 	// The account page mixes the member's own settings with the account's: each form is held to its own rule.

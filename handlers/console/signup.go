@@ -41,7 +41,7 @@ func (h *Handler) signUp(c *fiber.Ctx) error {
 	}
 	// Set for a registered address too (where it matches nothing), so this answer stays the same.
 	h.setSignupCookie(c, proof)
-	return h.Render(c, customer.CheckInbox(h.Viewer(c, ""), form.Email))
+	return h.Render(c, customer.CheckInbox(h.Viewer(c, ""), form.Email, h.MailPrinted))
 }
 
 // The sign-up cookie marks the browser that signed up: it holds a random proof whose hash is stored with

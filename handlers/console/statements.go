@@ -17,7 +17,7 @@ import (
 // 404 page that says which months have statements.
 func (h *Handler) showStatement(c *fiber.Ctx) error {
 	ctx := c.UserContext()
-	v := h.Viewer(c, "usage")
+	v := h.Viewer(c, "statements")
 	acct, err := accounts.Get(ctx, h.DB, web.CurrentUser(c).AccountID)
 	if err != nil {
 		return err
@@ -32,7 +32,7 @@ func (h *Handler) showStatement(c *fiber.Ctx) error {
 		c.Status(fiber.StatusNotFound)
 		return h.Render(c, views.ErrorPage(v, fiber.StatusNotFound, "No statement for this month",
 			"Statements are by month, written as YYYY-MM (such as "+usage.MonthOf(h.Now(), loc).Format("2006-01")+
-				"), from the month your account was opened up to this one. The Usage page lists every month with a statement."))
+				"), from the month your account was opened up to this one. The Statements page lists every month with one."))
 	}
 	if err != nil {
 		return err

@@ -40,6 +40,6 @@ func (h *Handler) showTaskStatus(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set("openai-poll-after-ms", strconv.FormatInt(videos.PollAfter(t, h.Now()).Milliseconds(), 10))
-	return c.JSON(taskStatus{ID: t.ID, Status: t.Status, Progress: t.Progress, Done: tasks.Terminal(t.Status),
+	return c.JSON(taskStatus{ID: t.ID, Status: views.TaskState(t), Progress: t.Progress, Done: tasks.Terminal(t.Status),
 		BillingState: t.BillingState, Amount: views.Money(t.AmountMicros)})
 }

@@ -30,7 +30,7 @@ func (h *Handler) ShowTasks(c *fiber.Ctx) error {
 	}
 	f := customer.TaskFilter{Status: c.Query("status"), Model: c.Query("model")}
 	switch f.Status {
-	case "", tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed:
+	case "", tasks.Queued, tasks.InProgress, tasks.Completed, tasks.Failed, tasks.StateCancelled:
 	default:
 		f.Status = ""
 	}
@@ -78,8 +78,15 @@ func (h *Handler) ShowTask(c *fiber.Ctx) error {
 	if err := h.AuditTenantLook(c, audit.ViewTask, audit.TargetTask, p.Task.ID); err != nil {
 		return err
 	}
-	// The customer's own page offers Cancel while the task can be cancelled; staff pages never do.
-	p.CanCancel = v.Can(members.CancelTasks) && tasks.Cancellable(&p.Task)
+	// The customer's own page offers Cancel while a cancel can succeed: before the task was sent, or
+	// while its provider can stop it (Ark: while queued there; Veo: never); staff pages never do.
+	p.CanCancel = v.Can(members.CancelTasks) && tasks.Cancellable(&p.Task) &&
+		(p.Task.CredentialID == nil || h.MayCancel == nil || h.MayCancel(*p.Task.CredentialID, p.Task.Status))
+	p.CancelProblem = cancelRefusals[c.Query("cancel")]
+	p.CancelWhile = "queued" // a task not yet sent: whoever takes it decides, and the next page load says
+	if p.Task.CredentialID != nil && h.MayCancel != nil && h.MayCancel(*p.Task.CredentialID, tasks.InProgress) {
+		p.CancelWhile = "queued in_progress"
+	}
 	if c.Query("notice") == "cancelled" && p.Task.ErrorCode != nil && *p.Task.ErrorCode == tasks.CodeCancelled {
 		p.Cancelled = true
 	}
@@ -93,27 +100,28 @@ func (h *Handler) cancelTask(c *fiber.Ctx) error {
 	u := web.CurrentUser(c)
 	id := c.Params("id")
 	_, err := h.Videos.Cancel(c.UserContext(), u.AccountID, id, "console user "+u.Email)
-	problem := ""
-	if errors.Is(err, videos.ErrFinished) {
-		problem = "This video had already finished, so there was nothing to cancel."
-	} else if r, ok := refusal.As(err); ok && r.Code == refusal.NotFound.Code {
+	page := "/console/tasks/" + id
+	if r, ok := refusal.As(err); ok && r.Code == refusal.NotFound.Code {
 		return fiber.ErrNotFound
-	} else if ok {
-		problem = r.Message
-	} else if err != nil {
-		return err
 	}
-	if problem == "" {
-		return web.Redirect(c, "/console/tasks/"+id+"?notice=cancelled")
+	switch why := videos.CancelRefusal(err); {
+	case err == nil:
+		return web.Redirect(c, page+"?notice=cancelled")
+	case errors.Is(err, videos.ErrFinished):
+		return web.Redirect(c, page+"?cancel=finished")
+	case why != "":
+		return web.Redirect(c, page+"?cancel="+why)
 	}
-	v := h.Viewer(c, "tasks")
-	p, err := h.TaskPage(c, u.AccountID, id, false, v.Location)
-	if err != nil {
-		return err
-	}
-	p.CanCancel, p.CancelProblem = tasks.Cancellable(&p.Task), problem
-	c.Status(fiber.StatusConflict)
-	return h.Render(c, customer.TaskDetail(v, *p))
+	return err
+}
+
+// cancelRefusals word, on the task's page, why a cancel was not done (?cancel=…): a fixed table, so a
+// link can put no other text there.
+var cancelRefusals = map[string]string{
+	"finished":                      "This video had already finished, so there was nothing to cancel.",
+	videos.CancelRefusedStarted:     "Its provider has started generating it and cannot stop it now. It stays reserved and is charged only if it completes; if it fails, the reservation is released.",
+	videos.CancelRefusedBusy:        "It was being sent to its provider, or checked with it, at that very moment, so nothing was changed. Try again in a few seconds.",
+	videos.CancelRefusedUnreachable: "Its provider could not be reached to stop it, so nothing was changed. Try again in a few seconds.",
 }
 
 // TaskPage reads one of the account's tasks with its history; for staff, with what only staff see.

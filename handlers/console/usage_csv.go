@@ -36,7 +36,7 @@ func (h *Handler) exportUsage(c *fiber.Ctx) error {
 	case usage.ByKey:
 		head = []string{"key_name", "key_prefix"}
 	}
-	_ = w.Write(append(head, "videos", "completed", "failed", "running", "seconds", "spend_usd", "reserved_usd"))
+	_ = w.Write(append(head, "videos", "completed", "failed", "cancelled", "running", "seconds", "spend_usd", "reserved_usd"))
 	for _, row := range r.Rows {
 		var cells []string
 		switch r.Group {
@@ -47,7 +47,7 @@ func (h *Handler) exportUsage(c *fiber.Ctx) error {
 		case usage.ByKey:
 			cells = []string{csvSafe(row.Label(r.Group)), row.KeyPrefix}
 		}
-		_ = w.Write(append(cells, strconv.FormatInt(row.Videos, 10), strconv.FormatInt(row.Completed, 10), strconv.FormatInt(row.Failed, 10),
+		_ = w.Write(append(cells, strconv.FormatInt(row.Videos, 10), strconv.FormatInt(row.Completed, 10), strconv.FormatInt(row.Failed, 10), strconv.FormatInt(row.Cancelled, 10),
 			strconv.FormatInt(row.Running(), 10), strconv.FormatInt(row.Seconds, 10), money.Micros(row.SpentMicros).String(), money.Micros(row.ReservedMicros).String()))
 	}
 	w.Flush()

@@ -48,14 +48,15 @@ func invalidInput(err error) (string, bool) {
 func (h *handler) adjustBalance(c *fiber.Ctx) error {
 	t := web.TenantOf(c)
 	p := staff.AdjustPage{Account: t.Staff.Account, Owner: t.Staff.OwnerEmail, Base: t.Base,
-		Form:          staff.AdjustForm{Direction: web.Posted(c, "direction"), Amount: web.Posted(c, "amount"), Reason: web.Posted(c, "reason")},
+		Form: staff.AdjustForm{Direction: web.Posted(c, "direction"), Amount: web.Posted(c, "amount"), Reason: web.Posted(c, "reason"),
+			CustomerNote: web.Posted(c, "customer_note")},
 		AllowNegative: web.Posted(c, "allow_negative") == "yes"}
 	show := func(status int) error {
 		c.Status(status)
 		return h.Render(c, staff.AdjustBalance(h.TenantViewer(c, "account"), p))
 	}
 	amount, err := billing.ParseAdjustment(p.Form.Direction, p.Form.Amount)
-	adj := billing.Adjustment{AccountID: t.AccountID, Amount: amount, Reason: p.Form.Reason, AllowNegative: p.AllowNegative,
+	adj := billing.Adjustment{AccountID: t.AccountID, Amount: amount, Reason: p.Form.Reason, CustomerNote: p.Form.CustomerNote, AllowNegative: p.AllowNegative,
 		By: h.StaffActor(c), At: h.Now()}
 	preview := func() error {
 		pre, err := adj.Preview(c.UserContext(), h.DB)

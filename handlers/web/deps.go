@@ -39,7 +39,10 @@ type Deps struct {
 	// ModelOffer is what a model alias can be sold with now (upstream.Pool.Offer): the durations, the
 	// part of sizes (ratio → size) its routes render, the inputs and sound; ok is false when no
 	// credential serves it, and GET /v1/models and /pricing then leave it out or say so.
-	ModelOffer  func(alias string, sizes map[string]string) (offer upstream.Offer, ok bool)
+	ModelOffer func(alias string, sizes map[string]string) (offer upstream.Offer, ok bool)
+	// MayCancel reports whether the provider behind a task's credential could stop it in its status now
+	// (upstream.Pool.MayCancel): the console offers Cancel only then. Nil: any submitted task may be asked.
+	MayCancel   func(credentialID, status string) bool
 	MediaPolicy videos.MediaPolicy
 	Media       *media.Service
 	Importer    media.Opener  // fetches import links through the address guard
@@ -61,6 +64,8 @@ type Deps struct {
 	TrustedProxies []netip.Prefix // whose X-Forwarded-For is believed
 	PublicBaseURL  string
 	TestTopups     bool
+	SupportEmail   string // SUPPORT_EMAIL: where customers write for help
+	MailPrinted    bool   // e-mails go to the log (no RESEND_API_KEY): the pages that promise one say so
 	// TestTopupMin and TestTopupMax bound a test top-up (TEST_TOPUP_MIN, TEST_TOPUP_MAX).
 	TestTopupMin, TestTopupMax money.Micros
 	Payments                   *payments.Service // Stripe top-ups and balance alerts

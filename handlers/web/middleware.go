@@ -207,7 +207,7 @@ const uploadPath = "/uploads/v1/files"
 // streamsBody reports whether the request's body is read by its handler as it arrives, not before: the
 // upload's, and a multipart create's (bounded by its handler to MaxJSONBody, like a JSON body).
 func streamsBody(c *fiber.Ctx) bool {
-	return c.Method() == fiber.MethodPost && strings.EqualFold(c.Path(), uploadPath) || ReadsCreateForm(c)
+	return c.Method() == fiber.MethodPost && strings.EqualFold(c.Path(), uploadPath) || ReadsCreateForm(c) || ReadsConsoleVideoForm(c)
 }
 
 // refuseEncodedBody refuses a compressed request body on every API route: a 1 MiB gzip body can expand
@@ -345,6 +345,19 @@ func LocalInt64(c *fiber.Ctx, key string) int64 {
 // createFormPath is the route whose multipart body is read here, part by part, instead of whole by
 // limitBody: a file part is refused when its headers arrive, before its bytes are read.
 const createFormPath = "/v1/videos"
+
+// ConsoleVideoFormPath is the console's new-video form: multipart, with files, read part by part by its
+// handler as the API's multipart create is; its CSRF token is its first part (CheckFormCSRF).
+const ConsoleVideoFormPath = "/console/videos/new"
+
+// ReadsConsoleVideoForm reports whether the request posts the console's new-video form as multipart.
+func ReadsConsoleVideoForm(c *fiber.Ctx) bool {
+	if c.Method() != fiber.MethodPost || !strings.EqualFold(strings.TrimSuffix(c.Path(), "/"), ConsoleVideoFormPath) {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
+	return err == nil && mt == fiber.MIMEMultipartForm
+}
 
 // ReadsCreateForm reports whether the request is a multipart create, whose body limitBody leaves to
 // the create handler.

@@ -54,6 +54,7 @@ var notices = map[string]string{
 	"verification-sent": "We sent a new confirmation link. It works for 24 hours.",
 	"already-verified":  "Your e-mail address is already confirmed.",
 	"email-confirmed":   "Your e-mail address is confirmed. Welcome!",
+	"video-created":     "Your video is queued and its price reserved. This page follows it live; it is charged when it is ready.",
 	"webhook-disabled":  "The endpoint was disabled. Events are kept for it and sent when you enable it again.",
 	"webhook-enabled":   "The endpoint was enabled. Deliveries that waited go out now.",
 	"webhook-test-sent": "A test event is on its way. Its delivery appears below within a few seconds; reload to see it.",
@@ -103,7 +104,10 @@ func (h *Base) Page(c *fiber.Ctx) error {
 		seed += "|" + tok
 	}
 	c.Locals(LocalCSRF, h.csrfToken(seed, h.Secrets[0]))
-	if c.Method() == fiber.MethodPost && !h.csrfValid(seed, csrfSent(c)) {
+	c.Locals(localCSRFSeed, seed)
+	// A streamed multipart form carries its token as its first part, which its handler reads and checks
+	// (CheckFormCSRF) before anything else of the body.
+	if c.Method() == fiber.MethodPost && !ReadsConsoleVideoForm(c) && !h.csrfValid(seed, csrfSent(c)) {
 		c.Status(fiber.StatusForbidden)
 		return h.Render(c, views.ErrorPage(h.Viewer(c, ""), 403, "This form has expired",
 			"For your safety the form could not be sent. Go back, reload the page and send it again."))
@@ -123,6 +127,21 @@ func (h *Base) csrfToken(seed, secret string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("csrf\x00" + seed))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+const localCSRFSeed = "console_csrf_seed"
+
+// CheckFormCSRF reports whether token, read by a handler from its streamed form, is this browser's.
+func (h *Base) CheckFormCSRF(c *fiber.Ctx, token string) bool {
+	seed, _ := c.Locals(localCSRFSeed).(string)
+	return seed != "" && h.csrfValid(seed, token)
+}
+
+// FormExpired answers a form whose CSRF token is missing or stale, as Page does.
+func (h *Base) FormExpired(c *fiber.Ctx) error {
+	c.Status(fiber.StatusForbidden)
+	return h.Render(c, views.ErrorPage(h.Viewer(c, ""), 403, "This form has expired",
+		"For your safety the form could not be sent. Go back, reload the page and send it again."))
 }
 
 // csrfSent is the token a POST carries: in its form body, or in the X-CSRF-Token header for scripts.
@@ -198,7 +217,8 @@ func CurrentSession(c *fiber.Ctx) *models.Session {
 
 // viewer collects what every page needs to know about who looks at it.
 func (h *Base) Viewer(c *fiber.Ctx, active string) views.Viewer {
-	v := views.Viewer{User: CurrentUser(c), Active: active, TestTopups: h.TestTopups, Location: time.UTC}
+	v := views.Viewer{User: CurrentUser(c), Active: active, TestTopups: h.TestTopups, Location: time.UTC,
+		SupportEmail: h.SupportEmail, SelfTopup: h.TestTopups || h.Payments.Enabled()}
 	v.CSRF, _ = c.Locals(LocalCSRF).(string)
 	v.Notice = notices[c.Query("notice")]
 	// app.js writes the browser's zone URL-encoded ("Europe%2FParis").

@@ -15,6 +15,9 @@ type Micros int64
 // PerUSD is one dollar in micro-dollars.
 const PerUSD Micros = 1_000_000
 
+// Cent is one cent in micro-dollars: customers' amounts (top-ups, adjustments) are whole cents.
+const Cent Micros = 10_000
+
 // String formats the amount as a decimal dollar string with six decimals: "0.480000", "-1.500000".
 func (m Micros) String() string {
 	sign := ""

@@ -62,7 +62,7 @@ func TestRoutesSellOnlyWhatTheyRender(t *testing.T) {
 			param, saying string
 		}{
 			{map[string]any{"model": "videogen-2.0-720p", "prompt": "p", "seconds": 5}, "seconds", "This model renders 4, 8 or 12 seconds; 5 seconds cannot be rendered."},
-			{map[string]any{"model": "videogen-2.0-720p", "prompt": "p", "seconds": 8, "aspect_ratio": "1:1"}, "size", "This model renders 1024x1792, 1280x720, 1792x1024 or 720x1280 at 8 seconds; 960x960 cannot be rendered."},
+			{map[string]any{"model": "videogen-2.0-720p", "prompt": "p", "seconds": 8, "aspect_ratio": "1:1"}, "size", "This model renders 1280x720 or 720x1280 at 8 seconds; 960x960 cannot be rendered."},
 			{map[string]any{"model": "videogen-2.0-1080p", "prompt": "p", "seconds": 4}, "seconds", "This model renders 5 or 10 seconds"},
 			{map[string]any{"model": "videogen-2.0-1080p", "prompt": "p", "seconds": 5, "generate_audio": true}, "generate_audio", "This model renders silent video only. Set generate_audio to false."},
 		} {

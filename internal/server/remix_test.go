@@ -23,8 +23,9 @@ func TestRemixRoutesTheSource(t *testing.T) {
 		arkSim := startSim(t, "ark", 200*time.Millisecond, 4, "ark-remix-secret")
 		oaiSim := startSim(t, "openai", 200*time.Millisecond, 4, "oai-remix-secret")
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
-			cred("ark", "ark", arkSim.Base, "ark-remix-secret", 4, route("videogen-2.0-1080p", "seedance-2-0-pro", "0.5")+
-				"      videogen-2.0-fast-720p:\n        upstream_model: seedance-2-0-fast\n        cost_per_second: \"0.1\"\n        inputs: []\n")+
+			cred("ark", "ark", arkSim.Base, "ark-remix-secret", 4, route("videogen-2.0-1080p", "dreamina-seedance-2-0-260128", "0.5")+
+				route("videogen-2.0-480p", "dreamina-seedance-2-0-260128", "0.1")+
+				"      videogen-2.0-fast-720p:\n        upstream_model: dreamina-seedance-2-0-fast-260128\n        cost_per_second: \"0.1\"\n        inputs: []\n")+
 			cred("oai", "openai", oaiSim.Base, "oai-remix-secret", 4, route("videogen-2.0-720p", "sora-2", "0.1")))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
 		acct := s.NewAccount(t, "100")
@@ -57,8 +58,9 @@ func TestRemixRoutesTheSource(t *testing.T) {
 			return v
 		}
 
-		// Ark: the source video as a reference video.
-		arkSrc := completed(map[string]any{"model": "videogen-2.0-1080p", "prompt": "a lighthouse", "seconds": 5})
+		// Ark: the source video as a reference video, where Seedance takes its size (a 480p video's
+		// 428,544 pixels are within 409,600 to 927,408).
+		arkSrc := completed(map[string]any{"model": "videogen-2.0-480p", "prompt": "a lighthouse", "seconds": 5})
 		remix(arkSrc, "the lighthouse in fog")
 		var refURL string
 		for _, st := range arkSim.Tasks() {
@@ -80,6 +82,20 @@ func TestRemixRoutesTheSource(t *testing.T) {
 		resp.Body.Close()
 		if want := content(arkSrc, "video"); resp.StatusCode != 200 || string(got) != string(want) {
 			t.Fatalf("the reference video Ark was given (%d, %d bytes) is not the source (%d bytes)", resp.StatusCode, len(got), len(want))
+		}
+
+		// A 1080p source (2,073,600 pixels) is more than Seedance takes as a reference video: its first
+		// frame goes instead, never a reference Ark would refuse after the reservation.
+		bigSrc := completed(map[string]any{"model": "videogen-2.0-1080p", "prompt": "a harbour", "seconds": 5})
+		remix(bigSrc, "the harbour at night")
+		sentAs := ""
+		for _, st := range arkSim.Tasks() {
+			if st.Prompt == "the harbour at night" && len(st.Media) == 1 {
+				sentAs = st.Media[0].Role
+			}
+		}
+		if sentAs != "first_frame" {
+			t.Fatalf("the 1080p source went to Ark as %q, want first_frame", sentAs)
 		}
 
 		// OpenAI-style: the source's first frame as input_reference.

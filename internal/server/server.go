@@ -261,11 +261,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s.Tasks.TellEvents(s.Webhooks)
 	s.App = handlers.New(handlers.Deps{
 		DB: d, Log: log, Keys: s.Keys, Limiter: s.limits.Limiter("videogen:rl:", ratelimit.PerSecond(cfg.RateLimitRPS, cfg.RateLimitBurst)),
-		CallLog: s.CallLog, Videos: s.Videos, Prices: prices, ModelOffer: pool.Offer,
+		CallLog: s.CallLog, Videos: s.Videos, Prices: prices, ModelOffer: pool.Offer, MayCancel: pool.MayCancel,
 		MediaPolicy: videos.MediaPolicy{Signer: s.Media.Signer, Now: clock},
 		Media:       s.Media, Importer: mediafetch.New(importPolicy), PresignTTL: cfg.S3PresignTTL, Now: clock,
 		Auth: s.Auth, Secrets: cfg.Secrets(), SecureCookies: strings.HasPrefix(cfg.PublicBaseURL, "https://"),
-		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, Payments: s.Payments,
+		TrustedProxies: trusted, PublicBaseURL: cfg.PublicBaseURL, TestTopups: cfg.TestTopups, SupportEmail: cfg.SupportEmail, MailPrinted: cfg.ResendAPIKey == "", Payments: s.Payments,
 		TestTopupMin: testTopupMin, TestTopupMax: testTopupMax,
 		Stopping: stopping, Draining: s.draining.Load, Transfers: web.NewTransfers(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 		Metrics: s.Metrics, Webhooks: s.Webhooks,

@@ -65,7 +65,9 @@ func (s *Server) upstreamCredentials() ([]upstream.Credential, error) {
 func everyModel() map[string]upstream.Route {
 	m := make(map[string]upstream.Route, len(catalog.Models))
 	for _, x := range catalog.Models {
-		m[x.ID] = upstream.Route{UpstreamModel: x.ID, Unpriced: true, Caps: providers.Everything(x.ID)}
+		caps := providers.Everything(x.ID)
+		caps.Seed = false // the openai adapter sends no seed
+		m[x.ID] = upstream.Route{UpstreamModel: x.ID, Unpriced: true, Caps: caps}
 	}
 	return m
 }

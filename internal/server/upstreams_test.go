@@ -104,11 +104,11 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		oaiSim := startSim(t, "openai", 300*time.Millisecond, 4, "oai-secret-0001")
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
 			cred("ark-main", "ark", arkSim.Base, "ark-secret-0001", 2,
-				route("videogen-2.0-720p", "seedance-2-0-pro", "0.18")+
-					"      videogen-2.0-fast-720p: {upstream_model: seedance-2-0-fast, cost_per_second: \"0.09\", cost_per_million_tokens: \"1.234567\"}\n")+
+				route("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.18")+
+					"      videogen-2.0-fast-720p: {upstream_model: dreamina-seedance-2-0-fast-260128, cost_per_second: \"0.09\", cost_per_million_tokens: \"1.234567\"}\n")+
 			cred("oai-main", "openai", oaiSim.Base, "oai-secret-0001", 2,
 				// OpenAI renders none of the 480p sizes: the route sells 480p 16:9 as its 1280x720.
-				route("videogen-2.0-720p", "sora-2", "0.1")+"      videogen-2.0-mini-480p: {upstream_model: sora-2-mini, cost_per_second: \"0.05\", size_map: {864x496: 1280x720}}\n"))
+				route("videogen-2.0-720p", "sora-2", "0.1")+"      videogen-2.0-mini-480p: {upstream_model: sora-2, cost_per_second: \"0.05\", size_map: {864x496: 1280x720}}\n"))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
 		acct := s.NewAccount(t, "100")
 
@@ -125,8 +125,8 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		if r := s.Do(t, "POST", "/v1/videos", acct.Key, map[string]any{"model": "videogen-2.0-480p", "prompt": "x"}); r.Status != 400 || r.ErrorCode() != "model_unavailable" {
 			t.Fatalf("unserved alias: %d %s", r.Status, r.Body)
 		}
-		up := s.Upload(t, acct.Key, "", testkit.File("input_reference", "first.png", testkit.PNG(t, 64, 64)),
-			testkit.File("image_files", "style.png", testkit.PNG(t, 32, 32))).Answer(t)
+		up := s.Upload(t, acct.Key, "", testkit.File("input_reference", "first.png", testkit.PNG(t, 320, 320)),
+			testkit.File("image_files", "style.png", testkit.PNG(t, 320, 320))).Answer(t)
 		mixed := map[string]any{"model": "videogen-2.0-fast-720p", "prompt": "frames and references",
 			"start_image_url": *up.StartImageURL, "image_urls": up.ImageURLs}
 		if r := s.Do(t, "POST", "/v1/videos", acct.Key, mixed); r.Status != 400 || r.ErrorCode() != "unsupported_input_combination" ||
@@ -160,8 +160,8 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 			"ark-main": {"videogen-2.0-720p": 180_000, "videogen-2.0-fast-720p": 90_000},
 			"oai-main": {"videogen-2.0-720p": 100_000, "videogen-2.0-mini-480p": 50_000},
 		}
-		upstreamModels := map[string]string{"ark-main/videogen-2.0-720p": "seedance-2-0-pro", "ark-main/videogen-2.0-fast-720p": "seedance-2-0-fast",
-			"oai-main/videogen-2.0-720p": "sora-2", "oai-main/videogen-2.0-mini-480p": "sora-2-mini"}
+		upstreamModels := map[string]string{"ark-main/videogen-2.0-720p": "dreamina-seedance-2-0-260128", "ark-main/videogen-2.0-fast-720p": "dreamina-seedance-2-0-fast-260128",
+			"oai-main/videogen-2.0-720p": "sora-2", "oai-main/videogen-2.0-mini-480p": "sora-2"}
 		// Priced per second, except Ark's fast model, priced per million tokens: 5 s of 1280x720 at 24 fps
 		// is 1280×720×121/1024 = 108900 tokens (Ark's documented count), × $1.234567 per million =
 		// $0.1344443463, $0.134444 to the micro-dollar.
@@ -191,10 +191,9 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 			if (c == "ark-main") != (task.UsageCompletionTokens != nil && *task.UsageCompletionTokens > 0) {
 				t.Fatalf("task %s on %s: usage %v (Ark reports tokens, the OpenAI protocol none)", id, c, task.UsageCompletionTokens)
 			}
-			if task.Seed == nil || *task.Seed != 42 {
-				if id != onlyArk {
-					t.Fatalf("task %s seed %v", id, task.Seed)
-				}
+			// The seed went to Ark, which takes one; OpenAI takes none, so those tasks forget it.
+			if (c == "ark-main") != (task.Seed != nil && *task.Seed == 42) && id != onlyArk {
+				t.Fatalf("task %s on %s: seed %v", id, c, task.Seed)
 			}
 			// Stills: the OpenAI-style provider serves them; for Ark, which serves only the video, the
 			// worker made them with ffmpeg. Either way a JPEG thumbnail at the video's size.
@@ -209,7 +208,7 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 			t.Fatalf("mapped size: sold %s, rendered %v", mini.Size, mini.RenderedSize)
 		}
 		var noted []models.TaskEvent
-		if s.DB.R.Where("task_id = ? AND detail LIKE ?", mini.ID, "%rendered size 1280x720 (sold 864x496)%").Find(&noted); len(noted) != 1 {
+		if s.DB.R.Where("task_id = ? AND detail LIKE ?", mini.ID, "%rendered size 1280x720 (sold 864x496, as its route renders it)%").Find(&noted); len(noted) != 1 {
 			t.Fatal("the task log does not say the rendered size differs")
 		}
 		if used["ark-main"] < 3 || used["oai-main"] < 2 {
@@ -217,12 +216,12 @@ func TestUpstreamPoolServesMixedTraffic(t *testing.T) {
 		}
 		// The providers saw their own model names.
 		for _, st := range arkSim.Tasks() {
-			if st.Model != "seedance-2-0-pro" && st.Model != "seedance-2-0-fast" {
+			if st.Model != "dreamina-seedance-2-0-260128" && st.Model != "dreamina-seedance-2-0-fast-260128" {
 				t.Fatalf("Ark simulator got model %q", st.Model)
 			}
 		}
 		for _, st := range oaiSim.Tasks() {
-			if st.Model != "sora-2" && st.Model != "sora-2-mini" {
+			if st.Model != "sora-2" {
 				t.Fatalf("OpenAI-style simulator got model %q", st.Model)
 			}
 		}
@@ -292,7 +291,7 @@ func TestStillsWithoutFFmpeg(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		arkSim := startSim(t, "ark", 200*time.Millisecond, 4, "ark-secret-0002")
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
-			cred("ark-only", "ark", arkSim.Base, "ark-secret-0002", 2, route("videogen-2.0-720p", "seedance-2-0-pro", "0.18")))
+			cred("ark-only", "ark", arkSim.Base, "ark-secret-0002", 2, route("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.18")))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"FFMPEG_PATH": "off"}))
 		acct := s.NewAccount(t, "10")
 		id := s.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-720p", "prompt": "a lighthouse"})["id"].(string)
@@ -320,8 +319,8 @@ func TestUpstreamReloadKeepsTasksOnTheirCredential(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		simA := startSim(t, "openai", 1500*time.Millisecond, 4, "key-a-0001")
 		simB := startSim(t, "ark", 1500*time.Millisecond, 4, "key-b-0001")
-		credA := cred("cred-a", "openai", simA.Base, "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))
-		credB := cred("cred-b", "ark", simB.Base, "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2"))
+		credA := cred("cred-a", "openai", simA.Base, "key-a-0001", 4, route("videogen-2.0-720p", "sora-2", "0.1"))
+		credB := cred("cred-b", "ark", simB.Base, "key-b-0001", 4, route("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.2"))
 		dir := t.TempDir()
 		file := writeFile(t, filepath.Join(dir, "upstreams.yaml"), "upstreams:\n"+credA)
 		dataDir := t.TempDir()
@@ -427,8 +426,8 @@ func TestRefusedKeyTakesNoNewWork(t *testing.T) {
 		simB := startSim(t, "ark", 200*time.Millisecond, 4, "key-b-0001")
 		var revokedA, revokedB atomic.Bool
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
-			cred("cred-a", "openai", refusing(t, simA, &revokedA, `{"error":{"code":"invalid_api_key","message":"Incorrect API key provided: key-a-0001"}}`), "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))+
-			cred("cred-b", "ark", refusing(t, simB, &revokedB, `{"error":{"code":"AuthenticationError","message":"invalid key key-b-0001"}}`)+"/api/v3", "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2")))
+			cred("cred-a", "openai", refusing(t, simA, &revokedA, `{"error":{"code":"invalid_api_key","message":"Incorrect API key provided: key-a-0001"}}`), "key-a-0001", 4, route("videogen-2.0-720p", "sora-2", "0.1"))+
+			cred("cred-b", "ark", refusing(t, simB, &revokedB, `{"error":{"code":"AuthenticationError","message":"invalid key key-b-0001"}}`)+"/api/v3", "key-b-0001", 4, route("videogen-2.0-720p", "dreamina-seedance-2-0-260128", "0.2")))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, nil))
 		acct := s.NewAccount(t, "100")
 		create := func(prompt string) string {
@@ -534,8 +533,8 @@ func TestBreakerMovesNewWorkAway(t *testing.T) {
 			return srv.URL
 		}
 		file := writeFile(t, filepath.Join(t.TempDir(), "upstreams.yaml"), "upstreams:\n"+
-			cred("cred-a", "openai", failing(simA, &downA), "key-a-0001", 4, route("videogen-2.0-720p", "model-a", "0.1"))+
-			cred("cred-b", "openai", failing(simB, &downB), "key-b-0001", 4, route("videogen-2.0-720p", "model-b", "0.2")))
+			cred("cred-a", "openai", failing(simA, &downA), "key-a-0001", 4, route("videogen-2.0-720p", "sora-2", "0.1"))+
+			cred("cred-b", "openai", failing(simB, &downB), "key-b-0001", 4, route("videogen-2.0-720p", "sora-2-pro", "0.2")))
 		s := testkit.Start(t, dbURL, upstreamEnv(file, map[string]string{"UPSTREAM_BREAKER_FAILURES": "2", "UPSTREAM_BREAKER_COOLDOWN": "4s"}))
 		acct := s.NewAccount(t, "100")
 		create := func(prompt string) string {
@@ -611,8 +610,8 @@ func checkMargin(t *testing.T, rep margin.Result, want map[string][2]int64) {
 func TestInvalidUpstreamsFileRefusedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, filepath.Join(dir, "upstreams.yaml"), "upstreams:\n"+
-		cred("good", "openai", "http://127.0.0.1:1", "inline-secret-0001", 2, route("videogen-2.0-720p", "m", "0.1"))+
-		strings.Replace(cred("bad", "openai", "http://127.0.0.1:1", "x", 0, route("videogen-2.0-720p", "m", "0.1")), "    secret: x\n", "    secret_env: VIDEOGEN_TEST_UNSET_KEY\n", 1))
+		cred("good", "openai", "http://127.0.0.1:1", "inline-secret-0001", 2, route("videogen-2.0-720p", "sora-2", "0.1"))+
+		strings.Replace(cred("bad", "openai", "http://127.0.0.1:1", "x", 0, route("videogen-2.0-720p", "sora-2", "0.1")), "    secret: x\n", "    secret_env: VIDEOGEN_TEST_UNSET_KEY\n", 1))
 	cfg, err := config.Load(testkit.Env(t, testkit.SQLiteURL(t), map[string]string{"UPSTREAMS_FILE": file}))
 	if err != nil {
 		t.Fatal(err)

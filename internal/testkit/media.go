@@ -12,11 +12,14 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"testing"
 
 	"videogen/internal/domain/media"
+	"videogen/internal/domain/upstream/sim/mp4synth"
 )
 
 // PNG returns a real w×h PNG image.
@@ -56,7 +59,10 @@ func WAV(n int) []byte {
 	buf.WriteString("RIFF")
 	_ = binary.Write(&buf, binary.LittleEndian, uint32(36+data))
 	buf.WriteString("WAVEfmt ")
-	_ = binary.Write(&buf, binary.LittleEndian, []any{uint32(16), uint16(1), uint16(1), uint32(8000), uint32(16000), uint16(2), uint16(16)})
+	// PCM format chunk: 16 bytes, format 1, mono, 8 kHz, 16,000 bytes a second, 2-byte frames, 16 bits.
+	for _, v := range []any{uint32(16), uint16(1), uint16(1), uint32(8000), uint32(16000), uint16(2), uint16(16)} {
+		_ = binary.Write(&buf, binary.LittleEndian, v)
+	}
 	buf.WriteString("data")
 	_ = binary.Write(&buf, binary.LittleEndian, uint32(data))
 	for i := 0; i < n; i++ {
@@ -203,4 +209,34 @@ func (s *Server) MediaOnDisk(t testing.TB) (files, rows int) {
 		t.Fatal(fmt.Errorf("count media rows: %w", err))
 	}
 	return files, int(n)
+}
+
+// ProviderMedia serves input files as a customer's storage would, each one a provider takes as it is:
+// *.png a 640x640 image, *.mp4 a 640x640 video of 3 s (within Seedance's reference limits: 409,600 to
+// 927,408 pixels, 2 to 15 s), *.mp3 an MP3 of 3 s; anything else 404. It returns the base URL.
+func ProviderMedia(t testing.TB) string {
+	t.Helper()
+	var movie bytes.Buffer
+	if _, err := mp4synth.Write(&movie, mp4synth.Params{Width: 640, Height: 640, Seconds: 3}); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]struct {
+		ctype string
+		body  []byte
+	}{
+		".png": {"image/png", PNG(t, 640, 640)},
+		".mp4": {"video/mp4", movie.Bytes()},
+		".mp3": {"audio/mpeg", Tone(t, "3s.mp3")},
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[path.Ext(r.URL.Path)]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", f.ctype)
+		_, _ = w.Write(f.body)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
 }

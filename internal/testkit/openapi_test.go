@@ -19,11 +19,11 @@ func TestOpenAPICheck(t *testing.T) {
 	rid := "req_abcDEF123"
 	model := `{"id": "videogen-2.0-720p", "object": "model", "series": "Standard", "resolution": "720p",
 		"sizes": {"21:9": "1470x630", "16:9": "1280x720", "4:3": "1112x834", "1:1": "960x960", "3:4": "834x1112", "9:16": "720x1280"},
-		"seconds": [4, 8, 12], "inputs": ["first_frame"], "audio": true, "price_per_second": "0.300000", "owned_by": "videogen"}`
+		"seconds": [4, 8, 12], "inputs": ["first_frame"], "audio": true, "rules": [], "price_per_second": "0.300000", "owned_by": "videogen"}`
 	video := `{"id": "video_abc123", "object": "video", "model": "videogen-2.0-720p", "status": "queued", "progress": 0,
 		"created_at": 1795251107, "completed_at": null, "expires_at": null, "prompt": "a boat", "size": "1280x720",
 		"seconds": "4", "remixed_from_video_id": null, "error": null, "aspect_ratio": "16:9", "generate_audio": false,
-		"watermark": false, "billing": {"amount": "1.200000", "currency": "usd", "state": "reserved"}}`
+		"watermark": false, "seed": null, "billing": {"amount": "1.200000", "currency": "usd", "state": "reserved"}}`
 	badRequest := `{"error": {"code": "invalid_prompt", "message": "The prompt is empty.", "param": "prompt", "type": "invalid_request_error"}}`
 	for _, tc := range []struct {
 		name, method, path, body string

@@ -371,6 +371,10 @@ func (s *Server) CreateVideo(t testing.TB, key string, body map[string]any, head
 // WaitStatus polls the task until its status is one of want, and returns it.
 func (s *Server) WaitStatus(t testing.TB, key, id string, timeout time.Duration, want ...string) map[string]any {
 	t.Helper()
+	// A condition, not a sleep: it ends as soon as the task does. The floor is for the loaded machine —
+	// under a full make test (-race, packages side by side on two cores) the simulator's render of one
+	// realistic video has taken over 20 s, and a test asking 20 s then failed for nothing but load.
+	timeout = max(timeout, minVideoWait)
 	var last map[string]any
 	Eventually(t, timeout, fmt.Sprintf("task %s reaches %v", id, want), func() bool {
 		r := s.Do(t, "GET", "/v1/videos/"+id, key, nil)
@@ -382,6 +386,9 @@ func (s *Server) WaitStatus(t testing.TB, key, id string, timeout time.Duration,
 	}, func() string { return fmt.Sprintf("last: %v", last) })
 	return last
 }
+
+// minVideoWait is the least WaitStatus waits for a task to reach a status.
+const minVideoWait = 90 * time.Second
 
 // Eventually asks ok until it holds, and fails the test (t.Fatalf) naming what if it does not within
 // timeout. detail, when given, says what was seen last; it is called only on failure. ok runs on the

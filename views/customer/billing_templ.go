@@ -44,7 +44,7 @@ func billingDetailsForm(v views.Viewer, f *BillingForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<input type=\"hidden\" name=\"form\" value=\"billing\"><p class=\"muted small\">Printed on your <a href=\"/console/usage#statements\">monthly statements</a>. Leave a field empty to print nothing for it.</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<input type=\"hidden\" name=\"form\" value=\"billing\"><p class=\"muted small\">Printed on your <a href=\"/console/statements\">monthly statements</a>. Leave a field empty to print nothing for it.</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

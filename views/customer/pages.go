@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"videogen/views"
 
+	"videogen/internal/domain/apikeys"
 	"videogen/internal/domain/media"
+	"videogen/internal/money"
 	"videogen/models"
+	"videogen/views"
 )
 
 // DaySpend is what an account was charged on one day (in the viewer's time zone).
@@ -25,6 +27,9 @@ type Dashboard struct {
 	Funded, HasKey      bool
 	HasTask             bool
 	BaseURL             string
+	// Zone is the account's time zone's name, the one the chart's days are counted in (as on the Usage
+	// page and the statements).
+	Zone string
 }
 
 // FirstCurl is the dashboard's ready-made first request: a shell command over several lines, with the
@@ -73,8 +78,8 @@ type KeysPage struct {
 	Verified  bool
 	// Limits is the create form's spend limit and models, as posted.
 	Limits KeyLimitsForm
-	// Spent is what each key has reserved or been charged in its current period, by key id.
-	Spent map[int64]int64
+	// Spent is what each key has been charged and has reserved in its current period.
+	Spent *apikeys.Spending
 	// Zone is the account's time zone, where the days and months of spend limits are counted.
 	Zone string
 }
@@ -104,15 +109,60 @@ type KeyLimitsPage struct {
 
 // KeySpend says what a key has spent in its current period against its limit: "$1.20 of $5.00 today",
 // or, for a key without a limit, "$1.20 this month".
-func KeySpend(k models.APIKey, spent int64) string {
-	if k.SpendLimitMicros == nil {
-		return views.Money(spent) + " this month"
-	}
+//
+// Spent means one thing on every page: what completed videos were charged, as the Usage page counts it.
+// What is held for videos still running is said beside it, and a limit counts the two together
+// (docs/usage.md, "Spend").
+//
+// KeySpend is the first line: "$1.20 spent this month" (or "today" for a key limited per day).
+func KeySpend(k models.APIKey, s *apikeys.Spending) string {
 	when := "this month"
-	if k.LimitPeriod == "day" {
+	if k.SpendLimitMicros != nil && k.LimitPeriod == "day" {
 		when = "today"
 	}
-	return views.Money(spent) + " of " + views.Money(*k.SpendLimitMicros) + " " + when
+	return views.Money(int64(spentOf(k, s))) + " spent " + when
+}
+
+// KeyReserved is what the key's running videos hold, "+ $0.40 reserved for running videos", or "".
+func KeyReserved(k models.APIKey, s *apikeys.Spending) string {
+	if r := reservedOf(k, s); r > 0 {
+		return "+ " + views.Money(int64(r)) + " reserved for running videos"
+	}
+	return ""
+}
+
+// KeyLimitUse is how much of its limit the key has used, "$1.60 of the $5.00 limit", or "" without one.
+func KeyLimitUse(k models.APIKey, s *apikeys.Spending) string {
+	if k.SpendLimitMicros == nil {
+		return ""
+	}
+	return views.Money(int64(spentOf(k, s)+reservedOf(k, s))) + " of the " + views.Money(*k.SpendLimitMicros) + " limit"
+}
+
+func spentOf(k models.APIKey, s *apikeys.Spending) money.Micros {
+	if s == nil {
+		return 0
+	}
+	return s.Charged[k.ID]
+}
+
+func reservedOf(k models.APIKey, s *apikeys.Spending) money.Micros {
+	if s == nil {
+		return 0
+	}
+	return s.Reserved[k.ID]
+}
+
+// RevokedBy says who revoked a key, after its time: " by alice@example.com", " by the operator" (the
+// command line), or nothing when that was not kept.
+func RevokedBy(k models.APIKey) string {
+	switch k.RevokedBy {
+	case "":
+		return ""
+	case models.RevokedByCLI:
+		return " by the operator"
+	}
+	return " by " + k.RevokedBy
 }
 
 // KeyLimit says a key's spend limit: "limit $5.00 per day", or "no spend limit".
@@ -161,6 +211,9 @@ type TaskPage struct {
 	// Cancelled says the customer has just cancelled it; CancelProblem why a cancel just asked was not done.
 	Cancelled     bool
 	CancelProblem string
+	// CancelWhile lists the statuses in which the Cancel form stays offered ("queued in_progress"): the
+	// live page hides it when the task moves out of them (static/tasks.js).
+	CancelWhile string
 }
 
 // CallFilter is the call-log page's query, as typed (times are local to the viewer).

@@ -23,6 +23,7 @@ type PriceRow struct {
 	Seconds         []int
 	Inputs          []string
 	Audio           bool
+	Rules           []string // how the fields couple, in words ("first + last frame: 8 s only")
 }
 
 func Landing(v views.Viewer) templ.Component {
@@ -58,7 +59,7 @@ func Landing(v views.Viewer) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"hero\"><h1>Generate videos with one API call</h1><p class=\"lead\">Send a prompt, poll the task, download an MP4. Pay per second of video from a prepaid wallet: the price is reserved when you create a task, charged when it completes and refunded in full if it fails.</p><p><a class=\"button\" href=\"/signup\">Create an account</a> <a class=\"button secondary\" href=\"/pricing\">See prices</a></p></section><div class=\"grid\"><div class=\"card\"><h2>Exact billing</h2><p class=\"muted\">Every cent is a ledger entry you can read: reserve, charge, refund.</p></div><div class=\"card\"><h2>Eight models</h2><p class=\"muted\">Standard, Fast and Mini series from 480p to 1080p, six aspect ratios.</p></div><div class=\"card\"><h2>OpenAI-compatible</h2><p class=\"muted\">The video endpoints follow OpenAI's shape, so existing SDKs work.</p></div></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"hero\"><h1>Generate videos with one API call</h1><p class=\"lead\">Send a prompt, poll the task, download an MP4. Pay per second of video from a prepaid wallet: the price is reserved when you create a task, charged when it completes and refunded in full if it fails.</p><p><a class=\"button\" href=\"/signup\">Create an account</a> <a class=\"button secondary\" href=\"/pricing\">See prices</a> <a class=\"button secondary\" href=\"/docs/api\">Read the API reference</a></p></section><div class=\"grid\"><div class=\"card\"><h2>Exact billing</h2><p class=\"muted\">Every cent is a ledger entry you can read: reserve, charge, refund.</p></div><div class=\"card\"><h2>Eight models</h2><p class=\"muted\">Standard, Fast and Mini series from 480p to 1080p, six aspect ratios.</p></div><div class=\"card\"><h2>OpenAI-compatible</h2><p class=\"muted\">The video endpoints follow OpenAI's shape, so existing SDKs work.</p></div></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -105,7 +106,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<h1>Pricing</h1><p class=\"lead\">You pay per second of generated video. The price of a task is fixed when you create it; a failed task costs nothing.</p><div class=\"table-wrap\"><table class=\"fit prices\"><caption class=\"muted small\">Prices in US dollars</caption> <thead><tr><th scope=\"col\">Model</th><th scope=\"col\">Series</th><th scope=\"col\">Resolution</th><th scope=\"col\" class=\"num\">Per second</th><th scope=\"col\" class=\"num\">4 s video</th><th scope=\"col\" class=\"num\">15 s video</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<h1>Pricing</h1><p class=\"lead\">You pay per second of generated video. The price of a task is fixed when you create it; a failed task costs nothing. The <a href=\"/docs/api\">API reference</a> says how to call each model.</p><div class=\"table-wrap\"><table class=\"fit prices\"><caption class=\"muted small\">Prices in US dollars</caption> <thead><tr><th scope=\"col\">Model</th><th scope=\"col\">Series</th><th scope=\"col\">Resolution</th><th scope=\"col\" class=\"num\">Per second</th><th scope=\"col\" class=\"num\">4 s video</th><th scope=\"col\" class=\"num\">15 s video</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -117,7 +118,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				var templ_7745c5c3_Var5 string
 				templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(r.Model.ID)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 58, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 59, Col: 47}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 				if templ_7745c5c3_Err != nil {
@@ -130,7 +131,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				var templ_7745c5c3_Var6 string
 				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(r.Model.Series)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 59, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 60, Col: 47}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 				if templ_7745c5c3_Err != nil {
@@ -143,7 +144,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				var templ_7745c5c3_Var7 string
 				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(r.Model.Resolution)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 60, Col: 55}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 61, Col: 55}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 				if templ_7745c5c3_Err != nil {
@@ -156,7 +157,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				var templ_7745c5c3_Var8 string
 				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(views.Money(r.MicrosPerSecond))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 61, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 62, Col: 96}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 				if templ_7745c5c3_Err != nil {
@@ -169,7 +170,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				var templ_7745c5c3_Var9 string
 				templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(views.Money(r.MicrosPerSecond * 4))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 62, Col: 99}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 63, Col: 99}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 				if templ_7745c5c3_Err != nil {
@@ -182,7 +183,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				var templ_7745c5c3_Var10 string
 				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(views.Money(r.MicrosPerSecond * 15))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 63, Col: 101}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 64, Col: 101}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 				if templ_7745c5c3_Err != nil {
@@ -205,7 +206,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 				var templ_7745c5c3_Var11 string
 				templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(r.Model.ID)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 85, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 86, Col: 47}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 				if templ_7745c5c3_Err != nil {
@@ -223,7 +224,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 					var templ_7745c5c3_Var12 string
 					templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(secondsWords(r.Seconds))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 87, Col: 58}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 88, Col: 58}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 					if templ_7745c5c3_Err != nil {
@@ -236,7 +237,7 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 					var templ_7745c5c3_Var13 string
 					templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(yesNo(r.Audio))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 88, Col: 47}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 89, Col: 47}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 					if templ_7745c5c3_Err != nil {
@@ -249,41 +250,32 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 					var templ_7745c5c3_Var14 string
 					templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(inputWords(r.Inputs))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 89, Col: 60}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 91, Col: 31}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "</td><td class=\"stack\" data-label=\"Sizes\"><ul class=\"sizes\">")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, " ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					for _, ratio := range ratios {
-						if size, ok := r.Sizes[ratio]; ok {
-							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<li><span class=\"muted\">")
+					if len(r.Rules) > 0 {
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<ul class=\"rules\">")
+						if templ_7745c5c3_Err != nil {
+							return templ_7745c5c3_Err
+						}
+						for _, words := range r.Rules {
+							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<li class=\"muted\">")
 							if templ_7745c5c3_Err != nil {
 								return templ_7745c5c3_Err
 							}
 							var templ_7745c5c3_Var15 string
-							templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(ratio)
+							templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(words)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 94, Col: 43}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 95, Col: 37}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
-							if templ_7745c5c3_Err != nil {
-								return templ_7745c5c3_Err
-							}
-							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "</span> ")
-							if templ_7745c5c3_Err != nil {
-								return templ_7745c5c3_Err
-							}
-							var templ_7745c5c3_Var16 string
-							templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(size)
-							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 94, Col: 59}
-							}
-							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 							if templ_7745c5c3_Err != nil {
 								return templ_7745c5c3_Err
 							}
@@ -292,23 +284,65 @@ func Pricing(v views.Viewer, rows []PriceRow, ratios []string) templ.Component {
 								return templ_7745c5c3_Err
 							}
 						}
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "</ul>")
+						if templ_7745c5c3_Err != nil {
+							return templ_7745c5c3_Err
+						}
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "</ul></td>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "</td><td class=\"stack\" data-label=\"Sizes\"><ul class=\"sizes\">")
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					for _, ratio := range ratios {
+						if size, ok := r.Sizes[ratio]; ok {
+							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<li><span class=\"muted\">")
+							if templ_7745c5c3_Err != nil {
+								return templ_7745c5c3_Err
+							}
+							var templ_7745c5c3_Var16 string
+							templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(ratio)
+							if templ_7745c5c3_Err != nil {
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 104, Col: 43}
+							}
+							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
+							if templ_7745c5c3_Err != nil {
+								return templ_7745c5c3_Err
+							}
+							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</span> ")
+							if templ_7745c5c3_Err != nil {
+								return templ_7745c5c3_Err
+							}
+							var templ_7745c5c3_Var17 string
+							templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(size)
+							if templ_7745c5c3_Err != nil {
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `customer/public.templ`, Line: 104, Col: 59}
+							}
+							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
+							if templ_7745c5c3_Err != nil {
+								return templ_7745c5c3_Err
+							}
+							templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "</li>")
+							if templ_7745c5c3_Err != nil {
+								return templ_7745c5c3_Err
+							}
+						}
+					}
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "</ul></td>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				} else {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "<td colspan=\"4\" class=\"muted\" data-label=\"Available\" data-fit=\"status\">Not available at the moment.</td>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<td colspan=\"4\" class=\"muted\" data-label=\"Available\" data-fit=\"status\">Not available at the moment.</td>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</tr>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</tr>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</tbody></table></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "</tbody></table></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -338,12 +372,12 @@ func Terms(v views.Viewer) templ.Component {
 			}()
 		}
 		ctx = templ.InitializeContext(ctx)
-		templ_7745c5c3_Var17 := templ.GetChildren(ctx)
-		if templ_7745c5c3_Var17 == nil {
-			templ_7745c5c3_Var17 = templ.NopComponent
+		templ_7745c5c3_Var18 := templ.GetChildren(ctx)
+		if templ_7745c5c3_Var18 == nil {
+			templ_7745c5c3_Var18 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Var18 := templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_Var19 := templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 			templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 			templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
 			if !templ_7745c5c3_IsBuffer {
@@ -355,13 +389,13 @@ func Terms(v views.Viewer) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<h1>Terms of service</h1><p class=\"lead\">Placeholder terms: the operator of this service replaces this page with its own before opening it to customers.</p><div class=\"card\"><h2>1. The service</h2><p>The service generates videos from your prompts and media through an API and bills you per second of generated video from a prepaid balance.</p><h2>2. Your account</h2><p>Keep your password and API keys secret; you are responsible for requests made with them. Revoke a key at once if it may have leaked.</p><h2>3. Payment</h2><p>Prices are shown on the pricing page. A task's price is reserved when you create it, charged when it completes and refunded in full when it fails. Prepaid balances are not interest-bearing.</p><h2>4. Acceptable use</h2><p>Do not submit content you have no right to use, or prompts meant to produce unlawful or harmful material. Requests may be refused by the generation provider.</p><h2>5. Retention</h2><p>Uploaded media are deleted after two days; generated videos after seven days. Download what you want to keep.</p><h2>6. Changes and contact</h2><p>The operator will announce changes to these terms by e-mail before they apply, and names its contact address here.</p></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<h1>Terms of service</h1><p class=\"lead\">Placeholder terms: the operator of this service replaces this page with its own before opening it to customers.</p><div class=\"card\"><h2>1. The service</h2><p>The service generates videos from your prompts and media through an API and bills you per second of generated video from a prepaid balance.</p><h2>2. Your account</h2><p>Keep your password and API keys secret; you are responsible for requests made with them. Revoke a key at once if it may have leaked.</p><h2>3. Payment</h2><p>Prices are shown on the pricing page. A task's price is reserved when you create it, charged when it completes and refunded in full when it fails. Prepaid balances are not interest-bearing.</p><h2>4. Acceptable use</h2><p>Do not submit content you have no right to use, or prompts meant to produce unlawful or harmful material. Requests may be refused by the generation provider.</p><h2>5. Retention</h2><p>Uploaded media are deleted after two days; generated videos after seven days. Download what you want to keep.</p><h2>6. Changes and contact</h2><p>The operator will announce changes to these terms by e-mail before they apply, and names its contact address here.</p></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = views.Page(v, "Terms of service", false).Render(templ.WithChildren(ctx, templ_7745c5c3_Var18), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Page(v, "Terms of service", false).Render(templ.WithChildren(ctx, templ_7745c5c3_Var19), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -385,12 +419,12 @@ func Privacy(v views.Viewer) templ.Component {
 			}()
 		}
 		ctx = templ.InitializeContext(ctx)
-		templ_7745c5c3_Var19 := templ.GetChildren(ctx)
-		if templ_7745c5c3_Var19 == nil {
-			templ_7745c5c3_Var19 = templ.NopComponent
+		templ_7745c5c3_Var20 := templ.GetChildren(ctx)
+		if templ_7745c5c3_Var20 == nil {
+			templ_7745c5c3_Var20 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Var20 := templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_Var21 := templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 			templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 			templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
 			if !templ_7745c5c3_IsBuffer {
@@ -402,13 +436,13 @@ func Privacy(v views.Viewer) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<h1>Privacy notice</h1><p class=\"lead\">Placeholder notice: the operator of this service replaces this page with its own before opening it to customers.</p><div class=\"card\"><h2>What is stored</h2><p>Your e-mail address, a hash of your password (never the password), hashes of your API keys, your wallet's ledger, your tasks with their prompts and inputs, and a log of your API calls (time, path, status, IP address of console sign-ins).</p><h2>Why</h2><p>To run the service, bill it exactly and let you and our support staff review what happened. Prompts and media are sent to the generation provider that renders your video.</p><h2>How long</h2><p>Uploaded media: two days. Generated videos: seven days. Ledger entries: as long as accounting law requires. Call logs: 90 days, unless the operator states otherwise here.</p><h2>Your rights</h2><p>Ask the operator for a copy of your data, its correction or its deletion, at the contact address given here.</p></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<h1>Privacy notice</h1><p class=\"lead\">Placeholder notice: the operator of this service replaces this page with its own before opening it to customers.</p><div class=\"card\"><h2>What is stored</h2><p>Your e-mail address, a hash of your password (never the password), hashes of your API keys, your wallet's ledger, your tasks with their prompts and inputs, and a log of your API calls (time, path, status, IP address of console sign-ins).</p><h2>Why</h2><p>To run the service, bill it exactly and let you and our support staff review what happened. Prompts and media are sent to the generation provider that renders your video.</p><h2>How long</h2><p>Uploaded media: two days. Generated videos: seven days. Ledger entries: as long as accounting law requires. Call logs: 90 days, unless the operator states otherwise here.</p><h2>Your rights</h2><p>Ask the operator for a copy of your data, its correction or its deletion, at the contact address given here.</p></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = views.Page(v, "Privacy notice", false).Render(templ.WithChildren(ctx, templ_7745c5c3_Var20), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = views.Page(v, "Privacy notice", false).Render(templ.WithChildren(ctx, templ_7745c5c3_Var21), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -492,7 +492,7 @@ func StatementView(v views.Viewer, p StatementPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "<a href=\"/console/usage#statements\">All statements</a> <span class=\"muted\">To keep a copy, print this page or save it as PDF from your browser's Print menu.</span></nav></article>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "<a href=\"/console/statements\">All statements</a> <span class=\"muted\">To keep a copy, print this page or save it as PDF from your browser's Print menu.</span></nav></article>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -83,7 +83,7 @@ func (p UsagePage) DayBars(figure string) []views.Bar {
 		switch figure {
 		case "videos":
 			values[i] = r.Videos
-			labels[i] = fmt.Sprintf("%s: %d %s (%d completed, %d failed, %d running)", day, r.Videos, plural(r.Videos, "video", "videos"), r.Completed, r.Failed, r.Running())
+			labels[i] = fmt.Sprintf("%s: %d %s (%d completed, %d failed, %d cancelled, %d running)", day, r.Videos, plural(r.Videos, "video", "videos"), r.Completed, r.Failed, r.Cancelled, r.Running())
 		case "seconds":
 			values[i] = r.Seconds
 			labels[i] = fmt.Sprintf("%s: %d %s of video charged", day, r.Seconds, plural(r.Seconds, "second", "seconds"))
@@ -286,11 +286,12 @@ func (p StatementPage) ReservedFor() (held, charged, returned int64) {
 	return s.Kind(models.KindReserve).Reserved, -s.Kind(models.KindSettle).Reserved, -s.Kind(models.KindRelease).Reserved
 }
 
-// ListedLabel names a listed entry (a payment, a refund, an adjustment).
+// ListedLabel names a listed entry (a payment, a refund, an adjustment). An adjustment's reason is
+// support's own record: the customer reads only the note support wrote for them (docs/support.md).
 func ListedLabel(e models.LedgerEntry) string {
-	label := views.EntryLabel(e.Kind)
-	if e.Kind == models.KindAdjustment && e.Reason != "" {
-		label += ": " + e.Reason
+	label := views.LedgerLabel(e)
+	if e.Kind == models.KindAdjustment && e.CustomerNote != "" {
+		label += ": " + e.CustomerNote
 	}
 	return label
 }

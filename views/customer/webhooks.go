@@ -60,6 +60,19 @@ func (p WebhookPage) ErrorText() string {
 	return p.Error.Message
 }
 
+// PendingNote says how many deliveries wait for their first attempt, and why when the endpoint is off.
+func (p WebhookPage) PendingNote() string {
+	n := len(p.Deliveries.Pending)
+	s := strconv.Itoa(n) + " waiting for their first attempt"
+	if n == 1 {
+		s = "1 waiting for its first attempt"
+	}
+	if !p.Endpoint.Enabled {
+		s += " (they go out when the endpoint is enabled)"
+	}
+	return s + "."
+}
+
 // Newest is the query of the first page, "" when this is it.
 func (p WebhookPage) Newest() string {
 	if !p.Paged {

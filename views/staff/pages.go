@@ -26,7 +26,9 @@ type AdjustForm struct {
 	Direction string // "credit" or "debit"
 	Amount    string // dollars
 	Reason    string
-	Error     string
+	// CustomerNote is what the customer reads beside the entry ("" : "Adjustment by support").
+	CustomerNote string
+	Error        string
 }
 
 // SearchResult is one thing the staff search found.

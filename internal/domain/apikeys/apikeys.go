@@ -269,9 +269,10 @@ func (a *Authenticator) touch(keyID int64) {
 	}()
 }
 
-// Revoke disables the key with this display prefix. The cache entry on this instance goes at once.
-func (a *Authenticator) Revoke(ctx context.Context, prefix string) error {
-	k, err := Revoke(ctx, a.db, prefix, a.now())
+// Revoke disables the key with this display prefix, recording who did (by: a member's e-mail). The
+// cache entry on this instance goes at once.
+func (a *Authenticator) Revoke(ctx context.Context, prefix, by string) error {
+	k, err := Revoke(ctx, a.db, prefix, by, a.now())
 	if err != nil {
 		return err
 	}
@@ -284,8 +285,9 @@ func (a *Authenticator) Revoke(ctx context.Context, prefix string) error {
 	return nil
 }
 
-// Revoke disables the key with this display prefix and returns it. Revoking twice is not an error.
-func Revoke(ctx context.Context, d *db.DB, prefix string, now time.Time) (*models.APIKey, error) {
+// Revoke disables the key with this display prefix, recording who did (by), and returns it. Revoking
+// twice is not an error, and the first revocation's time and author stay.
+func Revoke(ctx context.Context, d *db.DB, prefix, by string, now time.Time) (*models.APIKey, error) {
 	var k models.APIKey
 	err := d.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("prefix = ?", prefix).Take(&k).Error; err != nil {
@@ -298,8 +300,8 @@ func Revoke(ctx context.Context, d *db.DB, prefix string, now time.Time) (*model
 			return nil
 		}
 		now := now.UTC().Truncate(time.Microsecond)
-		k.RevokedAt = &now
-		return tx.Model(&k).Update("revoked_at", now).Error
+		k.RevokedAt, k.RevokedBy = &now, by
+		return tx.Model(&k).Updates(map[string]any{"revoked_at": now, "revoked_by": by}).Error
 	})
 	if err != nil {
 		return nil, err

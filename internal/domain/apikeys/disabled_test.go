@@ -23,7 +23,7 @@ func TestDisabledAccount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := apikeys.Revoke(ctx, d, k.Prefix, time.Now()); err != nil {
+		if _, err := apikeys.Revoke(ctx, d, k.Prefix, "cli", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		a := apikeys.NewAuthenticator(d, time.Hour, time.Now)

@@ -281,8 +281,10 @@ func joinAnd(names []string) string {
 // limited key's own period (day or month), a key without a limit's calendar month. Periods are the
 // account's time zone's; one query reads every key of the account.
 type Spending struct {
-	// Spent is by key id; a key that spent nothing is absent.
-	Spent map[int64]money.Micros
+	// Charged and Reserved are by key id (a key with nothing is absent): what completed videos were
+	// charged (the Usage page's spend) and what is held for videos still running; a spend limit counts
+	// both (docs/usage.md, "Spend").
+	Charged, Reserved map[int64]money.Micros
 	// Loc is the zone the periods are counted in.
 	Loc *time.Location
 	// DayEnd and MonthEnd are when the current day and month end, the resets of limits counted over them.
@@ -298,16 +300,17 @@ func SpendingOf(ctx context.Context, d *db.DB, accountID int64, keys []models.AP
 	dayStart, dayEnd := PeriodOf(PeriodDay, now, loc)
 	monthStart, monthEnd := PeriodOf(PeriodMonth, now, loc)
 	var rows []struct {
-		APIKeyID   int64
-		Day, Month int64
+		APIKeyID     int64
+		BillingState string
+		Day, Month   int64
 	}
 	// The day lies inside the month: one pass over the month's tasks sums both.
-	err = d.R.WithContext(ctx).Raw(`SELECT api_key_id,
+	err = d.R.WithContext(ctx).Raw(`SELECT api_key_id, billing_state,
 			CAST(COALESCE(SUM(CASE WHEN created_at >= ? AND created_at < ? THEN amount_micros ELSE 0 END), 0) AS BIGINT) AS day,
 			CAST(COALESCE(SUM(amount_micros), 0) AS BIGINT) AS month
 		FROM tasks WHERE account_id = ? AND api_key_id IS NOT NULL AND created_at >= ? AND created_at < ?
 			AND billing_state IN ('reserved', 'settled')
-		GROUP BY api_key_id`, dayStart.UTC(), dayEnd.UTC(), accountID, monthStart.UTC(), monthEnd.UTC()).Scan(&rows).Error
+		GROUP BY api_key_id, billing_state`, dayStart.UTC(), dayEnd.UTC(), accountID, monthStart.UTC(), monthEnd.UTC()).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read the spend of the keys of account %d: %w", accountID, err)
 	}
@@ -315,14 +318,20 @@ func SpendingOf(ctx context.Context, d *db.DB, accountID int64, keys []models.AP
 	for _, k := range keys {
 		period[k.ID] = LimitsOf(k).Period
 	}
-	s := &Spending{Spent: map[int64]money.Micros{}, Loc: loc, DayEnd: dayEnd, MonthEnd: monthEnd}
+	s := &Spending{Charged: map[int64]money.Micros{}, Reserved: map[int64]money.Micros{},
+		Loc: loc, DayEnd: dayEnd, MonthEnd: monthEnd}
 	for _, r := range rows {
+		amount := r.Month
 		if period[r.APIKeyID] == PeriodDay {
-			if r.Day != 0 {
-				s.Spent[r.APIKeyID] = money.Micros(r.Day)
-			}
-		} else if r.Month != 0 {
-			s.Spent[r.APIKeyID] = money.Micros(r.Month)
+			amount = r.Day
+		}
+		if amount == 0 {
+			continue
+		}
+		if r.BillingState == "settled" {
+			s.Charged[r.APIKeyID] += money.Micros(amount)
+		} else {
+			s.Reserved[r.APIKeyID] += money.Micros(amount)
 		}
 	}
 	return s, nil

@@ -39,7 +39,7 @@ func TestAnswersRereadOffTheRequest(t *testing.T) {
 		check("first use", nil, 1)
 		check("from memory", nil, 0)
 		// Revoked by another instance.
-		if _, err := apikeys.Revoke(ctx, d, acct.Key[:11], time.Now()); err != nil {
+		if _, err := apikeys.Revoke(ctx, d, acct.Key[:11], "cli", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		check("a young answer", nil, 0)

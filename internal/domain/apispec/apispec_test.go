@@ -295,7 +295,7 @@ func TestComponents(t *testing.T) {
 	if f := fields["error"]; !f.Required || f.Schema.Type != "object (VideoError)" || !f.Schema.Nullable {
 		t.Errorf("error: %+v", f)
 	}
-	if f := fields["seed"]; f.Required || f.Schema.Type != "integer" {
+	if f := fields["seed"]; !f.Required || f.Schema.Type != "integer" || !f.Schema.Nullable {
 		t.Errorf("seed: %+v", f)
 	}
 	if f := fields["status"]; !slices.Equal(f.Schema.Enum, []string{"queued", "in_progress", "completed", "failed"}) {

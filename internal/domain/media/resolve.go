@@ -133,3 +133,36 @@ func (s *Service) Lookup(ctx context.Context, id string) (*models.Media, error) 
 	}
 	return &m, nil
 }
+
+// Probes returns what was found of each referenced file of the account as it was stored, in the order
+// of refs, for the capability checks of a create (docs/upstreams.md#capabilities). A file that is not
+// the account's is left out here; Attach refuses it in the create transaction.
+func (s *Service) Probes(ctx context.Context, accountID int64, refs []FieldRef) ([]models.MediaProbe, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	want := make([]string, 0, len(refs))
+	for _, r := range refs {
+		want = append(want, r.ID)
+	}
+	var rows []models.Media
+	err := s.DB.W.WithContext(ctx).Select("id", "account_id", "content_type", "bytes", "width", "height", "duration_ms").
+		Where("id IN ? AND account_id = ?", want, accountID).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read what was found of the request's media: %w", err)
+	}
+	byID := make(map[string]models.Media, len(rows))
+	for _, m := range rows {
+		byID[m.ID] = m
+	}
+	out := make([]models.MediaProbe, 0, len(refs))
+	for _, r := range refs {
+		m, ok := byID[r.ID]
+		if !ok {
+			continue
+		}
+		out = append(out, models.MediaProbe{Field: r.Field, Position: r.Position, ContentType: m.ContentType, Bytes: m.Bytes,
+			Width: m.Width, Height: m.Height, DurationMs: m.DurationMs})
+	}
+	return out, nil
+}

@@ -17,6 +17,7 @@ import (
 	"videogen/internal/infra/blob"
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/ids"
+	"videogen/internal/infra/mediaprobe"
 	"videogen/internal/infra/storetext"
 	"videogen/internal/refusal"
 	"videogen/models"
@@ -132,7 +133,13 @@ func (b *Batch) Add(ctx context.Context, in Input) error {
 	}
 	counter := &limitedHash{r: io.MultiReader(bytes.NewReader(head), in.Body), h: sha256.New(),
 		fileLimit: in.Kind.MaxBytes(), requestLeft: MaxRequestBytes - b.total}
-	size, err := b.s.Store.Put(ctx, m.StorageKey, counter)
+	var stream io.Reader = counter
+	probe := mediaprobe.Start(sniffed) // read beside the upload, as it streams (docs/api.md#media-probing)
+	if probe != nil {
+		stream = io.TeeReader(counter, probe)
+	}
+	size, err := b.s.Store.Put(ctx, m.StorageKey, stream)
+	found := probe.Finish()
 	if err != nil {
 		b.forget(ctx, m)
 		switch {
@@ -148,6 +155,7 @@ func (b *Batch) Add(ctx context.Context, in Input) error {
 		return fmt.Errorf("store media %s: %w", m.ID, err)
 	}
 	m.Bytes, m.SHA256 = size, hex.EncodeToString(counter.h.Sum(nil))
+	m.Width, m.Height, m.DurationMs = found.Width, found.Height, found.DurationMs
 	b.total += size
 	b.counts[in.Kind]++
 	b.files = append(b.files, m)
@@ -179,7 +187,8 @@ func (b *Batch) Commit(ctx context.Context) ([]File, error) {
 	err := b.s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		for _, m := range b.files {
 			res := tx.Model(&models.Media{}).Where("id = ? AND state = ? AND deleted_at IS NULL", m.ID, models.MediaPending).
-				Updates(map[string]any{"state": models.MediaReady, "bytes": m.Bytes, "sha256": m.SHA256})
+				Updates(map[string]any{"state": models.MediaReady, "bytes": m.Bytes, "sha256": m.SHA256,
+					"width": m.Width, "height": m.Height, "duration_ms": m.DurationMs})
 			if res.Error != nil {
 				return fmt.Errorf("mark media %s ready: %w", m.ID, res.Error)
 			}

@@ -576,7 +576,8 @@ func (s *Service) Remove(ctx context.Context, by *models.User, userID int64, rev
 			if locked != nil { // PostgreSQL: only the keys locked above (one made since is left, never waited for)
 				q = q.Where("id IN ?", append(locked, 0))
 			}
-			res := q.Update("revoked_at", s.now())
+			// Revoked by whoever removed the member: the keys page says so.
+			res := q.Updates(map[string]any{"revoked_at": s.now(), "revoked_by": me.Email})
 			if res.Error != nil {
 				return fmt.Errorf("revoke the keys of member %d: %w", target.ID, res.Error)
 			}

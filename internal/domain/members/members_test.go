@@ -23,6 +23,7 @@ func TestMatrix(t *testing.T) {
 		members.ManageMembers:   "owner admin",
 		members.SeeKeys:         "owner admin developer viewer",
 		members.ManageKeys:      "owner admin developer",
+		members.CreateVideos:    "owner admin developer",
 		members.CancelTasks:     "owner admin developer",
 		members.ManageWebhooks:  "owner admin developer",
 		members.AddFunds:        "owner billing",

@@ -48,6 +48,9 @@ const (
 	SeeKeys Action = "see-keys"
 	// ManageKeys is creating and revoking API keys and setting their limits.
 	ManageKeys Action = "manage-keys"
+	// CreateVideos is making a video from the console's form (/console/videos/new); API keys make videos
+	// by their own rights.
+	CreateVideos Action = "create-videos"
 	// CancelTasks is cancelling a video from its page.
 	CancelTasks Action = "cancel-tasks"
 	// ManageWebhooks is adding, rotating, enabling, disabling and deleting endpoints, and resending.
@@ -71,6 +74,7 @@ var grants = map[Action][]string{
 	ManageMembers:   {models.AccountOwner, models.AccountAdmin},
 	SeeKeys:         {models.AccountOwner, models.AccountAdmin, models.AccountDeveloper, models.AccountViewer},
 	ManageKeys:      {models.AccountOwner, models.AccountAdmin, models.AccountDeveloper},
+	CreateVideos:    {models.AccountOwner, models.AccountAdmin, models.AccountDeveloper},
 	CancelTasks:     {models.AccountOwner, models.AccountAdmin, models.AccountDeveloper},
 	ManageWebhooks:  {models.AccountOwner, models.AccountAdmin, models.AccountDeveloper},
 	AddFunds:        {models.AccountOwner, models.AccountBilling},
@@ -80,7 +84,7 @@ var grants = map[Action][]string{
 }
 
 // Actions lists every action, in the matrix's order.
-var Actions = []Action{ManageMembers, SeeKeys, ManageKeys, CancelTasks, ManageWebhooks, AddFunds, BillingSettings, SeePayments, SeeStatements}
+var Actions = []Action{ManageMembers, SeeKeys, ManageKeys, CreateVideos, CancelTasks, ManageWebhooks, AddFunds, BillingSettings, SeePayments, SeeStatements}
 
 // Can reports whether a member with this role may do the action. An unknown role or action may do
 // nothing.
@@ -119,6 +123,8 @@ func Doing(a Action) string {
 		return "see API keys"
 	case ManageKeys:
 		return "create or revoke API keys"
+	case CreateVideos:
+		return "make videos in the console"
 	case CancelTasks:
 		return "cancel videos"
 	case ManageWebhooks:

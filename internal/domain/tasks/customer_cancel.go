@@ -28,6 +28,11 @@ import (
 // CodeCancelled is the error code of a task its customer cancelled.
 const CodeCancelled = "cancelled"
 
+// StateCancelled is the state a person reads for a task its customer cancelled (the console, the staff
+// pages): the API reports it as status "failed" with error.code CodeCancelled, as OpenAI does
+// (docs/console.md).
+const StateCancelled = "cancelled"
+
 // Why StartCancel does not end the task.
 var (
 	// ErrSubmitting: a submission of the task may be in flight, or its outcome is not known yet, so the

@@ -57,7 +57,7 @@ func (s *Store) failWaiting(tx *gorm.DB, t models.Task, code, message string, no
 	if res.RowsAffected == 0 {
 		return false, nil // it got a slot or ended meanwhile
 	}
-	if err := billing.Release(tx, t.AccountID, t.ID, money.Micros(t.AmountMicros), now); err != nil {
+	if err := billing.Release(tx, t.AccountID, t.ID, money.Micros(t.AmountMicros), code, now); err != nil {
 		return false, err
 	}
 	if err := leaveBacklog(tx, t.AccountID); err != nil {

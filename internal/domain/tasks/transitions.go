@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"videogen/billing"
+	"videogen/internal/infra/ids"
 	"videogen/internal/infra/storetext"
 	"videogen/internal/money"
 	"videogen/models"
@@ -258,8 +259,10 @@ type Output struct {
 	ThumbnailKey, SpritesheetKey string
 	// The last frame as the provider returned it, and its image type (empty: none).
 	LastFrameKey, LastFrameType string
-	// What the provider reports it rendered.
-	Rendered Rendered
+	// What the provider reports it rendered, and the size the route's model renders for the size sold
+	// (its table's pixels, or the operator's size_map): a rendered size is compared with this.
+	Rendered     Rendered
+	ExpectedSize string
 }
 
 // Rendered is what the provider reports it rendered for a task (docs/upstreams.md#rendered); zero
@@ -383,7 +386,7 @@ func (s *Store) completeTx(batch []*completion) ([]bool, error) {
 			t := c.t
 			events = append(events, event(t.ID, now, t.Status, Completed, fmt.Sprintf("output copied (%d bytes); %s charged; upstream cost %s",
 				c.out.Size, money.Micros(t.AmountMicros).USD(), c.cost.text())))
-			if note := renderedDiffers(t, c.out.Rendered); note != "" {
+			if note := renderedDiffers(t, c.out.Rendered, c.out.ExpectedSize); note != "" {
 				events = append(events, event(t.ID, now, Completed, Completed, note))
 			}
 			ended = append(ended, t)
@@ -421,9 +424,19 @@ func (s *Store) completeTx(batch []*completion) ([]bool, error) {
 
 // renderedDiffers says, for staff, where the provider reports having rendered another size, ratio or
 // duration than the one sold ("" when it does not, or did not say).
-func renderedDiffers(t *models.Task, r Rendered) string {
+func renderedDiffers(t *models.Task, r Rendered, expected string) string {
 	var diffs []string
-	if r.Size != "" && r.Size != t.Size {
+	if expected == "" {
+		expected = t.Size
+	}
+	switch {
+	case r.Size == "" || r.Size == t.Size:
+	case r.Size == expected:
+		// The route's size_map, or the model's own pixels for the size sold (Seedance 1.0: 1920x1088).
+		diffs = append(diffs, fmt.Sprintf("size %s (sold %s, as its route renders it)", r.Size, t.Size))
+	case expected != t.Size:
+		diffs = append(diffs, fmt.Sprintf("size %s (sold %s, its route renders %s)", r.Size, t.Size, expected))
+	default:
 		diffs = append(diffs, fmt.Sprintf("size %s (sold %s)", r.Size, t.Size))
 	}
 	if r.Ratio != "" && t.AspectRatio != "" && r.Ratio != t.AspectRatio {
@@ -519,7 +532,7 @@ func (s *Store) failTx(ctx context.Context, t *models.Task, code, message string
 				return err
 			}
 		}
-		if err := billing.Release(tx, cur.AccountID, cur.ID, money.Micros(cur.AmountMicros), now); err != nil {
+		if err := billing.Release(tx, cur.AccountID, cur.ID, money.Micros(cur.AmountMicros), code, now); err != nil {
 			return err
 		}
 		if cur.Status == Queued && cur.CredentialID == nil {
@@ -690,4 +703,74 @@ func logEvent(tx *gorm.DB, taskID string, at time.Time, from, to, detail string)
 func event(taskID string, at time.Time, from, to, detail string) models.TaskEvent {
 	detail, _ = storetext.Clip(detail, 2000)
 	return models.TaskEvent{TaskID: taskID, At: at, FromStatus: from, ToStatus: to, Detail: detail}
+}
+
+// EchoWhatIsSent makes the task's video object say what its route sends (docs/upstreams.md#rendered): a
+// seed the route's provider takes none of is forgotten (the object's seed reads null), and a model that
+// renders sound whatever is asked echoes generate_audio true; the task log says why.
+func (s *Store) EchoWhatIsSent(ctx context.Context, t *models.Task, dropSeed, soundAlways bool, detail string) error {
+	if !dropSeed && !(soundAlways && !t.GenerateAudio) {
+		return nil
+	}
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		set := map[string]any{}
+		if dropSeed {
+			set["seed"] = nil
+		}
+		if soundAlways {
+			set["generate_audio"] = true
+		}
+		// Only while the task runs: a task cancelled or finished meanwhile keeps what its last event said.
+		res := tx.Model(&models.Task{}).Where("id = ? AND status IN ?", t.ID, Unfinished).Updates(set)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return logEvent(tx, t.ID, s.Now(), t.Status, t.Status, detail)
+	})
+	if err != nil {
+		return fmt.Errorf("echo what is sent for %s: %w", t.ID, err)
+	}
+	if dropSeed {
+		t.Seed = nil
+	}
+	if soundAlways {
+		t.GenerateAudio = true
+	}
+	return nil
+}
+
+// SubmitAgain sends a task that failed upstream once more on the same route, under a new idempotency
+// key, when the provider calls its failure passing (Veo's audio filter: docs/upstreams.md#gemini): it
+// is waiting for submission again, due at next, and may be retried so only once. Its run deadline stays:
+// RUN_TIMEOUT bounds the customer's wait from the first submission. It returns false when the task is
+// no longer in that upstream task, was retried already, or its lease passed to another worker.
+func (s *Store) SubmitAgain(ctx context.Context, t *models.Task, owner string, next time.Time, reason string) (bool, error) {
+	now := s.Now()
+	key := ids.NewUpstreamIdempotencyKey()
+	done := false
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE tasks SET upstream_task_id = NULL, upstream_key = ?, submit_attempts = 0, upstream_retries = upstream_retries + 1,
+			progress = 0, next_check_at = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?
+			WHERE id = ? AND status IN ? AND upstream_task_id = ? AND upstream_retries = 0 AND lease_owner = ?`,
+			key, next, now, t.ID, Unfinished, deref(t.UpstreamTaskID), owner)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		done = true
+		return logEvent(tx, t.ID, now, t.Status, t.Status, fmt.Sprintf("%s; submitting once more on upstream credential %s (worker %s)", reason, deref(t.CredentialID), owner))
+	})
+	if err != nil {
+		return false, fmt.Errorf("submit %s again: %w", t.ID, err)
+	}
+	if done {
+		t.UpstreamTaskID, t.UpstreamKey, t.SubmitAttempts, t.UpstreamRetries = nil, &key, 0, t.UpstreamRetries+1
+	}
+	return done, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -51,6 +51,41 @@ type Capabilities struct {
 	// SizeMap sells a size the model does not render as one it does (sold → sent), where the operator
 	// declared it; the sold size is then accepted too, and the rendered size is noted on the task.
 	SizeMap map[string]string
+	// AudioAlways: the model renders sound whatever generate_audio says (Sora, Veo 3); the video object
+	// then echoes generate_audio true.
+	AudioAlways bool
+	// Seed: the provider takes a seed; elsewhere a customer's seed is not sent, and not echoed.
+	Seed bool
+	// Limits bounds each input (count, format, pixels, duration, bytes), from the model's row.
+	Limits map[string]InputLimit
+	// Rules couple the request's fields (Veo: a last frame ⇒ 8 s).
+	Rules []RouteRule
+	// Notes are the model's resolution-bound rules already applied to the route, in words ("1080p: 8 s
+	// only"), for GET /v1/models and /pricing.
+	Notes []string
+	// Rendered maps a sold size to the pixels the model renders for it, where they differ (Seedance 1.0
+	// renders 1920x1088 for 1080p 16:9), so a task's rendered size is compared with what was expected.
+	Rendered map[string]string
+}
+
+// RouteRule is a Rule resolved for one route: its ratios turned into the alias's sizes.
+type RouteRule struct {
+	Words    string
+	IfInputs []string
+	Seconds  []int
+	Sizes    []string // nil: any size
+	Without  []string
+	Needs    []string
+}
+
+// Expected is the size the route's model renders when size is sold: the mapped size's, else the
+// model's own pixels for it.
+func (c Capabilities) Expected(size string) string {
+	sent := c.SendSize(size)
+	if r, ok := c.Rendered[sent]; ok {
+		return r
+	}
+	return sent
 }
 
 // RequestInputs lists the inputs a request carries.
@@ -99,7 +134,8 @@ func (c Capabilities) SendSize(size string) string {
 // Takes reports whether the route takes the input.
 func (c Capabilities) Takes(input string) bool { return slices.Contains(c.Inputs, input) }
 
-// Renders reports whether the route can render req.
+// Renders reports whether the route can render req: its seconds, size, inputs and sound, the model's
+// rules and every input's limits.
 func (c Capabilities) Renders(req models.VideoRequest) bool {
 	if !c.RendersSeconds(req.Seconds) || !c.RendersSize(req.Size) || (req.GenerateAudio && !c.Audio) {
 		return false
@@ -109,7 +145,143 @@ func (c Capabilities) Renders(req models.VideoRequest) bool {
 			return false
 		}
 	}
-	return true
+	return c.RuleRefusal(req) == nil && c.LimitRefusal(req) == nil
+}
+
+// RuleRefusal is the first of the route's rules req breaks, or nil.
+func (c Capabilities) RuleRefusal(req models.VideoRequest) *UnsupportedError {
+	ins := RequestInputs(req)
+	for _, r := range c.Rules {
+		trigger := ""
+		for _, in := range r.IfInputs {
+			if slices.Contains(ins, in) {
+				trigger = in
+				break
+			}
+		}
+		if trigger == "" {
+			continue
+		}
+		for _, w := range r.Without {
+			if slices.Contains(ins, w) {
+				return &UnsupportedError{Param: inputParam[trigger],
+					Message: fmt.Sprintf("This model cannot take %s together with %s (%s). Send one or the other.", inputWords[trigger], inputWords[w], r.Words)}
+			}
+		}
+		if r.Needs != nil && !slices.ContainsFunc(r.Needs, func(n string) bool { return slices.Contains(ins, n) }) {
+			var needs []string
+			for _, n := range r.Needs {
+				needs = append(needs, inputWords[n])
+			}
+			return &UnsupportedError{Param: inputParam[trigger],
+				Message: fmt.Sprintf("This model needs %s with %s (%s).", orList(needs), inputWords[trigger], r.Words)}
+		}
+		if r.Seconds != nil && !slices.Contains(r.Seconds, req.Seconds) {
+			return &UnsupportedError{Code: CodeUnsupportedValue, Param: "seconds",
+				Message: fmt.Sprintf("With %s this model renders %s seconds only (%s); %d seconds cannot be rendered. Send seconds %s, or leave %s out.",
+					inputWords[trigger], orList(intStrings(slices.Clone(r.Seconds))), r.Words, req.Seconds, orList(intStrings(slices.Clone(r.Seconds))), inputParam[trigger])}
+		}
+		if r.Sizes != nil && !slices.Contains(r.Sizes, req.Size) {
+			accepted := "no size of this model"
+			if len(r.Sizes) > 0 {
+				accepted = orList(r.Sizes)
+			}
+			return &UnsupportedError{Code: CodeUnsupportedValue, Param: "size",
+				Message: fmt.Sprintf("With %s this model renders %s only (%s); %s cannot be rendered. Send one of those sizes, or leave %s out.",
+					inputWords[trigger], accepted, r.Words, req.Size, inputParam[trigger])}
+		}
+	}
+	return nil
+}
+
+// LimitRefusal is the first input of req outside the route's limits for it, or nil. A limit is checked
+// against what probing found of the file (TaskInputs.Media); what was not found is not held against it.
+func (c Capabilities) LimitRefusal(req models.VideoRequest) *UnsupportedError {
+	count := map[string]int{InputReferenceImages: len(req.ImageURLs), InputReferenceVideos: len(req.VideoURLs), InputReferenceAudio: len(req.AudioURLs)}
+	for _, in := range Inputs {
+		if lim, ok := c.Limits[in]; ok && lim.Max > 0 && count[in] > lim.Max {
+			return &UnsupportedError{Code: CodeUnsupportedValue, Param: inputParam[in],
+				Message: fmt.Sprintf("This model takes at most %d %s; %d were sent. Send fewer.", lim.Max, inputWords[in], count[in])}
+		}
+	}
+	totalMs := map[string]int64{}
+	for _, p := range req.Media {
+		in := inputOfField[p.Field]
+		lim, ok := c.Limits[in]
+		if !ok {
+			continue
+		}
+		param := p.Field
+		if p.Field == "image_urls" || p.Field == "video_urls" || p.Field == "audio_urls" {
+			param = fmt.Sprintf("%s[%d]", p.Field, p.Position)
+		}
+		if err := lim.refusal(param, inputWords[in], p); err != nil {
+			return err
+		}
+		totalMs[in] += p.DurationMs
+		if lim.MaxTotalMs > 0 && totalMs[in] > lim.MaxTotalMs {
+			return &UnsupportedError{Code: CodeUnsupportedValue, Param: p.Field,
+				Message: fmt.Sprintf("This model takes %s of at most %s together; these add up to %s. Send shorter or fewer files.", inputWords[in], seconds(lim.MaxTotalMs), seconds(totalMs[in]))}
+		}
+	}
+	return nil
+}
+
+// inputOfField is the input each request field carries.
+var inputOfField = map[string]string{
+	"start_image_url": InputFirstFrame, "end_image_url": InputLastFrame, "image_urls": InputReferenceImages,
+	"video_urls": InputReferenceVideos, "audio_urls": InputReferenceAudio,
+}
+
+func (l InputLimit) refusal(param, words string, p models.MediaProbe) *UnsupportedError {
+	no := func(format string, args ...any) *UnsupportedError {
+		return &UnsupportedError{Code: CodeUnsupportedValue, Param: param, Message: fmt.Sprintf(format, args...)}
+	}
+	if l.Formats != nil && !slices.Contains(l.Formats, p.ContentType) {
+		return no("%s is %s; this model takes %s as %s only. Convert the file and upload it again.", param, p.ContentType, words, orList(l.Formats))
+	}
+	if l.MaxBytes > 0 && p.Bytes > l.MaxBytes {
+		return no("%s is %d bytes; this model takes %s of at most %d bytes.", param, p.Bytes, words, l.MaxBytes)
+	}
+	if l.Conform != "" && l.MaxPixels > 0 && int64(p.Width)*int64(p.Height) > l.MaxPixels {
+		return no("%s is %dx%d (%d pixels); %s of at most %d pixels are taken. Scale the image down and upload it again.", param, p.Width, p.Height, int64(p.Width)*int64(p.Height), words, l.MaxPixels)
+	}
+	if l.Conform == "" && p.Width > 0 && p.Height > 0 {
+		w, h := p.Width, p.Height
+		side := fmt.Sprintf("%dx%d", w, h)
+		switch {
+		case l.MinSide > 0 && min(w, h) < l.MinSide, l.MaxSide > 0 && max(w, h) > l.MaxSide:
+			return no("%s is %s; this model takes %s of %s pixels a side.", param, side, words, between(l.MinSide, l.MaxSide, strconv.Itoa))
+		case l.MinRatio > 0 && float64(w)/float64(h) < l.MinRatio, l.MaxRatio > 0 && float64(w)/float64(h) > l.MaxRatio:
+			return no("%s is %s; this model takes %s whose width/height is %s.", param, side, words, between(l.MinRatio, l.MaxRatio, func(r float64) string { return strconv.FormatFloat(r, 'g', -1, 64) }))
+		case l.MinPixels > 0 && int64(w)*int64(h) < l.MinPixels, l.MaxPixels > 0 && int64(w)*int64(h) > l.MaxPixels:
+			return no("%s is %s (%d pixels); this model takes %s of %s pixels (width × height). Scale the file and upload it again.", param, side, int64(w)*int64(h), words, between(l.MinPixels, l.MaxPixels, func(n int64) string { return strconv.FormatInt(n, 10) }))
+		}
+	}
+	if p.DurationMs > 0 {
+		if (l.MinMs > 0 && p.DurationMs < l.MinMs) || (l.MaxMs > 0 && p.DurationMs > l.MaxMs) {
+			return no("%s lasts %s; this model takes %s of %s.", param, seconds(p.DurationMs), words, between(l.MinMs, l.MaxMs, seconds))
+		}
+	}
+	return nil
+}
+
+// between words a range whose either end may be open (zero): "2 s to 15 s", "at least 300", "at most
+// 6000".
+func between[N int | int64 | float64](lo, hi N, word func(N) string) string {
+	switch {
+	case lo > 0 && hi > 0:
+		return word(lo) + " to " + word(hi)
+	case lo > 0:
+		return "at least " + word(lo)
+	default:
+		return "at most " + word(hi)
+	}
+}
+
+// seconds words a duration in ms: "15 s", "2.5 s".
+func seconds(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + " s"
 }
 
 // SellableSizes is the part of sizes (an alias's sizes, as the catalog gives them) the route renders.
@@ -181,7 +353,19 @@ func Refusal(caps []Capabilities, req models.VideoRequest) *UnsupportedError {
 		if kept := narrow(func(c Capabilities) bool { return c.Audio }); len(kept) == 0 {
 			return &UnsupportedError{Code: CodeUnsupportedValue, Param: "generate_audio",
 				Message: "This model renders silent video only. Set generate_audio to false."}
+		} else {
+			left = kept
 		}
+	}
+	// The model's rules, then each input's limits: the first route's refusal speaks for all (they
+	// differ only where an alias has routes on several models).
+	if kept := narrow(func(c Capabilities) bool { return c.RuleRefusal(req) == nil }); len(kept) == 0 {
+		return left[0].RuleRefusal(req)
+	} else {
+		left = kept
+	}
+	if kept := narrow(func(c Capabilities) bool { return c.LimitRefusal(req) == nil }); len(kept) == 0 {
+		return left[0].LimitRefusal(req)
 	}
 	return nil
 }

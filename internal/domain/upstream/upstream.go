@@ -38,9 +38,6 @@ type Credential struct {
 	Draining bool
 	// Provider speaks the credential's protocol at its base URL.
 	Provider Provider
-	// Check, when set, refuses requests the protocol cannot serve (an *UnsupportedError), before any
-	// task is created for them.
-	Check func(models.VideoRequest) error
 }
 
 // Route is how one credential serves one public model alias.
@@ -53,8 +50,8 @@ type Route struct {
 	// Unpriced: the operator gave no cost (the built-in simulator, UPSTREAM_BASE_URL credentials); the
 	// task's cost is left unrecorded rather than recorded as free, so the margin report counts it.
 	Unpriced bool
-	// Caps is what the upstream model renders: the route's own declaration in the upstreams file, or
-	// its kind's defaults from the provider's documentation (docs/upstreams.md#capabilities).
+	// Caps is what the upstream model renders: its row in the kind's capability table, narrowed by the
+	// route's declaration in the upstreams file (docs/upstreams.md#capabilities).
 	Caps Capabilities
 }
 
@@ -98,9 +95,15 @@ type Status struct {
 	ErrorCode     string
 	ErrorMessage  string
 	PolicyFailure bool
-	Usage         Usage
+	// RetryOnce: the provider says a failure of this kind is often passing (Veo's audio filter), so the
+	// task is submitted once more on the same route before it fails.
+	RetryOnce bool
+	Usage     Usage
 	// Rendered is what the provider reports it rendered, where it does (zero fields: not reported).
 	Rendered Rendered
+	// Conformed says what the adapter did to an input to fit the provider's exact demands ("first
+	// frame cropped to 1280x720 …"), for the task log the customer reads; empty when nothing.
+	Conformed string
 }
 
 // Rendered is what a provider says it actually rendered for a task.
@@ -178,6 +181,13 @@ type Canceller interface {
 	// Cancel asks the provider to stop the task. ErrNotCancellable means it cannot in the task's state;
 	// ErrUnknownTask that it no longer knows it.
 	Cancel(ctx context.Context, cred Credential, upstreamID string) error
+}
+
+// CancelWindow is a Canceller that knows, before it is asked, in which of our task statuses its
+// provider can stop a task (Ark: while it is queued there), so that a console offers Cancel only where
+// a cancel can succeed.
+type CancelWindow interface {
+	CancelsWhile(status string) bool
 }
 
 // LastFrameSource is a provider that returns the video's last frame as an image (Ark's

@@ -120,7 +120,8 @@ func clip(s string) string {
 type Figures struct {
 	Videos    int64 // tasks created
 	Completed int64
-	Failed    int64 // failed or cancelled: nothing charged, the reservation returned
+	Failed    int64 // failed, not cancelled: nothing charged, the reservation returned
+	Cancelled int64 // cancelled by the customer: nothing charged, the reservation returned
 	// Seconds and SpentMicros are of the charged (settled) videos: what was delivered and paid for.
 	Seconds     int64
 	SpentMicros int64
@@ -129,12 +130,13 @@ type Figures struct {
 }
 
 // Running is how many of the videos are still queued or in progress.
-func (f Figures) Running() int64 { return f.Videos - f.Completed - f.Failed }
+func (f Figures) Running() int64 { return f.Videos - f.Completed - f.Failed - f.Cancelled }
 
 func (f *Figures) add(o Figures) {
 	f.Videos += o.Videos
 	f.Completed += o.Completed
 	f.Failed += o.Failed
+	f.Cancelled += o.Cancelled
 	f.Seconds += o.Seconds
 	f.SpentMicros += o.SpentMicros
 	f.ReservedMicros += o.ReservedMicros
@@ -184,10 +186,14 @@ func (r *Report) Empty() bool { return r.Total.Videos == 0 }
 // amount is what its settlement moved (the ledger audit holds the two equal).
 var figureColumns = `COUNT(*) AS videos,
 	` + sum("CASE WHEN status = '"+tasks.Completed+"' THEN 1 ELSE 0 END") + ` AS completed,
-	` + sum("CASE WHEN status = '"+tasks.Failed+"' THEN 1 ELSE 0 END") + ` AS failed,
+	` + sum("CASE WHEN status = '"+tasks.Failed+"' AND "+notCancelled+" THEN 1 ELSE 0 END") + ` AS failed,
+	` + sum("CASE WHEN status = '"+tasks.Failed+"' AND NOT "+notCancelled+" THEN 1 ELSE 0 END") + ` AS cancelled,
 	` + sum("CASE WHEN billing_state = 'settled' THEN seconds ELSE 0 END") + ` AS seconds,
 	` + sum("CASE WHEN billing_state = 'settled' THEN amount_micros ELSE 0 END") + ` AS spent_micros,
 	` + sum("CASE WHEN billing_state = 'reserved' THEN amount_micros ELSE 0 END") + ` AS reserved_micros`
+
+// notCancelled is true of a task its customer did not cancel (a cancel ends a task failed with this code).
+var notCancelled = "(error_code IS NULL OR error_code <> '" + tasks.CodeCancelled + "')"
 
 // sum is SUM in SQL as an exact BIGINT on both engines (PostgreSQL sums a BIGINT as NUMERIC), 0 over no rows.
 func sum(expr string) string { return "CAST(COALESCE(SUM(" + expr + "), 0) AS BIGINT)" }

@@ -81,6 +81,30 @@ func (s *Service) Cancel(ctx context.Context, accountID int64, id, by string) (*
 	}
 }
 
+// Why a cancel was refused, for a console to word it its own way (CancelRefusal).
+const (
+	CancelRefusedStarted     = "started"     // the provider is generating it and cannot stop it
+	CancelRefusedBusy        = "busy"        // it was being sent or checked at that moment
+	CancelRefusedUnreachable = "unreachable" // the provider could not be asked
+)
+
+// CancelRefusal names why err, a refusal of Cancel, was given ("" for any other error).
+func CancelRefusal(err error) string {
+	r, ok := refusal.As(err)
+	if !ok {
+		return ""
+	}
+	switch r.Message {
+	case msgCannotStop:
+		return CancelRefusedStarted
+	case msgCancelSubmitting, msgCancelBusy:
+		return CancelRefusedBusy
+	case msgCannotAsk:
+		return CancelRefusedUnreachable
+	}
+	return ""
+}
+
 var errEndedMeanwhile = errors.New("the task ended while its provider was asked to stop it")
 
 // cancelUpstream asks the provider to stop a task it accepted, holding the task's lease (c.Owner).

@@ -74,7 +74,7 @@ func (s *Service) Remix(ctx context.Context, who Caller, sourceID string, body [
 	if err := s.admit(req); err != nil {
 		return nil, err
 	}
-	how, err := s.remixInput(req)
+	how, err := s.remixInput(req, renderedSize(src))
 	if err != nil {
 		return nil, err
 	}
@@ -103,24 +103,62 @@ func (s *Service) Remix(ctx context.Context, who Caller, sourceID string, body [
 	return s.Create(ctx, who, cr, idemKey)
 }
 
+// sourceFile is what the source's video file holds: the size and duration its provider reported
+// rendering, else what was sold (a provider may render 1920x1088 for 1080p, or a few frames more).
+type sourceFile struct {
+	width, height int
+	durationMs    int64
+}
+
+func renderedSize(src *models.Task) sourceFile {
+	f := sourceFile{durationMs: int64(src.Seconds) * 1000}
+	f.width, f.height = sizeOf(src.Size)
+	if src.RenderedSize != nil {
+		if w, h := sizeOf(*src.RenderedSize); w > 0 && h > 0 {
+			f.width, f.height = w, h
+		}
+	}
+	if src.RenderedSeconds != nil && *src.RenderedSeconds > 0 {
+		f.durationMs = int64(*src.RenderedSeconds * 1000)
+	}
+	return f
+}
+
 // remixInput decides how the source reaches the provider for req: as a reference video where some
-// route of the model takes one, else as the first frame; neither is remix_not_supported.
-func (s *Service) remixInput(req models.VideoRequest) (string, error) {
+// route of the model takes it — the source file's size and duration within the route's limits for a
+// reference video (Seedance takes 640x640 to 834x1112 pixels, so a 1080p source is not) — else as its
+// first frame; neither is remix_not_supported, before anything is copied or reserved. The copy is
+// probed as it is stored and create checks that probe again, so a file that differs from what its
+// provider reported is still judged by what it holds.
+func (s *Service) remixInput(req models.VideoRequest, src sourceFile) (string, error) {
 	if s.Admit == nil {
 		return remixAsReference, nil
 	}
+	w, h := src.width, src.height
 	var unsupported *upstream.UnsupportedError
 	withVideo := req
 	withVideo.VideoURLs = []string{"remix-source"}
-	if err := s.Admit(withVideo); !errors.As(err, &unsupported) {
+	withVideo.Media = []models.MediaProbe{{Field: "video_urls", ContentType: "video/mp4", Width: w, Height: h, DurationMs: src.durationMs}}
+	err := s.Admit(withVideo)
+	if !errors.As(err, &unsupported) {
 		return remixAsReference, nil // taken (a busy route is create's to answer, as for any create)
 	}
+	asReference := unsupported.Message
 	withFrame := req
 	withFrame.StartImageURL = "remix-source"
+	withFrame.Media = []models.MediaProbe{{Field: "start_image_url", ContentType: "image/jpeg", Width: w, Height: h}}
 	if err := s.Admit(withFrame); !errors.As(err, &unsupported) {
 		return remixAsFirstFrame, nil
 	}
-	return "", refusal.New("remix_not_supported", "Videos of %s cannot be remixed now: a remix sends the source video to the provider as a reference video, or its first frame as the first frame, and no provider serving %s takes either. Create a new video with POST /v1/videos instead.", req.Model, req.Model)
+	return "", refusal.New("remix_not_supported", "Videos of %s cannot be remixed now: a remix sends the source video to the provider as a reference video, or its first frame as the first frame, and no provider serving %s takes either (as a reference video: %s). Create a new video with POST /v1/videos instead.", req.Model, req.Model, asReference)
+}
+
+// sizeOf reads "WxH"; zero for anything else.
+func sizeOf(size string) (w, h int) {
+	if _, err := fmt.Sscanf(size, "%dx%d", &w, &h); err != nil {
+		return 0, 0
+	}
+	return w, h
 }
 
 // copyForRemix copies the source's stored file (its video or first frame) into the account's input

@@ -61,7 +61,9 @@ func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microseco
 // Caller is who creates a task.
 type Caller struct {
 	AccountID int64
-	KeyID     int64
+	KeyID     int64 // 0 for a member's create in the console
+	// Member is the e-mail of the console member who made the video (no key): the task log names them.
+	Member string
 	// Call, when set, is the request's call-log row, which a create that reserves money writes in its own
 	// transaction: the reservation and its record commit together, in one commit instead of two
 	// (docs/decisions.md, "A create's call-log row commits with its money"). A refused or replayed create
@@ -118,6 +120,15 @@ func (s *Service) Create(ctx context.Context, who Caller, req *CreateRequest, id
 	if idemKey != "" {
 		hash = req.Hash()
 	}
+	// What was found of each file when it was stored: the capability checks (admit) and the routing of
+	// the task read it, and it is kept with the task's inputs (docs/upstreams.md#capabilities).
+	if len(req.Media) > 0 && s.Media != nil && req.TaskInputs.Media == nil {
+		probes, err := s.Media.Probes(ctx, who.AccountID, req.Media)
+		if err != nil {
+			return nil, err
+		}
+		req.TaskInputs.Media = probes
+	}
 	// A concurrent create with the same key may win the insert; the retry then finds its row.
 	for attempt := 0; ; attempt++ {
 		out, err := s.create(ctx, who, req, price, idemKey, hash)
@@ -132,9 +143,12 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 	now := s.now()
 	inputs, _ := json.Marshal(req.TaskInputs)
 	amount := price * money.Micros(req.Seconds)
-	keyID := who.KeyID
+	var keyID *int64
+	if who.KeyID != 0 {
+		keyID = &who.KeyID
+	}
 	task := &models.Task{
-		ID: ids.NewVideoID(), AccountID: who.AccountID, APIKeyID: &keyID,
+		ID: ids.NewVideoID(), AccountID: who.AccountID, APIKeyID: keyID,
 		Model: req.Model, Prompt: req.Prompt, Seconds: req.Seconds, Size: req.Size, AspectRatio: req.AspectRatio,
 		GenerateAudio: req.GenerateAudio, Watermark: req.Watermark, Seed: req.Seed, Inputs: string(inputs),
 		PriceMicros: int64(price), AmountMicros: int64(amount),
@@ -191,6 +205,9 @@ func (s *Service) create(ctx context.Context, who Caller, req *CreateRequest, pr
 		detail := fmt.Sprintf("created; %s reserved (%d s at %s/s)", amount.USD(), req.Seconds, price.USD())
 		if req.RemixedFromVideoID != "" {
 			detail += "; remix of " + req.RemixedFromVideoID
+		}
+		if who.Member != "" {
+			detail += "; made in the console by " + who.Member
 		}
 		if err := s.Tasks.Enqueue(tx, task, detail); err != nil {
 			return err
@@ -379,10 +396,12 @@ func (s *Service) get(ctx context.Context, accountID int64, id string, withDelet
 
 // ListParams are the query of GET /v1/videos.
 type ListParams struct {
-	Limit  int
-	After  string // id of the last task of the previous page
-	Asc    bool
-	Status string // only tasks in this status ("" = any)
+	Limit int
+	After string // id of the last task of the previous page
+	Asc   bool
+	// Status keeps only tasks in this state as people read it ("" = any): a status, or StateCancelled —
+	// "failed" then leaves out the tasks their customer cancelled, which the API reports as failed.
+	Status string
 	Model  string // only tasks of this model ("" = any)
 	// WithDeleted lists the tasks the customer deleted too (the console's records; the API hides them).
 	WithDeleted bool
@@ -447,7 +466,13 @@ func (s *Service) List(ctx context.Context, accountID int64, p ListParams) (*Pag
 		return q
 	}
 	filter := func(q *gorm.DB) *gorm.DB {
-		if p.Status != "" {
+		switch p.Status {
+		case "":
+		case tasks.StateCancelled:
+			q = q.Where("status = ? AND error_code = ?", tasks.Failed, tasks.CodeCancelled)
+		case tasks.Failed:
+			q = q.Where("status = ? AND (error_code IS NULL OR error_code <> ?)", tasks.Failed, tasks.CodeCancelled)
+		default:
 			q = q.Where("status = ?", p.Status)
 		}
 		if p.Model != "" {

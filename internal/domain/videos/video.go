@@ -30,9 +30,9 @@ type Video struct {
 	AspectRatio        string      `json:"aspect_ratio"`
 	GenerateAudio      bool        `json:"generate_audio"`
 	Watermark          bool        `json:"watermark"`
-	// Seed is the seed the provider reports it rendered with, else the one the request gave; absent when
-	// neither is known.
-	Seed    *int64  `json:"seed,omitempty"`
+	// Seed is the seed the provider reports it rendered with, else the one sent with the request; null
+	// when neither is known, including when the route's provider takes no seed (docs/api.md).
+	Seed    *int64  `json:"seed"`
 	Billing Billing `json:"billing"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -85,6 +86,16 @@ func (s *Service) record(tx *gorm.DB, accountID int64, typ, subject string, at t
 	return nil
 }
 
+// cancelledTaskCode is the error code of a task its customer cancelled: tasks.CodeCancelled, which this
+// package cannot import (the task store records events through it).
+const cancelledTaskCode = "cancelled"
+
+// testVideoPrefix begins the video id of a test event: no video has it.
+const testVideoPrefix = "video_test"
+
+// Test reports whether the attempt is of a test event (SendTest), which names no video.
+func (a Attempt) Test() bool { return strings.HasPrefix(a.VideoID, testVideoPrefix) }
+
 // SendTest sends the (enabled) endpoint a sample event of the type, at once, whether or not it receives
 // that type: a video.completed or video.failed whose video id begins video_test, which no video
 // has. It goes through the outbox like any event, so the deliveries list shows how it went.
@@ -100,7 +111,7 @@ func (s *Service) SendTest(ctx context.Context, accountID int64, endpointID, typ
 		return &Invalid{Message: "This endpoint is disabled, so nothing is sent to it. Enable it first, then send the test event."}
 	}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		return s.record(tx, accountID, typ, "video_test"+ids.NewToken(20), s.now(), []string{endpointID})
+		return s.record(tx, accountID, typ, testVideoPrefix+ids.NewToken(20), s.now(), []string{endpointID})
 	})
 	if err != nil {
 		return fmt.Errorf("send a test event: %w", err)
@@ -140,6 +151,9 @@ type Attempt struct {
 	models.WebhookAttempt
 	EventID   string
 	EventType string
+	VideoID   string // the event's video (a test event's id names no video: Test)
+	// Cancelled: the video failed because its customer cancelled it (a video.failed event says only failed).
+	Cancelled bool
 	// NextAttemptAt is the delivery's next try, shown on its latest attempt (nil: none planned).
 	NextAttemptAt *time.Time
 	Delivered     bool
@@ -168,8 +182,10 @@ type PendingDelivery struct {
 func (s *Service) Attempts(ctx context.Context, endpointID string, before int64, limit int) (Page, error) {
 	var p Page
 	q := s.db.R.WithContext(ctx).Table("webhook_attempts AS a").
-		Select("a.*, d.event_id, e.type AS event_type, d.next_attempt_at, d.attempts, d.delivered_at IS NOT NULL AS delivered, d.failed_at IS NOT NULL AS given_up").
+		Select("a.*, d.event_id, e.type AS event_type, e.subject_id AS video_id, d.next_attempt_at, d.attempts, d.delivered_at IS NOT NULL AS delivered, d.failed_at IS NOT NULL AS given_up, "+
+			"t.error_code IS NOT NULL AND t.error_code = ? AS cancelled", cancelledTaskCode).
 		Joins("JOIN webhook_deliveries d ON d.id = a.delivery_id").Joins("JOIN webhook_events e ON e.id = d.event_id").
+		Joins("LEFT JOIN tasks t ON t.id = e.subject_id").
 		Where("a.endpoint_id = ?", endpointID)
 	if before > 0 {
 		q = q.Where("a.id < ?", before)
@@ -178,9 +194,11 @@ func (s *Service) Attempts(ctx context.Context, endpointID string, before int64,
 		models.WebhookAttempt `gorm:"embedded"`
 		EventID               string
 		EventType             string
+		VideoID               string
 		NextAttemptAt         *time.Time
 		Attempts              int // the delivery's: its latest attempt has this number
 		Delivered, GivenUp    bool
+		Cancelled             bool
 	}
 	if err := q.Order("a.id DESC").Limit(limit + 1).Scan(&rows).Error; err != nil {
 		return p, fmt.Errorf("list webhook attempts: %w", err)
@@ -190,7 +208,8 @@ func (s *Service) Attempts(ctx context.Context, endpointID string, before int64,
 			p.Before = rows[i-1].ID
 			break
 		}
-		a := Attempt{WebhookAttempt: r.WebhookAttempt, EventID: r.EventID, EventType: r.EventType, Delivered: r.Delivered, GivenUp: r.GivenUp}
+		a := Attempt{WebhookAttempt: r.WebhookAttempt, EventID: r.EventID, EventType: r.EventType, VideoID: r.VideoID, Cancelled: r.Cancelled,
+			Delivered: r.Delivered, GivenUp: r.GivenUp}
 		if r.Attempt == r.Attempts {
 			a.NextAttemptAt = r.NextAttemptAt
 		}

@@ -63,7 +63,7 @@ func (w *Worker) complete(ctx context.Context, t *models.Task, cred upstream.Cre
 	// The video is in; the stills that follow are bounded by downloadTimeout, not by the video's idle rule
 	// (ffmpeg reads a long video for a while before writing a spritesheet byte).
 	idle.Stop()
-	out := tasks.Output{Key: key, Size: n, Rendered: tasks.Rendered(st.Rendered)}
+	out := tasks.Output{Key: key, Size: n, Rendered: tasks.Rendered(st.Rendered), ExpectedSize: cred.Models[t.Model].Caps.Expected(t.Size)}
 	w.copyStills(dctx, t, cred, &out)
 	w.copyLastFrame(dctx, t, cred, &out)
 	won, err := w.Tasks.Complete(ctx, t, out, w.Tasks.Now().Add(w.cfg.OutputRetention), taskCost(t, cred, st.Usage))

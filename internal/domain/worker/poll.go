@@ -31,6 +31,16 @@ func (w *Worker) apply(ctx context.Context, t *models.Task, cred upstream.Creden
 		w.complete(ctx, t, cred, st)
 	case upstream.StateFailed:
 		w.note(ctx, t, fmt.Sprintf("failed upstream: %s %s", st.ErrorCode, clip(st.ErrorMessage, 500)))
+		if st.RetryOnce && t.UpstreamRetries == 0 {
+			again, err := w.Tasks.SubmitAgain(ctx, t, w.cfg.ID, w.Tasks.Now().Add(w.cfg.PollMin), "the provider calls this failure passing ("+st.ErrorCode+")")
+			if err != nil {
+				w.Log.Error("submit again", "task", t.ID, "err", err)
+				return
+			}
+			if again {
+				return
+			}
+		}
 		if st.PolicyFailure {
 			w.fail(ctx, t, "content_policy_violation", msgFailedPolicy)
 			return

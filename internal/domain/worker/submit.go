@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"videogen/internal/domain/tasks"
 	"videogen/internal/domain/upstream"
 	"videogen/internal/infra/storetext"
 	"videogen/models"
@@ -35,11 +37,37 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 	}
 	// The size the route renders for the one sold (the operator's size_map), and how long the provider
 	// may run it: after RUN_TIMEOUT we give up on it, so paying for more would pay for nothing.
-	req.UpstreamSize = cred.Models[t.Model].Caps.SendSize(req.Size)
+	caps := cred.Models[t.Model].Caps
+	echo := func() {}
+	req.UpstreamSize = caps.SendSize(req.Size)
 	req.Expires = w.cfg.RunTimeout
+	// What the video object echoes is what is sent: a seed only where the provider takes one, and the
+	// sound a model renders whatever is asked.
+	if dropSeed, soundAlways := req.Seed != nil && !caps.Seed, caps.AudioAlways && !req.GenerateAudio; dropSeed || soundAlways {
+		var why []string
+		if dropSeed {
+			why = append(why, fmt.Sprintf("seed not sent: %s takes no seed, so the video's seed is null", cred.Models[t.Model].UpstreamModel))
+			req.Seed = nil
+		}
+		if soundAlways {
+			why = append(why, fmt.Sprintf("generate_audio echoed true: %s renders sound whatever is asked", cred.Models[t.Model].UpstreamModel))
+			req.GenerateAudio = true
+		}
+		echo = func() {
+			// Recorded once the provider took it: a task refused here keeps the customer's request for
+			// the next route.
+			if err := w.Tasks.EchoWhatIsSent(ctx, t, dropSeed, soundAlways, strings.Join(why, "; ")); err != nil {
+				log.Error("record what is sent", "err", err)
+			}
+		}
+	}
 	st, err := w.Pool.Submit(ctx, cred, req)
 	switch {
 	case err == nil:
+		echo()
+		if st.Conformed != "" {
+			w.note(ctx, t, st.Conformed)
+		}
 		// The claim is kept only when the answer already says more (in progress, done, failed): apply acts
 		// on it now, under this claim.
 		keep := st.State != upstream.StateQueued
@@ -59,7 +87,15 @@ func (w *Worker) submit(ctx context.Context, t *models.Task, cred upstream.Crede
 			return
 		}
 		w.fail(ctx, t, "upstream_rejected", msgRejected)
-	case t.SubmitAttempts == 1 && (errors.Is(err, upstream.ErrAuth) || errors.Is(err, upstream.ErrRoute) || errors.Is(err, upstream.ErrNotSent)):
+	case errors.Is(err, upstream.ErrRoute) && (!w.routeLeft(t) || t.SubmitAttempts != 1 || t.Status != tasks.Queued):
+		// The provider closed the route (a model not activated, a console limit reached, a quota used up):
+		// nothing was created, and no other route of the model can take the task — or an earlier attempt
+		// may have created it, so it cannot move without paying twice — so it fails now with its money
+		// released, never retried on the closed route until RUN_TIMEOUT.
+		log.Warn("route closed by the provider and no other route renders the task", "err", err)
+		w.note(ctx, t, "refused upstream: "+clip(err.Error(), 300))
+		w.fail(ctx, t, "model_unavailable", msgUnavailable)
+	case t.SubmitAttempts == 1 && (errors.Is(err, upstream.ErrRoute) || errors.Is(err, upstream.ErrAuth) || errors.Is(err, upstream.ErrNotSent)):
 		// The only submission certainly created nothing upstream: the task is free to go to a healthy
 		// credential rather than wait for this one to be fixed.
 		log.Warn("submission refused before anything was created; back to the queue", "err", err)
@@ -111,6 +147,7 @@ const (
 	msgRejected     = "The generation service could not accept this request's parameters or media. Your reservation was released. Check the inputs (for example that every media URL is still valid) and create the task again."
 	msgFailed       = "The generation failed. Your reservation was released. You can create the task again."
 	msgFailedPolicy = "The generated video was withheld because it may break the content policy. Your reservation was released. Change the prompt or media and create the task again."
+	msgUnavailable  = "No provider of this model can take the task now. Your reservation was released. GET /v1/models lists what can be created now; try again later or with another model."
 )
 
 // clip shortens s to at most n bytes on a character boundary, valid UTF-8 (it may end up in PostgreSQL).
@@ -120,4 +157,16 @@ func clip(s string, n int) string {
 		s += "…"
 	}
 	return s
+}
+
+// routeLeft reports whether some other usable route of the task's model still renders it: where none
+// does, the task cannot start until an operator acts.
+func (w *Worker) routeLeft(t *models.Task) bool {
+	req, err := t.Request()
+	if err != nil {
+		return true // unreadable inputs: the queue's own handling fails it with internal_error
+	}
+	err = w.Pool.Admit(req)
+	var unsupported *upstream.UnsupportedError
+	return !errors.Is(err, upstream.ErrNotServed) && !errors.As(err, &unsupported)
 }

@@ -34,6 +34,7 @@ type Config struct {
 	PprofAddr     string `env:"PPROF_ADDR" help:"serve Go's pprof profiles on this address (loopback only; unset = off)"`
 	MetricsAddr   string `env:"METRICS_ADDR" help:"serve Prometheus metrics at /metrics on this address, a listener of its own (never ADDR's); unset = off"`
 
+	SupportEmail   string `env:"SUPPORT_EMAIL" help:"the address customers write to for help (shown where the console cannot do it for them, e.g. a wallet with no card payments); unset = the pages say to ask the installation's operator"`
 	TestTopups     bool   `env:"TEST_TOPUPS" help:"1 allows test top-ups ('add test funds', no card); only with a loopback PUBLIC_BASE_URL"`
 	TrustedProxies string `env:"TRUSTED_PROXIES" help:"comma-separated addresses or CIDRs whose X-Forwarded-For is believed"`
 	RedisURL       string `env:"REDIS_URL" help:"redis:// URL for rate limits shared across instances; unset = in-process limits"`

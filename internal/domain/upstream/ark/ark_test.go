@@ -186,8 +186,9 @@ func TestDocumentedAnswers(t *testing.T) {
 			err        error
 		}{
 			{"volcengine example", docSucceeded, upstream.Status{ID: "cgt-2025******-****", State: upstream.StateCompleted, Progress: 100,
-				Usage:    upstream.Usage{CompletionTokens: 108900, TotalTokens: 108900},
-				Rendered: upstream.Rendered{Seed: ptr(int64(10)), Resolution: "720p", Ratio: "16:9", Seconds: 5, FPS: 24, Size: "1280x720"}}, nil},
+				Usage: upstream.Usage{CompletionTokens: 108900, TotalTokens: 108900},
+				// The example's model is Seedance 1.0 pro, which renders 1248x704 for 720p 16:9 (its row).
+				Rendered: upstream.Rendered{Seed: ptr(int64(10)), Resolution: "720p", Ratio: "16:9", Seconds: 5, FPS: 24, Size: "1248x704"}}, nil},
 			{"byteplus example", docSucceeded2, upstream.Status{ID: "cgt-2026****-****", State: upstream.StateCompleted, Progress: 100,
 				Usage:    upstream.Usage{CompletionTokens: 108900, TotalTokens: 108900},
 				Rendered: upstream.Rendered{Seed: ptr(int64(78674)), Resolution: "720p", Ratio: "16:9", Seconds: 5, FPS: 24, Size: "1280x720"}}, nil},
@@ -252,7 +253,17 @@ func TestDocumentedAnswers(t *testing.T) {
 			{"service not open", "submit", 403, docError("Forbidden", "OperationDenied.ServiceNotOpen", "Operation is denied because the model service is unavailable, please go to the Volcano Ark console activation management page to activate the corresponding model service, or submit a work order to contact us."), "", upstream.ErrRoute, false, 0},
 			{"service not open on a task", "poll", 403, docError("Forbidden", "OperationDenied.ServiceNotOpen", "Operation is denied because the model service is unavailable, please go to the Volcano Ark console activation management page to activate the corresponding model service, or submit a work order to contact us."), "", upstream.ErrTransient, false, 0},
 			{"bad key", "submit", 401, docError("Unauthorized", "AuthenticationError", "The API key or AK/SK in the request is missing or invalid: "+secret+"."), "", upstream.ErrAuth, false, 0},
-			{"access denied", "submit", 403, docError("Forbidden", "AccessDenied", "The request failed because you do not have access to the requested resource."), "", upstream.ErrAuth, false, 0},
+			// A 403 that is not about the account's balance, on a submission, is about the model on this
+			// account (Ark refuses a key with 401): that route closes, the credential's others go on.
+			{"access denied on submit", "submit", 403, docError("Forbidden", "AccessDenied", "The request failed because you do not have access to the requested resource."), "", upstream.ErrRoute, false, 0},
+			{"access denied on a task", "poll", 403, docError("Forbidden", "AccessDenied", "The request failed because you do not have access to the requested resource."), "", upstream.ErrAuth, false, 0},
+			// Volcengine 错误码 (82379/1299023, as scraped in Hajimi-Commune/VolcanoArkDocs, read
+			// 2026-11-29): limits that need someone to act in the console close the route, never retried.
+			{"set limit reached", "submit", 429, docError("TooManyRequests", "SetLimitExceeded", `Your account [2100000000] has reached the set inference limit for the [dreamina-seedance-2-0-260128] model, and the model service has been paused. To continue using this model, please visit the Model Activation page to adjust or close the "Safe Experience Mode".`), "", upstream.ErrRoute, false, 0},
+			{"free trial used up", "submit", 429, docError("TooManyRequests", "QuotaExceeded", "Your account [2100000000] has exhausted its free trial quota for the [dreamina-seedance-2-0-260128] model."), "", upstream.ErrRoute, false, 0},
+			{"usage window used up", "submit", 429, docError("TooManyRequests", "QuotaExceeded", "You have exceeded the 5-hour/weekly/monthly usage quota. It will reset at 2026-11-29 18:00:00."), "", upstream.ErrRoute, false, 0},
+			{"free tokens used up", "submit", 429, docError("TooManyRequests", "ModelQuotaExhausted", "Your account [2100000000] has exhausted the free tokens of the [dreamina-seedance-2-0-260128] model."), "", upstream.ErrRoute, false, 0},
+			{"set limit on a task", "poll", 429, docError("TooManyRequests", "SetLimitExceeded", `Your account [2100000000] has reached the set inference limit for the [dreamina-seedance-2-0-260128] model.`), "", upstream.ErrBusy, false, 0},
 			// The account is in arrears: out of credit, not a refused key.
 			{"overdue account", "poll", 403, docError("Forbidden", "AccountOverdueError", "The request failed because your account has an overdue balance."), "", upstream.ErrOutOfCredit, false, 0},
 			{"overdue account on submit", "submit", 403, docError("Forbidden", "AccountOverdueError", "The request failed because your account has an overdue balance."), "", upstream.ErrOutOfCredit, false, 0},
@@ -260,8 +271,8 @@ func TestDocumentedAnswers(t *testing.T) {
 			{"rate limit", "submit", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointRPMExceeded", "The Requests Per Minute (RPM) limit of the associated endpoint for your account has been exceeded."), "", upstream.ErrBusy, false, 0},
 			{"rate limit with Retry-After", "submit", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointTPMExceeded", "The Tokens Per Minute (TPM) limit of the associated endpoint for your account has been exceeded."), "7", upstream.ErrBusy, false, 7 * time.Second},
 			{"rate limit with a Retry-After date", "poll", 429, docError("TooManyRequests", "RateLimitExceeded.EndpointRPMExceeded", "The Requests Per Minute (RPM) limit of the associated endpoint for your account has been exceeded."), time.Now().Add(time.Hour).UTC().Format(http.TimeFormat), upstream.ErrBusy, false, 58 * time.Minute},
-			// The rows of these two codes were cut from the stored copies; their codes are as Ark's tables
-			// name them, and a 429 is "try again later" whatever its code.
+			// The account's queued-task limit (QuotaExceeded, "The request has exceeded the quota") and an
+			// overloaded service drain by themselves: try again later.
 			{"queue full", "submit", 429, docError("TooManyRequests", "QuotaExceeded", "The request has exceeded the quota."), "", upstream.ErrBusy, false, 0},
 			{"overloaded", "submit", 429, docError("TooManyRequests", "ServerOverloaded", "The service is currently unable to handle additional requests due to server overload."), "", upstream.ErrBusy, false, 0},
 			{"internal", "submit", 500, docError("InternalServiceError", "InternalServiceError", "The service encountered an unexpected internal error."), "", upstream.ErrTransient, false, 0},

@@ -48,3 +48,7 @@ func (c *Client) Cancel(ctx context.Context, cred upstream.Credential, id string
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
 	return nil
 }
+
+// CancelsWhile: Ark cancels a task only while it queues there, which our status mirrors (queued until
+// Ark reports it running).
+func (c *Client) CancelsWhile(status string) bool { return status == "queued" }

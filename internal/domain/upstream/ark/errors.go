@@ -36,7 +36,36 @@ const (
 	// 400 InvalidEndpoint.ClosedEndpoint: "the endpoint is currently closed or temporarily unavailable.
 	// Please try again later".
 	codeClosedEndpoint = "InvalidEndpoint.ClosedEndpoint"
+	// 429 SetLimitExceeded: "Your account [%s] has reached the set inference limit for the [%s] model,
+	// and the model service has been paused. … adjust or close the "Safe Experience Mode"". One model,
+	// until someone acts in the console.
+	codeSetLimitExceeded = "SetLimitExceeded"
+	// 429 QuotaExceeded means three things (Volcengine 错误码, 82379/1299023): "has exhausted its free
+	// trial quota for the [%s] model" and "exceeded the 5-hour/weekly/monthly usage quota" need someone
+	// to act; "The request has exceeded the quota" is the account's queued-task limit, which drains by
+	// itself. 429 ModelQuotaExhausted (BytePlus "Free Tokens Only Mode") is one model's free tokens.
+	codeQuotaExceeded       = "QuotaExceeded"
+	codeModelQuotaExhausted = "ModelQuotaExhausted"
 )
+
+// closesRoute reports whether a submission's refusal is about one model on this account and needs an
+// operator's action (docs/upstreams.md#ark-errors): the route stops taking work, the credential's other
+// routes go on, and the task goes to another route or fails at once — never retried until RUN_TIMEOUT.
+// Any 403 of a submission that is not about the account's balance is read the same way: Ark names no 403
+// that refuses the key (that is 401), and AccessDenied is given for one model the account may not use.
+func closesRoute(status int, code, msg string) bool {
+	switch {
+	case code == codeServiceNotOpen || code == codeModelNotOpen || code == codeSetLimitExceeded || code == codeModelQuotaExhausted:
+		return true
+	case code == codeQuotaExceeded:
+		// Only the documented quotas that need someone to act; any other wording (the queued-task limit,
+		// a message in another language) is read as busy, which drains by itself.
+		return strings.Contains(msg, "free trial quota") || strings.Contains(msg, "usage quota")
+	case status == http.StatusForbidden:
+		return code != codeAccountOverdue && code != codeServiceOverdue
+	}
+	return false
+}
 
 // classify maps an Ark error answer to the error the worker acts on (docs/upstreams.md#errors has
 // the table). Messages are kept for staff except where the answer is about the key or the account:
@@ -53,7 +82,7 @@ func classify(resp *http.Response, call callKind) error {
 	switch {
 	case code == codeAccountOverdue || code == codeServiceOverdue:
 		return fmt.Errorf("%w: ark %s: HTTP %d %s", upstream.ErrOutOfCredit, name, s, code)
-	case (code == codeServiceNotOpen || code == codeModelNotOpen) && call == callSubmit:
+	case call == callSubmit && closesRoute(s, code, msg):
 		return fmt.Errorf("%w: %s", upstream.ErrRoute, detail)
 	case code == codeServiceNotOpen || code == codeModelNotOpen:
 		// About a task that exists: it was created while the model was open. Moving it to another

@@ -30,6 +30,7 @@ import (
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/ark"
 	"videogen/internal/domain/upstream/sim"
+	"videogen/internal/testkit"
 	"videogen/models"
 )
 
@@ -59,16 +60,6 @@ func arkSimulator(t *testing.T, clk *clock) string {
 	return hs.URL + "/api/v3"
 }
 
-// mediaServer serves input files, as a customer's storage would.
-func mediaServer(t *testing.T) string {
-	t.Helper()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "media bytes for "+r.URL.Path)
-	}))
-	t.Cleanup(hs.Close)
-	return hs.URL
-}
-
 // TestSDKAgainstSimulator: the SDK's own client creates, reads and deletes tasks on the simulator's
 // Ark protocol, and the adapter reads the same tasks — so the simulator the adapter is tested against
 // speaks what the SDK speaks.
@@ -76,7 +67,7 @@ func TestSDKAgainstSimulator(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: time.Now()}
 	base := arkSimulator(t, clk)
-	m := mediaServer(t)
+	m := testkit.ProviderMedia(t)
 	// No SDK retries: Ark has no idempotency key, so a retried create may be a second paid task.
 	sdk := arkruntime.NewClientWithApiKey(secret, arkruntime.WithBaseUrl(base), arkruntime.WithRetryTimes(0))
 	c := ark.New(base, 5*time.Second)

@@ -98,8 +98,9 @@ func status(t wireTask) (upstream.Status, error) {
 }
 
 // rendered is what a succeeded task reports it rendered: seed, resolution, ratio, duration and frame
-// rate. Ark reports no pixel size; Size is the one Seedance renders for the reported resolution and
-// ratio (the catalog's table), and stays empty for a pair outside it.
+// rate. Ark reports no pixel size; Size is the one the task's model renders for the reported resolution
+// and ratio (its row in Models: Seedance 1.0 renders 1920x1088 for 1080p 16:9, 2.0 1920x1080), else
+// the catalog's, and stays empty for a pair outside both.
 func rendered(t wireTask) upstream.Rendered {
 	r := upstream.Rendered{Seed: t.Seed, Resolution: t.Resolution, Ratio: t.Ratio}
 	if t.Duration != nil {
@@ -109,7 +110,10 @@ func rendered(t wireTask) upstream.Rendered {
 		r.FPS = int(*t.FramesPerSecond)
 	}
 	if t.Resolution != "" && t.Ratio != "" {
-		r.Size = sizeOf(t.Resolution, t.Ratio)
+		r.Size = Models[t.Model].Sizes[t.Resolution][t.Ratio]
+		if r.Size == "" {
+			r.Size = sizeOf(t.Resolution, t.Ratio)
+		}
 	}
 	return r
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -192,13 +193,22 @@ func (c *Client) Download(ctx context.Context, cred upstream.Credential, name st
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, 0, fmt.Errorf("gemini download %s: %w: the video URI is not an http(s) URL", name, upstream.ErrTransient)
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
+	if id := fileID.FindStringSubmatch(u.Path); id != nil {
+		// A Gemini API file (…/files/{id}:download?alt=media) is fetched as the SDK's Files.Download
+		// fetches it — {base}/{version}/files/{id}:download?alt=media on the configured base, with the
+		// key — whatever host the URI names, so a credential behind a proxy base downloads through it.
+		// (Files.Download itself reads the whole video into memory and never looks at the answer's
+		// status; the path is the SDK's, the streaming ours.) A redirect elsewhere loses the key.
+		u = c.base.JoinPath(apiVersion, "files", id[1]+":download")
+		u.RawQuery = "alt=media"
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gemini: build download: %w", err)
 	}
 	if c.sameHost(u) {
-		// The file is the Gemini API's own (…/v1beta/files/{id}:download?alt=media): it takes the key
-		// as every API call does. Another host never gets it.
+		// The file is the Gemini API's own: it takes the key as every API call does. Another host (a
+		// signed storage URL) never gets it.
 		r.Header.Set(apiKeyHeader, cred.Secret)
 	}
 	resp, err := c.files.Do(r)
@@ -233,6 +243,12 @@ func (c *Client) Download(ctx context.Context, cred upstream.Credential, name st
 func (c *Client) Cancel(ctx context.Context, cred upstream.Credential, name string) error {
 	return fmt.Errorf("gemini cancel %s: %w: the Gemini API has no cancel for video operations", name, upstream.ErrNotCancellable)
 }
+
+// CancelsWhile: never (Cancel above).
+func (c *Client) CancelsWhile(string) bool { return false }
+
+// fileID finds a Gemini API file id in a video URI's path, as the SDK's tFileName does (files/[a-z0-9]+).
+var fileID = regexp.MustCompile(`/files/([a-z0-9]+)(?::download)?$`)
 
 // sameHost reports whether u is on the credential's base URL (scheme and host), where the key may go.
 func (c *Client) sameHost(u *url.URL) bool {

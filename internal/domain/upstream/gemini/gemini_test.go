@@ -144,6 +144,7 @@ func TestDocumentedAnswers(t *testing.T) {
 		want     error         // errors.Is target
 		retry    time.Duration // for busy answers: the wait asked
 		rejected string        // for RejectedError: its code
+		policy   bool          // for RejectedError: a content-policy refusal
 	}{
 		{name: "400 INVALID_ARGUMENT: the request body is malformed", answer: answer{status: 400, body: docError(400, "INVALID_ARGUMENT", "Request contains an invalid argument.")},
 			want: upstream.ErrRejected, rejected: "INVALID_ARGUMENT"},
@@ -161,6 +162,14 @@ func TestDocumentedAnswers(t *testing.T) {
 			want: upstream.ErrBusy, retry: 33 * time.Second},
 		{name: "429 RESOURCE_EXHAUSTED with Retry-After only", onTask: true, answer: answer{status: 429, body: docError(429, "RESOURCE_EXHAUSTED", "You've exceeded the rate limit."), headers: map[string]string{"Retry-After": "7"}},
 			want: upstream.ErrBusy, retry: 7 * time.Second},
+		// Prepaid billing (since 2026-03-23): the account's credit is used up, as reported on the Gemini
+		// developer forum (discuss.ai.google.dev/t/…/169215, read 2026-11-29). Not a busy key.
+		{name: "429 RESOURCE_EXHAUSTED: prepayment credits depleted", answer: answer{status: 429, body: docError(429, "RESOURCE_EXHAUSTED", "Your prepayment credits are depleted. Please go to AI Studio at https://ai.studio/projects to manage your project and billing. Learn more at https://ai.google.dev/gemini-api/docs/billing#prepay. ")},
+			want: upstream.ErrOutOfCredit},
+		// A moderation block answered as a refusal of the request (Vertex AI's Responsible AI wording with
+		// its support codes): the content policy, so the task fails content_policy_violation.
+		{name: "400 INVALID_ARGUMENT naming the usage guidelines", answer: answer{status: 400, body: docError(400, "INVALID_ARGUMENT", "Veo could not generate videos because the input image violates Vertex AI's usage guidelines. If you think this was an error, send feedback. Support codes: 15236754")},
+			want: upstream.ErrRejected, rejected: "INVALID_ARGUMENT", policy: true},
 		{name: "500 INTERNAL", answer: answer{status: 500, body: docError(500, "INTERNAL", "An unexpected error occurred on Google's side.")}, want: upstream.ErrTransient},
 		{name: "503 UNAVAILABLE", onTask: true, answer: answer{status: 503, body: docError(503, "UNAVAILABLE", "The service may be temporarily overloaded or down.")}, want: upstream.ErrTransient},
 		{name: "504 DEADLINE_EXCEEDED", answer: answer{status: 504, body: docError(504, "DEADLINE_EXCEEDED", "The service is unable to finish processing within the deadline.")}, want: upstream.ErrTransient},
@@ -195,8 +204,8 @@ func TestDocumentedAnswers(t *testing.T) {
 			}
 			if tc.rejected != "" {
 				var re *upstream.RejectedError
-				if !errors.As(err, &re) || re.Code != tc.rejected || re.Policy {
-					t.Errorf("rejection %+v, want code %s, not policy", re, tc.rejected)
+				if !errors.As(err, &re) || re.Code != tc.rejected || re.Policy != tc.policy {
+					t.Errorf("rejection %+v, want code %s, policy %v", re, tc.rejected, tc.policy)
 				}
 			}
 		})
@@ -217,6 +226,18 @@ func TestOperationStates(t *testing.T) {
 			ErrorMessage: "Your prompt may violate our policies. Try rephrasing it.", PolicyFailure: true}, true},
 		{"done with an error", docFailed, upstream.Status{ID: opName, State: upstream.StateFailed, ErrorCode: "INTERNAL",
 			ErrorMessage: "Video generation failed due to an internal error."}, false},
+		// A moderation block reported as the operation's INVALID_ARGUMENT (Vertex AI's Responsible AI
+		// wording): the content policy.
+		{"done with a safety refusal", `{"name": "models/veo-3.1-generate-preview/operations/5xkq2w9zb1ma", "done": true,
+  "error": {"code": 3, "message": "Veo could not generate videos because the input image violates the usage guidelines. Support codes: 15236754"}}`,
+			upstream.Status{ID: opName, State: upstream.StateFailed, ErrorCode: "INVALID_ARGUMENT",
+				ErrorMessage: "Veo could not generate videos because the input image violates the usage guidelines. Support codes: 15236754", PolicyFailure: true}, true},
+		// The audio filter (the Veo page: "Veo 3.1 will sometimes block a video … because of … the audio.
+		// You will not be charged"): worth one more submission.
+		{"done, filtered for its audio", `{"name": "models/veo-3.1-generate-preview/operations/5xkq2w9zb1ma", "done": true,
+  "response": {"generateVideoResponse": {"raiMediaFilteredCount": 1, "raiMediaFilteredReasons": ["We encountered an issue with the audio for your prompt, which means we could not create your video."]}}}`,
+			upstream.Status{ID: opName, State: upstream.StateFailed, ErrorCode: "rai_media_filtered",
+				ErrorMessage: "We encountered an issue with the audio for your prompt, which means we could not create your video.", PolicyFailure: true, RetryOnce: true}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -419,8 +440,13 @@ func TestCancelIsNotOffered(t *testing.T) {
 	}
 }
 
-// TestCheck refuses at create what Veo cannot take (the SDK's GenerateVideosConfig, types.go).
-func TestCheck(t *testing.T) {
+// TestVeoRules: a Veo 3.1 route refuses at create what Veo cannot take (the SDK's GenerateVideosConfig,
+// types.go; the Veo page's parameters): a last frame alone, frames with references, a fourth reference.
+func TestVeoRules(t *testing.T) {
+	caps, ok := upstream.RouteCaps(gemini.Models["veo-3.1-generate-preview"], "videogen-2.0-720p")
+	if !ok {
+		t.Fatal("veo-3.1 sells no size of videogen-2.0-720p")
+	}
 	img := "https://media.example/a.png"
 	cases := []struct {
 		name  string
@@ -438,7 +464,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := gemini.Check(models.VideoRequest{Model: "videogen-2.0-720p", Seconds: 8, TaskInputs: tc.in})
+			err := upstream.Refusal([]upstream.Capabilities{caps}, models.VideoRequest{Model: "videogen-2.0-720p", Seconds: 8, Size: "1280x720", TaskInputs: tc.in})
 			var ue *upstream.UnsupportedError
 			switch {
 			case tc.param == "" && err != nil:
@@ -447,5 +473,37 @@ func TestCheck(t *testing.T) {
 				t.Errorf("error %v, want a refusal naming %s", err, tc.param)
 			}
 		})
+	}
+}
+
+// TestDownloadThroughAProxyBase: a credential whose base URL is a proxy gets the operation's file URI
+// on Google's host, yet fetches the file through its own base — the path the SDK's Files.Download
+// builds, {base}/v1beta/files/{id}:download?alt=media — with the key; a refusal there is the key's
+// (ErrAuth), not a stale URL.
+func TestDownloadThroughAProxyBase(t *testing.T) {
+	googleHosted := strings.ReplaceAll(docDone, "FILEHOST", "https://generativelanguage.googleapis.com")
+	p, c := serve(t, map[string]answer{
+		opPath: {status: 200, body: googleHosted},
+		"GET /v1beta/files/3ka9pz0wq1xy:download": {status: 200, body: "the video"},
+	})
+	body, _, err := c.Download(context.Background(), cred, opName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(body)
+	_ = body.Close()
+	if string(b) != "the video" {
+		t.Fatalf("downloaded %q", b)
+	}
+	if r, _ := p.last(t); r.URL.Path != "/v1beta/files/3ka9pz0wq1xy:download" || r.URL.Query().Get("alt") != "media" || r.Header.Get("x-goog-api-key") != secret {
+		t.Fatalf("the file was asked as %s?%s (key %v), want through the base with the key", r.URL.Path, r.URL.RawQuery, r.Header.Get("x-goog-api-key") != "")
+	}
+
+	_, refusing := serve(t, map[string]answer{
+		opPath: {status: 200, body: googleHosted},
+		"GET /v1beta/files/3ka9pz0wq1xy:download": {status: 401, body: docError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")},
+	})
+	if _, _, err := refusing.Download(context.Background(), cred, opName); !errors.Is(err, upstream.ErrAuth) {
+		t.Fatalf("a 401 through the base: %v, want ErrAuth", err)
 	}
 }

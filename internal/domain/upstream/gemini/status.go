@@ -26,12 +26,15 @@ func status(op *genai.GenerateVideosOperation) (upstream.Status, error) {
 	case op.Error != nil:
 		// google.rpc.Status: {code (a google.rpc.Code number), message, details}.
 		st.ErrorCode, st.ErrorMessage = rpcCodeName(op.Error["code"]), fmt.Sprint(op.Error["message"])
+		// A finished operation refused as INVALID_ARGUMENT naming Veo's safety rules is a moderation block.
+		st.PolicyFailure = st.ErrorCode == "INVALID_ARGUMENT" && safetyRefusal(st.ErrorMessage)
 	case videoURI(op) != "":
 		st.State, st.Progress = upstream.StateCompleted, 100
 	case op.Response != nil && (op.Response.RAIMediaFilteredCount > 0 || len(op.Response.RAIMediaFilteredReasons) > 0):
 		// Done, no video, and the videos were filtered by Google's Responsible AI checks: the content
 		// policy withheld the output.
 		st.ErrorCode, st.PolicyFailure = "rai_media_filtered", true
+		st.RetryOnce = audioFiltered(op.Response.RAIMediaFilteredReasons)
 		st.ErrorMessage = strings.Join(op.Response.RAIMediaFilteredReasons, " ")
 		if st.ErrorMessage == "" {
 			st.ErrorMessage = "the generated video was filtered by the provider's safety checks"
@@ -129,6 +132,11 @@ func classify(err error, ans *answer, call string, onTask bool) error {
 		return fmt.Errorf("%w: %s", upstream.ErrUnknownTask, detail)
 	case code == http.StatusNotFound:
 		return fmt.Errorf("%w: %s", upstream.ErrRoute, detail)
+	case code == http.StatusTooManyRequests && creditDepleted(ae.Message):
+		// 429 RESOURCE_EXHAUSTED "Your prepayment credits are depleted. Please go to AI Studio … to manage
+		// your project and billing" (prepaid billing, since 2026-03-23): no retry helps until someone adds
+		// credit, so it is the account's insufficient_quota, not a busy key.
+		return fmt.Errorf("%w: insufficient_quota: %s", upstream.ErrOutOfCredit, detail)
 	case code == http.StatusTooManyRequests:
 		// RESOURCE_EXHAUSTED: a rate or quota limit. Its RetryInfo detail says when to come back.
 		wait := retryDelay(ae)
@@ -140,8 +148,9 @@ func classify(err error, ans *answer, call string, onTask bool) error {
 		// 500 INTERNAL, 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED: retry.
 		return fmt.Errorf("%w: %s", upstream.ErrTransient, detail)
 	case code >= 400:
-		// 400 INVALID_ARGUMENT and other refusals of the request.
-		return &upstream.RejectedError{Status: code, Code: state, Message: ae.Message}
+		// 400 INVALID_ARGUMENT and other refusals of the request; Veo reports some moderation blocks as
+		// INVALID_ARGUMENT naming its safety rules, which are the content policy, not the parameters.
+		return &upstream.RejectedError{Status: code, Code: state, Message: ae.Message, Policy: safetyRefusal(ae.Message)}
 	default:
 		return fmt.Errorf("%w: unexpected %s", upstream.ErrTransient, detail)
 	}
@@ -193,4 +202,38 @@ func clip(s string) string {
 		return s[:300] + "…"
 	}
 	return s
+}
+
+// creditDepleted reports whether a 429's message says the account's prepaid credit is used up (as the
+// Gemini API words it: "Your prepayment credits are depleted").
+func creditDepleted(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "prepayment credits") || strings.Contains(m, "credits are depleted") || strings.Contains(m, "billing account")
+}
+
+// safetyWords are what Veo's refusals of content say (the Gemini API's and Vertex AI's "Responsible
+// AI" wording: "violate our policies", "usage guidelines", "safety", support codes).
+var safetyWords = []string{"safety", "responsible ai", "violate", "usage guidelines", "policies", "support codes", "sensitive"}
+
+// safetyRefusal reports whether a refusal's message says the content broke Veo's rules.
+func safetyRefusal(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, w := range safetyWords {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// audioFiltered reports whether a filtered operation's reasons blame the sound track ("We encountered
+// an issue with the audio for your prompt"): the Veo page says such blocks come from safety filters "or
+// other processing issues with the audio" and are not charged, so one retry is worth it.
+func audioFiltered(reasons []string) bool {
+	for _, r := range reasons {
+		if strings.Contains(strings.ToLower(r), "audio") {
+			return true
+		}
+	}
+	return false
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"videogen/internal/domain/upstream"
+	"videogen/internal/infra/imagefit"
 )
 
 // What OpenAI's create accepts (openapi.yaml, VideoSeconds and VideoSize, as kept in testdata/):
@@ -92,6 +93,7 @@ func (c *Client) Submit(ctx context.Context, cred upstream.Credential, req upstr
 		// honour it find the first job when the worker repeats a submission with no clear answer.
 		opts = append(opts, option.WithHeader("Idempotency-Key", req.IdempotencyKey))
 	}
+	conformed := ""
 	if req.StartImageURL == "" {
 		b, err := json.Marshal(jsonBody{Model: string(params.Model), Prompt: params.Prompt, Seconds: string(params.Seconds), Size: string(params.Size)})
 		if err != nil {
@@ -99,19 +101,22 @@ func (c *Client) Submit(ctx context.Context, cred upstream.Credential, req upstr
 		}
 		opts = append(opts, option.WithRequestBody("application/json", b))
 	} else {
-		form, err := c.streamForm(ctx, params, req.StartImageURL)
+		form, err := c.streamForm(ctx, params, req.StartImageURL, req.UpstreamSize)
 		if err != nil {
 			return upstream.Status{}, err
 		}
 		defer form.Close()
 		opts = append(opts, option.WithRequestBody(form.contentType, form))
+		conformed = form.conformed
 	}
 	svc := c.videos(cred)
 	v, err := svc.New(ctx, params, opts...)
 	if err != nil {
 		return upstream.Status{}, classify("create", err, raw, false)
 	}
-	return status(v)
+	st, err := status(v)
+	st.Conformed = conformed
+	return st, err
 }
 
 // newParams checks that req is what OpenAI's create takes and returns its fields. The platform's
@@ -152,6 +157,7 @@ func contains[T comparable](xs []T, x T) bool {
 type form struct {
 	*io.PipeReader
 	contentType string
+	conformed   string // what was done to the first frame to fit the video's size, if anything
 }
 
 // streamForm opens the first frame at url (a signed URL of our own media; no credential is sent) and
@@ -160,7 +166,11 @@ type form struct {
 // sending (VideoNewParams.MarshalMultipart); handing it the piped form as the request body instead
 // streams it. A frame that cannot be read is ErrTransient: the worker signs the task's media afresh for
 // its next attempt.
-func (c *Client) streamForm(ctx context.Context, params sdk.VideoNewParams, url string) (*form, error) {
+//
+// Sora takes a first frame only at the video's size ("Inpaint image must match the requested width and
+// height"): a frame of another size is scaled to cover the size and centre-cropped to it
+// (internal/infra/imagefit), one decoded frame in memory, the PNG streamed as it is encoded.
+func (c *Client) streamForm(ctx context.Context, params sdk.VideoNewParams, url, size string) (*form, error) {
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the first frame's URL: %v", upstream.ErrTransient, err)
@@ -174,7 +184,22 @@ func (c *Client) streamForm(ctx context.Context, params sdk.VideoNewParams, url 
 		return nil, fmt.Errorf("%w: read the first frame: HTTP %d", upstream.ErrTransient, resp.StatusCode)
 	}
 	ctype := imageType(resp.Header.Get("Content-Type"), r.URL.Path)
-	params.InputReference = sdk.VideoNewParamsInputReferenceUnion{OfFile: sdk.File(resp.Body, "first_frame"+extension(ctype), ctype)}
+	var w, h int
+	if _, err := fmt.Sscanf(size, "%dx%d", &w, &h); err != nil {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("%w: size %q is not WIDTHxHEIGHT", upstream.ErrRejected, size)
+	}
+	fitted, err := imagefit.Cover(resp.Body, ctype, w, h)
+	if err != nil {
+		_ = resp.Body.Close()
+		return nil, &upstream.RejectedError{Status: http.StatusBadRequest, Code: "first_frame_unreadable", Message: "the first frame could not be read as an image: " + err.Error()}
+	}
+	conformed := ""
+	if fitted.From != "" {
+		conformed = fmt.Sprintf("first frame cropped to %s (from %s) to match the video's size", size, fitted.From)
+	}
+	ctype = fitted.ContentType
+	params.InputReference = sdk.VideoNewParamsInputReferenceUnion{OfFile: sdk.File(fitted.Body, "first_frame"+extension(ctype), ctype)}
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -182,10 +207,11 @@ func (c *Client) streamForm(ctx context.Context, params sdk.VideoNewParams, url 
 		if err == nil {
 			err = mw.Close()
 		}
+		_ = fitted.Body.Close() // ends the encoder of a cropped frame, whether or not it was read out
 		_ = resp.Body.Close()
 		pw.CloseWithError(err)
 	}()
-	return &form{PipeReader: pr, contentType: mw.FormDataContentType()}, nil
+	return &form{PipeReader: pr, contentType: mw.FormDataContentType(), conformed: conformed}, nil
 }
 
 // imageType is the first frame's media type: as our media store served it, else from its name.

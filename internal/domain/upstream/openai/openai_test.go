@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -136,8 +141,16 @@ func submitReq(prompt string, seconds int, size string) upstream.SubmitRequest {
 func TestRequestsMatchSpec(t *testing.T) {
 	ctx := context.Background()
 	check := mustSpec(t)
-	frame := randomBytes(300 << 10)
-	mediaURL, mediaAuth := media(t, map[string][]byte{"/f/first.png": frame})
+	// A first frame of each size, as Sora takes it (the video's own size), passes through byte for byte.
+	frames := map[string][]byte{}
+	files := map[string][]byte{}
+	for _, size := range []string{"720x1280", "1280x720", "1024x1792", "1792x1024"} {
+		var w, h int
+		fmt.Sscanf(size, "%dx%d", &w, &h)
+		frames[size] = append(pngHeader(w, h), randomBytes(300<<10)...)
+		files["/f/"+size+".png"] = frames[size]
+	}
+	mediaURL, mediaAuth := media(t, files)
 
 	type create struct {
 		name       string
@@ -151,7 +164,7 @@ func TestRequestsMatchSpec(t *testing.T) {
 			name := fmt.Sprintf("%ds %s", secs, size)
 			cases = append(cases, create{"text " + name, submitReq("a harbour at dawn", secs, size), false})
 			r := submitReq("the harbour wakes", secs, size)
-			r.StartImageURL = mediaURL + "/f/first.png"
+			r.StartImageURL = mediaURL + "/f/" + size + ".png"
 			cases = append(cases, create{"first frame " + name, r, true})
 		}
 	}
@@ -190,6 +203,7 @@ func TestRequestsMatchSpec(t *testing.T) {
 				t.Fatalf("fields %v, want exactly %v", fields, want)
 			}
 			if tc.firstFrame {
+				frame := frames[tc.req.UpstreamSize]
 				if file == nil || !bytes.Equal(file.data, frame) || file.contentType != "image/png" || file.filename != "first_frame.png" {
 					t.Fatalf("input_reference: %+v, want the %d bytes of the first frame as first_frame.png, image/png", file, len(frame))
 				}
@@ -339,11 +353,11 @@ func TestRefusedBeforeSending(t *testing.T) {
 // sends half the image and waits until OpenAI has received part of the file; an adapter that read the
 // image whole before sending would never get the rest, and the submit would time out.
 func TestFirstFrameStreamed(t *testing.T) {
-	half := randomBytes(256 << 10)
+	half := append(pngHeader(720, 1280), randomBytes(256<<10)...)
 	reached := make(chan struct{})
 	var once sync.Once
 	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "image/jpeg")
+		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write(half)
 		w.(http.Flusher).Flush()
 		select {
@@ -386,7 +400,7 @@ func TestFirstFrameStreamed(t *testing.T) {
 	}))
 	defer provider.Close()
 	r := submitReq("streamed", 4, "720x1280")
-	r.StartImageURL = store.URL + "/frame.jpg"
+	r.StartImageURL = store.URL + "/frame.png"
 	if _, err := openai.New(provider.URL, 10*time.Second).Submit(context.Background(), cred, r); err != nil {
 		t.Fatal(err)
 	}
@@ -407,5 +421,63 @@ func TestFirstFrameUnreadable(t *testing.T) {
 	}
 	if n := len(p.requests()); n != 0 {
 		t.Fatalf("OpenAI was called %d times", n)
+	}
+}
+
+// pngHeader is the start of a PNG of w×h — its signature and IHDR chunk, all a header reader needs —
+// so that a frame can be any size of bytes after it.
+func pngHeader(w, h int) []byte {
+	ihdr := make([]byte, 17)
+	copy(ihdr, "IHDR")
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(w))
+	binary.BigEndian.PutUint32(ihdr[8:], uint32(h))
+	ihdr[12], ihdr[13] = 8, 2 // 8-bit RGB
+	out := []byte("\x89PNG\r\n\x1a\n")
+	out = binary.BigEndian.AppendUint32(out, 13)
+	out = append(out, ihdr...)
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(ihdr))
+}
+
+// TestFirstFrameCropped: a first frame of another size than the video's is scaled to cover the size and
+// centre-cropped to it before it is sent, as a PNG of exactly that size, and the submission says so for
+// the task log.
+func TestFirstFrameCropped(t *testing.T) {
+	square := image.NewRGBA(image.Rect(0, 0, 1000, 1000))
+	for y := 0; y < 1000; y++ {
+		for x := 0; x < 1000; x++ {
+			c := color.RGBA{0, 0, 255, 255} // blue edges, cropped away at 16:9
+			if y >= 200 && y < 800 {
+				c = color.RGBA{255, 0, 0, 255}
+			}
+			square.Set(x, y, c)
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, square); err != nil {
+		t.Fatal(err)
+	}
+	mediaURL, _ := media(t, map[string][]byte{"/f/square.png": buf.Bytes()})
+	p, c := serve(t, nil)
+	r := submitReq("cropped", 4, "1280x720")
+	r.StartImageURL = mediaURL + "/f/square.png"
+	st, err := c.Submit(context.Background(), cred, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Conformed != "first frame cropped to 1280x720 (from 1000x1000) to match the video's size" {
+		t.Fatalf("conformed %q", st.Conformed)
+	}
+	_, file := decodeCreate(t, p.requests()[0])
+	img, err := png.Decode(bytes.NewReader(file.data))
+	if err != nil || file.contentType != "image/png" {
+		t.Fatalf("sent %s: %v", file.contentType, err)
+	}
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 720 {
+		t.Fatalf("sent a %dx%d frame", b.Dx(), b.Dy())
+	}
+	for _, pt := range []image.Point{{0, 0}, {1279, 719}, {640, 360}} {
+		if r, _, b, _ := img.At(pt.X, pt.Y).RGBA(); r>>8 < 200 || b>>8 > 50 {
+			t.Fatalf("pixel %v is %v: the crop kept what it should have cut", pt, img.At(pt.X, pt.Y))
+		}
 	}
 }

@@ -51,12 +51,19 @@ type Model struct {
 	Inputs  []string
 	Audio   *bool
 	SizeMap map[string]string
+	// Caps is what the route renders: its model's row in its kind's capability table, narrowed by what
+	// the route declares (docs/upstreams.md#capabilities).
+	Caps upstream.Capabilities
+	Line int // where the alias's entry starts, for messages
 }
 
 // Options are what the file is checked against.
 type Options struct {
-	Kinds      []string // the provider kinds this build knows
-	Production bool     // APP_ENV=production: no inline secrets, no simulator, https only
+	Kinds []string // the provider kinds this build knows
+	// Tables holds the capability table of each kind that has one (openai, ark, gemini); a route of a
+	// kind without one (sim) renders what it declares, and everything else.
+	Tables     map[string]upstream.Table
+	Production bool // APP_ENV=production: no inline secrets, no simulator, https only
 }
 
 // MaxConcurrency bounds max_concurrency: a typo of a few zeros should not open thousands of slots.
@@ -209,7 +216,7 @@ func (p *parser) spec(n *yaml.Node, path string) Spec {
 		s.Draining = b
 	}
 	if v, ok := e["models"]; ok {
-		s.Models = p.models(v, path+".models")
+		s.Models = p.models(v, path+".models", s.Kind)
 	} else {
 		p.fail(n, path+".models", "missing: the model aliases this credential serves")
 	}
@@ -252,7 +259,7 @@ func loopback(host string) bool {
 
 var modelKeys = []string{"upstream_model", "cost_per_second", "cost_per_million_tokens", "seconds", "sizes", "inputs", "audio", "size_map"}
 
-func (p *parser) models(n *yaml.Node, path string) map[string]Model {
+func (p *parser) models(n *yaml.Node, path, kind string) map[string]Model {
 	out := map[string]Model{}
 	e := p.entries(n, path)
 	if n.Kind == yaml.MappingNode && len(e) == 0 {
@@ -273,10 +280,13 @@ func (p *parser) models(n *yaml.Node, path string) map[string]Model {
 		if v.Kind != yaml.MappingNode {
 			continue
 		}
-		m := Model{UpstreamModel: p.str(me, v, key, "upstream_model", true)}
+		m := Model{UpstreamModel: p.str(me, v, key, "upstream_model", true), Line: v.Line}
 		m.CostPerSecond = p.cost(me, v, key, "cost_per_second", true)
 		m.CostPerMillionTokens = p.cost(me, v, key, "cost_per_million_tokens", false)
 		p.capabilities(me, key, alias, &m)
+		if m.UpstreamModel != "" {
+			p.routeCaps(v, me, key, kind, alias, &m)
+		}
 		out[alias] = m
 	}
 	return out
@@ -284,8 +294,8 @@ func (p *parser) models(n *yaml.Node, path string) map[string]Model {
 
 // The bounds of a route's seconds: the durations the API sells (docs/api.md).
 const (
-	minSeconds = 4
-	maxSeconds = 15
+	minSeconds = upstream.MinSeconds
+	maxSeconds = upstream.MaxSeconds
 )
 
 var sizePattern = regexp.MustCompile(`^[1-9][0-9]{1,4}x[1-9][0-9]{1,4}$`)

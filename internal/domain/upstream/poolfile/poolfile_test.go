@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"videogen/internal/domain/upstream/poolfile"
+	"videogen/internal/domain/upstream/providers"
 	"videogen/internal/money"
 )
 
@@ -190,7 +191,7 @@ func TestDocumentedExample(t *testing.T) {
 	if !strings.Contains(string(doc), "```yaml\n"+string(example)+"```") {
 		t.Fatal("docs/upstreams.md does not show docs/examples/upstreams.yaml as its example")
 	}
-	specs, err := poolfile.Parse("upstreams.yaml", example, poolfile.Options{Kinds: kinds.Kinds, Production: true})
+	specs, err := poolfile.Parse("upstreams.yaml", example, providers.Options(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"videogen/internal/domain/catalog"
+	"videogen/internal/domain/upstream/ark"
 	"videogen/internal/domain/upstream/sim/mp4synth"
+	"videogen/models"
 )
 
 // Ark's protocol, as BytePlus ModelArk and Volcengine Ark document it (docs/upstreams.md#ark). The
@@ -178,6 +180,12 @@ func (s *Sim) arkCreate(w http.ResponseWriter, r *http.Request, own string) {
 		arkErr(w, http.StatusBadRequest, "MissingParameter", "The request failed because it is missing one or multiple required parameters: model.")
 		return
 	}
+	row, known := ark.Models[b.Model]
+	if !known {
+		// The models the capability table lists are the ones this simulator serves.
+		arkErr(w, http.StatusNotFound, "InvalidEndpointOrModel.NotFound", "The model or endpoint "+b.Model+" does not exist or you do not have access to it.")
+		return
+	}
 	prompt, media, err := b.parse()
 	if err != nil {
 		arkErr(w, http.StatusBadRequest, "InvalidParameter", "The parameter content specified in the request is not valid: "+err.Error()+".")
@@ -193,6 +201,10 @@ func (s *Sim) arkCreate(w http.ResponseWriter, r *http.Request, own string) {
 	}
 	if strings.Contains(prompt, DirectiveReject) {
 		arkErr(w, http.StatusBadRequest, "InvalidParameter", "One or more parameters specified in the request are not valid ([sim:reject]).")
+		return
+	}
+	if strings.Contains(prompt, DirectiveSetLimit) {
+		arkErr(w, http.StatusTooManyRequests, "SetLimitExceeded", `Your account [2100000000] has reached the set inference limit for the [`+b.Model+`] model, and the model service has been paused. To continue using this model, please visit the Model Activation page to adjust or close the "Safe Experience Mode".`)
 		return
 	}
 	// Ark's defaults for what the request leaves out.
@@ -230,9 +242,31 @@ func (s *Sim) arkCreate(w http.ResponseWriter, r *http.Request, own string) {
 	if b.Watermark != nil {
 		watermark = *b.Watermark
 	}
-	fetched, err := fetchInputs(r.Context(), media)
+	fetched, probes, err := probeInputs(r.Context(), media)
 	if err != nil {
 		arkErr(w, http.StatusBadRequest, "InvalidParameter", "The simulator could not fetch an input: "+err.Error()+".")
+		return
+	}
+	// What the model's row refuses (durations, resolutions, inputs and their limits, sound, rules), as
+	// Ark refuses it: a 400 InvalidParameter naming the parameter.
+	ask := models.VideoRequest{Model: b.Model, Prompt: prompt, Seconds: secs, Size: size, GenerateAudio: audio}
+	ask.Media = probes
+	for _, m := range media {
+		switch roleField[m.Role] {
+		case "start_image_url":
+			ask.StartImageURL = m.URL
+		case "end_image_url":
+			ask.EndImageURL = m.URL
+		case "image_urls":
+			ask.ImageURLs = append(ask.ImageURLs, m.URL)
+		case "video_urls":
+			ask.VideoURLs = append(ask.VideoURLs, m.URL)
+		case "audio_urls":
+			ask.AudioURLs = append(ask.AudioURLs, m.URL)
+		}
+	}
+	if refused := row.Refuse(res, ratio, ask); refused != nil {
+		arkErr(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("The parameter `%s` specified in the request is not valid for model %s: %s.", refused.Param, b.Model, refused.Message))
 		return
 	}
 	d := s.cfg.Duration
@@ -254,7 +288,7 @@ func (s *Sim) arkCreate(w http.ResponseWriter, r *http.Request, own string) {
 	t, _, err = s.create(own, t)
 	if errors.Is(err, errCapacity) {
 		w.Header().Set("Retry-After", "1")
-		arkErr(w, http.StatusTooManyRequests, "QuotaExceeded", "The request failed because this credential runs its maximum number of tasks.")
+		arkErr(w, http.StatusTooManyRequests, "QuotaExceeded", "The request has exceeded the quota.")
 		return
 	}
 	if err != nil {

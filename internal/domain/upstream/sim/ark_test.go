@@ -86,18 +86,11 @@ func (a *arkSim) rawTask(t *testing.T, secret, id string) map[string]any {
 }
 
 // media serves input files, as a customer's storage would.
-func media(t *testing.T) string {
-	t.Helper()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "media bytes for "+r.URL.Path)
-	}))
-	t.Cleanup(hs.Close)
-	return hs.URL
-}
+func media(t *testing.T) string { return testkit.ProviderMedia(t) }
 
 func arkReq(prompt string) upstream.SubmitRequest {
 	return upstream.SubmitRequest{VideoRequest: models.VideoRequest{Model: "videogen-2.0-mini-480p", Prompt: prompt, Seconds: 4,
-		Size: "864x496", AspectRatio: "16:9", GenerateAudio: true}, UpstreamModel: "seedance-2-0-fast", IdempotencyKey: prompt}
+		Size: "864x496", AspectRatio: "16:9", GenerateAudio: true}, UpstreamModel: "dreamina-seedance-2-0-fast-260128", IdempotencyKey: prompt}
 }
 
 // waitState polls until the task reaches state; it fails at once if the task ends in another.
@@ -481,7 +474,7 @@ func TestArkExpiresAfter(t *testing.T) {
 	if got, err := a.client.Poll(ctx, credA, free.ID); err != nil || got.State != upstream.StateInProgress {
 		t.Fatalf("the unbounded task: %+v %v", got, err)
 	}
-	if code, v := a.rawCall(t, http.MethodPost, "key-a", "", `{"model":"m","content":[{"type":"text","text":"x"}],"execution_expires_after":60}`); code != http.StatusBadRequest || errorCode(v) != "InvalidParameter" {
+	if code, v := a.rawCall(t, http.MethodPost, "key-a", "", `{"model":"dreamina-seedance-2-0-fast-260128","content":[{"type":"text","text":"x"}],"execution_expires_after":60}`); code != http.StatusBadRequest || errorCode(v) != "InvalidParameter" {
 		t.Fatalf("execution_expires_after under 3600: %d %v", code, v)
 	}
 }
@@ -500,7 +493,7 @@ func TestArkRendered(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A task created without return_last_frame, as older clients send it.
-	code, created := a.rawCall(t, http.MethodPost, "key-a", "", `{"model":"m","content":[{"type":"text","text":"no last frame"}],"resolution":"480p","duration":4}`)
+	code, created := a.rawCall(t, http.MethodPost, "key-a", "", `{"model":"dreamina-seedance-2-0-fast-260128","content":[{"type":"text","text":"no last frame"}],"resolution":"480p","duration":4}`)
 	if code != http.StatusOK {
 		t.Fatalf("create: %d %v", code, created)
 	}

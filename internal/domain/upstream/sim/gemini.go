@@ -13,6 +13,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"videogen/internal/domain/upstream/gemini"
+	"videogen/models"
 )
 
 // The Gemini API's protocol for Veo, as Google's Go SDK (google.golang.org/genai) sends it and the
@@ -26,6 +29,9 @@ func (s *Sim) geminiMux() *http.ServeMux {
 	m.HandleFunc("GET /v1beta/models/{model}/operations/{id}", s.geminiAuthed(s.geminiGet))
 	// {file} is "{id}:download", with ?alt=media, as the operation's video URI names it.
 	m.HandleFunc("GET /v1beta/files/{file}", s.geminiAuthed(s.geminiFile))
+	// Where a file download redirects: a signed storage URL that takes no key, as the Gemini API's
+	// download redirects (its REST examples download with curl -L, "follow redirects").
+	m.HandleFunc("GET /files/{name}", s.arkFile)
 	return m
 }
 
@@ -117,7 +123,10 @@ func (s *Sim) geminiCreate(w http.ResponseWriter, r *http.Request, own string) {
 		geminiErr(w, http.StatusNotFound, "NOT_FOUND", "The requested URL was not found on this server.")
 		return
 	}
-	if !strings.HasPrefix(model, "veo-") {
+	row, known := gemini.Models[model]
+	if !known {
+		// The models the capability table lists are the ones this simulator serves, as the Gemini API
+		// serves the ones its Veo page lists.
 		geminiErr(w, http.StatusNotFound, "NOT_FOUND", "models/"+model+" is not found for API version v1beta, or is not supported for predictLongRunning.")
 		return
 	}
@@ -164,23 +173,27 @@ func (s *Sim) geminiCreate(w http.ResponseWriter, r *http.Request, own string) {
 	case !ok:
 		bad(fmt.Sprintf("Unsupported aspect ratio %q or resolution %q.", ratio, res))
 		return
-	case !slices.Contains([]int{4, 6, 8}, secs):
-		bad(fmt.Sprintf("The number value for `durationSeconds` is out of bound. Please provide a value between 4 and 8, inclusive. Got %d.", secs))
-		return
-	case res == "1080p" && secs != 8:
-		bad("1080p videos must be 8 seconds long.")
-		return
 	case prompt == "" && in.Image == nil:
 		bad("A prompt or an image is required.")
 		return
-	case in.LastFrame != nil && in.Image == nil:
-		bad("lastFrame requires image.")
-		return
-	case len(in.ReferenceImages) > 0 && (in.Image != nil || in.LastFrame != nil):
-		bad("referenceImages cannot be combined with image or lastFrame.")
-		return
-	case len(in.ReferenceImages) > 3:
-		bad("At most 3 reference images are supported.")
+	}
+	// What the model's row refuses (durations, sizes, inputs, rules), in Veo's words.
+	ask := models.VideoRequest{Model: model, Prompt: prompt, Seconds: secs, Size: size}
+	if in.Image != nil {
+		ask.StartImageURL = "inline"
+	}
+	if in.LastFrame != nil {
+		ask.EndImageURL = "inline"
+	}
+	for range in.ReferenceImages {
+		ask.ImageURLs = append(ask.ImageURLs, "inline")
+	}
+	if refused := row.Refuse(res, ratio, ask); refused != nil {
+		if refused.Param == "seconds" {
+			bad(fmt.Sprintf("The value for `durationSeconds` is not supported for %s with this request: %s. Got %d.", model, refused.Message, secs))
+		} else {
+			bad(fmt.Sprintf("Unsupported request for %s: %s.", model, refused.Message))
+		}
 		return
 	}
 	var media []Media
@@ -222,6 +235,9 @@ func (s *Sim) geminiCreate(w http.ResponseWriter, r *http.Request, own string) {
 		// Veo refuses unsafe prompts and outputs in the operation, not at submission: it finishes
 		// without a video, counting it in raiMediaFilteredCount.
 		FailPolicy: strings.Contains(prompt, DirectiveFailPolicy) || strings.Contains(prompt, DirectivePolicy),
+	}
+	if strings.Contains(prompt, DirectiveAudioFilterOnce) && s.firstTime(own, DirectiveAudioFilterOnce, prompt) {
+		t.Fail, t.FailPolicy, t.AudioFiltered = true, true, true
 	}
 	// The Gemini API has no idempotency key: as on Ark, [sim:5xx-once] answers 503 to the first
 	// submission of a body, and its retry starts a second operation.
@@ -269,10 +285,13 @@ func (s *Sim) geminiGet(w http.ResponseWriter, r *http.Request, own string) {
 	case stFailed:
 		out["done"] = true
 		if t.FailPolicy {
+			reason := "Your prompt may violate our policies. ([sim:policy] or [sim:fail-policy])"
+			if t.AudioFiltered {
+				reason = "We encountered an issue with the audio for your prompt, which means we could not create your video. Support codes: 15236754 ([sim:audio-filter-once])"
+			}
 			out["response"] = map[string]any{
-				"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningResponse",
-				"generateVideoResponse": map[string]any{"raiMediaFilteredCount": 1, "raiMediaFilteredReasons": []string{
-					"Your prompt may violate our policies. ([sim:policy] or [sim:fail-policy])"}},
+				"@type":                 "type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningResponse",
+				"generateVideoResponse": map[string]any{"raiMediaFilteredCount": 1, "raiMediaFilteredReasons": []string{reason}},
 			}
 		} else {
 			out["error"] = map[string]any{"code": 13, "message": "Video generation failed. ([sim:fail])"}
@@ -302,5 +321,5 @@ func (s *Sim) geminiFile(w http.ResponseWriter, r *http.Request, own string) {
 		geminiErr(w, http.StatusNotFound, "NOT_FOUND", "File not found.")
 		return
 	}
-	s.serveVideo(w, t, func(status int, msg string) { geminiErr(w, status, "INTERNAL", msg) })
+	http.Redirect(w, r, s.fileURL(r, t, videoSuffix), http.StatusFound)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 
 	"videogen/internal/domain/stills"
 	"videogen/internal/domain/upstream/sim/mp4synth"
+	"videogen/internal/infra/mediaprobe"
+	"videogen/models"
 )
 
 // ServeHTTP answers the simulator's protocol: for OpenAI-style, POST /v1/videos, GET /v1/videos/{id},
@@ -50,28 +53,53 @@ func (s *Sim) unauthorized(w http.ResponseWriter) {
 // fetchInputs downloads every media URL of a submission, as a real provider does before it generates:
 // a URL it cannot fetch (expired, unknown) makes it refuse the task. It returns the bytes read.
 func fetchInputs(ctx context.Context, media []Media) (int64, error) {
+	n, _, err := probeInputs(ctx, media)
+	return n, err
+}
+
+// roleField is the request field of our API each media role stands for, so that a fetched input is
+// checked against a capability table as a create's is.
+var roleField = map[string]string{"first_frame": "start_image_url", "last_frame": "end_image_url",
+	"reference_image": "image_urls", "reference_video": "video_urls", "reference_audio": "audio_urls"}
+
+// probeInputs fetches every input as fetchInputs does, and reads of each what the provider would: its
+// type, its size in bytes and, for images and videos, its pixel size and duration (mediaprobe).
+func probeInputs(ctx context.Context, media []Media) (int64, []models.MediaProbe, error) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	var total int64
+	var probes []models.MediaProbe
+	positions := map[string]int{}
 	for _, m := range media {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL, nil)
 		if err != nil {
-			return total, fmt.Errorf("bad media URL %q: %w", m.URL, err)
+			return total, nil, fmt.Errorf("bad media URL %q: %w", m.URL, err)
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return total, fmt.Errorf("fetch media: %w", err)
+			return total, nil, fmt.Errorf("fetch media: %w", err)
 		}
-		n, err := io.Copy(io.Discard, resp.Body)
+		ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		probe := mediaprobe.Start(ctype)
+		var sink io.Writer = io.Discard
+		if probe != nil {
+			sink = probe
+		}
+		n, err := io.Copy(sink, resp.Body)
 		_ = resp.Body.Close()
+		seen := probe.Finish()
 		total += n
 		if resp.StatusCode != http.StatusOK {
-			return total, fmt.Errorf("fetching a media URL answered HTTP %d", resp.StatusCode)
+			return total, nil, fmt.Errorf("fetching a media URL answered HTTP %d", resp.StatusCode)
 		}
 		if err != nil {
-			return total, fmt.Errorf("read media: %w", err)
+			return total, nil, fmt.Errorf("read media: %w", err)
 		}
+		field := roleField[m.Role]
+		probes = append(probes, models.MediaProbe{Field: field, Position: positions[field], ContentType: ctype, Bytes: n,
+			Width: seen.Width, Height: seen.Height, DurationMs: seen.DurationMs})
+		positions[field]++
 	}
-	return total, nil
+	return total, probes, nil
 }
 
 // serveVideo streams the task's rendered MP4.

@@ -15,6 +15,9 @@ import (
 	"unicode/utf8"
 
 	"videogen/internal/domain/stills"
+	"videogen/internal/domain/upstream/openai"
+	"videogen/internal/infra/mediaprobe"
+	"videogen/models"
 )
 
 // OpenAI's Videos API as its spec has it (openai/openai-openapi openapi.yaml, kept in
@@ -235,14 +238,20 @@ func readMultipartCreate(r *http.Request) (*createForm, *refusal) {
 				return nil, &refusal{"invalid_value", name, fmt.Sprintf("Invalid file format for 'input_reference': '%s'. Supported formats are: %s.", ctype, quotedList(openaiImageTypes))}
 			}
 			h := sha256.New()
-			n, err := io.Copy(h, io.LimitReader(p, openaiMaxUpload+1))
+			probe := mediaprobe.Start(ctype)
+			var sink io.Writer = h
+			if probe != nil {
+				sink = io.MultiWriter(h, probe)
+			}
+			n, err := io.Copy(sink, io.LimitReader(p, openaiMaxUpload+1))
+			seen := probe.Finish()
 			if err != nil {
 				return nil, &refusal{"invalid_request", name, "Could not read the uploaded file: " + err.Error()}
 			}
 			if n == 0 || n > openaiMaxUpload {
 				return nil, &refusal{"invalid_value", name, fmt.Sprintf("Invalid 'input_reference': the file must hold 1 to %d bytes.", openaiMaxUpload)}
 			}
-			c.Upload = &Upload{Filename: p.FileName(), ContentType: ctype, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+			c.Upload = &Upload{Filename: p.FileName(), ContentType: ctype, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), Width: seen.Width, Height: seen.Height}
 			continue
 		}
 		b, err := io.ReadAll(io.LimitReader(p, 4*openaiMaxPrompt+1))
@@ -286,6 +295,27 @@ func (s *Sim) openaiCreate(w http.ResponseWriter, r *http.Request, own string) {
 		openaiErr(w, http.StatusUnauthorized, "invalid_api_key", "the simulator revoked this credential as the prompt asked ([sim:401])")
 		return
 	}
+	// What the model's row refuses, in OpenAI's words: a model it does not list is not found, a size
+	// or duration outside its row is an invalid value, and a first frame of another size than the
+	// video's is refused as Sora refuses it.
+	row, known := openai.Models[c.Model]
+	if !known {
+		openaiErr(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("The model '%s' does not exist or you do not have access to it.", c.Model))
+		return
+	}
+	secs, _ := strconv.Atoi(c.Seconds)
+	ask := models.VideoRequest{Model: c.Model, Prompt: c.Prompt, Seconds: secs, Size: c.Size}
+	if c.Upload != nil || c.ImageURL != "" {
+		ask.StartImageURL = "input_reference"
+	}
+	if refused := row.Refuse("", "", ask); refused != nil {
+		openaiParamErr(w, http.StatusBadRequest, "invalid_value", refused.Param, fmt.Sprintf("Invalid value for '%s': %s.", refused.Param, refused.Message))
+		return
+	}
+	if u := c.Upload; u != nil && u.Width > 0 && fmt.Sprintf("%dx%d", u.Width, u.Height) != c.Size {
+		openaiParamErr(w, http.StatusBadRequest, "invalid_value", "input_reference", "Inpaint image must match the requested width and height")
+		return
+	}
 	if strings.Contains(c.Prompt, DirectivePolicy) {
 		openaiErr(w, http.StatusBadRequest, "moderation_blocked", "Your request was blocked by our moderation system. ([sim:policy])")
 		return
@@ -310,7 +340,6 @@ func (s *Sim) openaiCreate(w http.ResponseWriter, r *http.Request, own string) {
 	if strings.Contains(c.Prompt, DirectiveSlow) {
 		d *= 10
 	}
-	secs, _ := strconv.Atoi(c.Seconds)
 	t := &Task{
 		IdemKey: r.Header.Get("Idempotency-Key"), Model: c.Model, Prompt: c.Prompt, Seconds: secs, Size: c.Size,
 		// Sora renders sound with every video, and its size sets the ratio.

@@ -26,6 +26,7 @@ import (
 	"videogen/internal/domain/upstream"
 	"videogen/internal/domain/upstream/openai"
 	"videogen/internal/domain/upstream/sim"
+	"videogen/internal/testkit"
 	"videogen/models"
 )
 
@@ -152,7 +153,7 @@ func TestOpenAISDKAgainstSimulator(t *testing.T) {
 func TestOpenAIAdapterAgainstSimulator(t *testing.T) {
 	ctx := context.Background()
 	s, base := startOpenAI(t, 300*time.Millisecond)
-	frame := bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 5000)
+	frame := testkit.PNG(t, 720, 1280)
 	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write(frame)
@@ -166,6 +167,9 @@ func TestOpenAIAdapterAgainstSimulator(t *testing.T) {
 	}{
 		{"text", "1280x720", "", 4},
 		{"first frame", "720x1280", store.URL + "/first.png", 4},
+		// Another size than the video's: the adapter crops it to 1280x720, which Sora (and so the
+		// simulator) takes; sent as it is, it would be refused.
+		{"first frame cropped", "1280x720", store.URL + "/first.png", 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := upstream.SubmitRequest{VideoRequest: models.VideoRequest{Model: "videogen-2.0-720p", Prompt: "adapter " + tc.name, Seconds: tc.seconds,

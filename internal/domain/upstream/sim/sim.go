@@ -48,6 +48,11 @@ const (
 	Directive401        = "[sim:401]"         // the submission is answered 401 and its credential revoked (once per credential and prompt)
 	Directive5xxOnce    = "[sim:5xx-once]"    // the first submission is accepted but answered with 503
 	DirectiveSlow       = "[sim:slow]"        // the task takes ten times as long
+	// Ark: the submission is refused 429 SetLimitExceeded (the account's limit for the model reached).
+	DirectiveSetLimit = "[sim:set-limit]"
+	// Gemini: the first operation of a credential and prompt ends filtered for its audio, as Veo's audio
+	// filter does; the next one renders.
+	DirectiveAudioFilterOnce = "[sim:audio-filter-once]"
 )
 
 // Config sets up a simulator.
@@ -104,7 +109,8 @@ type Task struct {
 	Duration      time.Duration `json:"duration"`
 	Fail          bool          `json:"fail"`
 	FailPolicy    bool          `json:"fail_policy,omitempty"`
-	InputBytes    int64         `json:"input_bytes"` // media fetched from the task's input URLs
+	AudioFiltered bool          `json:"audio_filtered,omitempty"` // Gemini: ends filtered for its audio
+	InputBytes    int64         `json:"input_bytes"`              // media fetched from the task's input URLs
 	// Submissions counts POSTs that carried this task's idempotency key (1 unless the client retried).
 	Submissions int  `json:"submissions"`
 	Answered5xx bool `json:"answered_5xx"`
@@ -128,6 +134,9 @@ type Upload struct {
 	ContentType string `json:"content_type"`
 	Bytes       int64  `json:"bytes"`
 	SHA256      string `json:"sha256"`
+	// The image's pixel size, as probing read it (zero: not read).
+	Width  int `json:"width,omitempty"`
+	Height int `json:"height,omitempty"`
 }
 
 // Sim is the simulator. It is an http.Handler.
@@ -538,6 +547,18 @@ func (s *Sim) revokeOnce(own, prompt string) bool {
 	}
 	s.tripped[key] = true
 	s.revoked[own] = true
+	return true
+}
+
+// firstTime reports whether this is the first time a credential sends a prompt with directive.
+func (s *Sim) firstTime(own, directive, prompt string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := own + "\x00" + directive + "\x00" + prompt
+	if s.tripped[key] {
+		return false
+	}
+	s.tripped[key] = true
 	return true
 }
 
