@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,11 +36,17 @@ type Pool struct {
 	mu      sync.RWMutex
 	creds   map[string]Credential // as configured now, draining ones included
 	retired map[string]Credential // removed by a reload while this process runs
+
+	// markMu orders lasting refusal marks (note) with a reload's clearing of them (Sync): a refusal of a
+	// call sent before the operator's reload is stale — the key it refused was fixed since — and must
+	// not mark the credential again after the reload cleared it.
+	markMu   sync.Mutex
+	reloaded map[string]time.Time // credential id → when a reload last cleared its marks
 }
 
 // NewPool makes a pool of creds; its health is tracked by h.
 func NewPool(d *db.DB, h *Health, creds []Credential) *Pool {
-	p := &Pool{db: d, Health: h, retired: map[string]Credential{}}
+	p := &Pool{db: d, Health: h, retired: map[string]Credential{}, reloaded: map[string]time.Time{}}
 	p.creds = index(creds)
 	return p
 }
@@ -127,7 +134,7 @@ func (p *Pool) IDs() []string {
 func (p *Pool) Candidates(req models.VideoRequest) []string {
 	var out []string
 	for _, c := range p.Configured() {
-		if !p.routeUsable(c, req.Model) || !c.Models[req.Model].Caps.Renders(req) || (c.Check != nil && c.Check(req) != nil) || !p.Health.Healthy(c.ID) {
+		if !p.routeUsable(c, req.Model) || !c.Models[req.Model].Caps.Renders(req) || !p.Health.Healthy(c.ID) {
 			continue
 		}
 		out = append(out, c.ID)
@@ -150,12 +157,15 @@ type Offer struct {
 	Sizes   map[string]string // aspect ratio → size, for the alias's sizes some route renders
 	Inputs  []string          // in the API's order
 	Audio   bool
+	// Rules are the coupling rules of the routes, in words ("first + last frame: 8 s only"), each once,
+	// in the order the routes list them.
+	Rules []string
 }
 
 // Offer returns what alias can be sold with now (GET /v1/models, /pricing); sizes is the alias's own,
 // ratio → size, from the catalog. ok is false when no route is usable.
 func (p *Pool) Offer(alias string, sizes map[string]string) (Offer, bool) {
-	o := Offer{Sizes: map[string]string{}, Seconds: []int{}, Inputs: []string{}}
+	o := Offer{Sizes: map[string]string{}, Seconds: []int{}, Inputs: []string{}, Rules: []string{}}
 	found := false
 	seconds := map[int]bool{}
 	inputs := map[string]bool{}
@@ -177,6 +187,16 @@ func (p *Pool) Offer(alias string, sizes map[string]string) (Offer, bool) {
 			inputs[in] = true
 		}
 		o.Audio = o.Audio || caps.Audio
+		for _, words := range caps.Notes {
+			if !slices.Contains(o.Rules, words) {
+				o.Rules = append(o.Rules, words)
+			}
+		}
+		for _, r := range caps.Rules {
+			if !slices.Contains(o.Rules, r.Words) && slices.ContainsFunc(r.IfInputs, caps.Takes) {
+				o.Rules = append(o.Rules, r.Words)
+			}
+		}
 	}
 	if !found {
 		return Offer{}, false
@@ -264,21 +284,10 @@ func (p *Pool) Admit(req models.VideoRequest) error {
 		return err
 	}
 	var accepting []Credential
-	var refusal error
 	for _, c := range usable {
-		if !c.Models[req.Model].Caps.Renders(req) {
-			continue
+		if c.Models[req.Model].Caps.Renders(req) {
+			accepting = append(accepting, c)
 		}
-		if c.Check != nil {
-			if err := c.Check(req); err != nil {
-				refusal = err
-				continue
-			}
-		}
-		accepting = append(accepting, c)
-	}
-	if len(accepting) == 0 {
-		return refusal
 	}
 	wait := time.Duration(0)
 	for _, c := range accepting {
@@ -297,6 +306,7 @@ func (p *Pool) Admit(req models.VideoRequest) error {
 
 // Submit sends a task upstream.
 func (p *Pool) Submit(ctx context.Context, cred Credential, req SubmitRequest) (Status, error) {
+	sent := time.Now()
 	st, err := p.Health.Submit(cred.ID, func() (Status, error) {
 		st, err := cred.Provider.Submit(ctx, cred, req)
 		return st, Redact(err, cred.Secret) // before Health keeps it as the last error
@@ -307,29 +317,31 @@ func (p *Pool) Submit(ctx context.Context, cred Credential, req SubmitRequest) (
 		msg, _ := storetext.Clip(Redact(err, cred.Secret).Error(), 500)
 		p.Health.CloseRoute(cred.ID, req.Model, msg)
 	}
-	return st, p.note(ctx, cred, err)
+	return st, p.note(ctx, cred, sent, err)
 }
 
 // Poll reads a task's upstream state.
 func (p *Pool) Poll(ctx context.Context, cred Credential, upstreamID string) (Status, error) {
+	sent := time.Now()
 	st, err := p.Health.Call(cred.ID, func() (Status, error) {
 		st, err := cred.Provider.Poll(ctx, cred, upstreamID)
 		st.ErrorMessage = RedactText(st.ErrorMessage, cred.Secret)
 		return st, Redact(err, cred.Secret)
 	})
-	return st, p.note(ctx, cred, err)
+	return st, p.note(ctx, cred, sent, err)
 }
 
 // Download streams a finished task's video.
 func (p *Pool) Download(ctx context.Context, cred Credential, upstreamID string) (io.ReadCloser, int64, error) {
 	var body io.ReadCloser
 	var size int64
+	sent := time.Now()
 	_, err := p.Health.Call(cred.ID, func() (Status, error) {
 		var err error
 		body, size, err = cred.Provider.Download(ctx, cred, upstreamID)
 		return Status{}, Redact(err, cred.Secret)
 	})
-	return body, size, p.note(ctx, cred, err)
+	return body, size, p.note(ctx, cred, sent, err)
 }
 
 // DownloadStill streams a still variant of a finished task from its credential's provider. ok is false
@@ -342,6 +354,23 @@ func (p *Pool) DownloadStill(ctx context.Context, cred Credential, upstreamID, v
 	}
 	body, contentType, size, err = src.DownloadStill(ctx, cred, upstreamID, variant)
 	return body, contentType, size, true, Redact(err, cred.Secret)
+}
+
+// MayCancel reports whether a task the credential took, in our status, could be stopped by its
+// provider now: a provider without a cancel never can; one with a CancelWindow says when; any other is
+// asked. A credential no longer configured cannot be asked.
+func (p *Pool) MayCancel(credentialID, status string) bool {
+	cred, ok := p.Credential(credentialID)
+	if !ok {
+		return false
+	}
+	if _, ok := cred.Provider.(Canceller); !ok {
+		return false
+	}
+	if w, ok := cred.Provider.(CancelWindow); ok {
+		return w.CancelsWhile(status)
+	}
+	return true
 }
 
 // Cancel asks the credential's provider to stop a task we gave up on. ErrNotCancellable: the provider
@@ -366,8 +395,10 @@ func (p *Pool) DownloadLastFrame(ctx context.Context, cred Credential, upstreamI
 }
 
 // note redacts the secret from err and, when the provider refused the key or says the account is out of
-// credit, marks the credential so that no instance gives it new tasks until an operator reloads it.
-func (p *Pool) note(ctx context.Context, cred Credential, err error) error {
+// credit, marks the credential so that no instance gives it new tasks until an operator reloads it —
+// unless the call was sent before this instance's last reload of it (its answer speaks of the key as it
+// was before the operator fixed it).
+func (p *Pool) note(ctx context.Context, cred Credential, sent time.Time, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -379,6 +410,11 @@ func (p *Pool) note(ctx context.Context, cred Credential, err error) error {
 	case errors.Is(err, ErrOutOfCredit):
 		kind = MarkCredit
 	default:
+		return err
+	}
+	p.markMu.Lock()
+	defer p.markMu.Unlock()
+	if sent.Before(p.reloaded[cred.ID]) {
 		return err
 	}
 	// The database first, then this instance's memory: Publish, reading the database, never clears a
@@ -476,6 +512,15 @@ func (p *Pool) Check(ctx context.Context, creds []Credential) error {
 // running tasks keep their row but get no new ones. A refused-key mark is cleared where the key is not
 // the one refused or, with reload (an operator saying the key was fixed), everywhere.
 func (p *Pool) Sync(ctx context.Context, creds []Credential, reload bool, now time.Time) error {
+	if reload {
+		// From here a refusal of a call sent earlier is stale (note); a mark already written is cleared below.
+		p.markMu.Lock()
+		at := time.Now()
+		for _, c := range creds {
+			p.reloaded[c.ID] = at
+		}
+		p.markMu.Unlock()
+	}
 	err := p.db.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Model(&models.UpstreamCredential{}).Where("enabled = ?", true).
 			Updates(map[string]any{"enabled": false, "updated_at": now}).Error; err != nil {
