@@ -17,6 +17,7 @@ import (
 
 	"videogen/internal/testkit"
 	"videogen/models"
+	"videogen/views"
 	"videogen/views/customer"
 )
 
@@ -369,10 +370,30 @@ func TestBrowserJourney(t *testing.T) {
 	s.WaitStatus(t, secret, failed, 60*time.Second, "failed")
 
 	do("open the call log", chromedp.Navigate(s.URL+"/console/calls"))
-	if calls := text("read the call log", "tbody"); !strings.Contains(calls, "POST /v1/videos") || !strings.Contains(calls, id) {
+	if calls := text("read the call log", "tbody"); !strings.Contains(calls, "POST /v1/videos") || !strings.Contains(calls, views.ShortID(id)) {
 		t.Fatalf("the call log does not show the create call: %q", calls)
 	}
 	look("calls")
+	// Each call takes one or two lines at 1280 px, so that about ten fit on a 1280×800 screen.
+	var rows struct{ Rows, Fit, Tallest float64 }
+	eval("measure the call log's rows", `(() => { const rs = [...document.querySelectorAll("table.calls tbody tr")];
+		const line = parseFloat(getComputedStyle(document.querySelector("table.calls td")).lineHeight);
+		return {Rows: rs.length, Fit: rs.filter(r => r.getBoundingClientRect().bottom <= innerHeight).length,
+			Tallest: Math.max(...rs.map(r => r.getBoundingClientRect().height)) / line}; })()`, &rows)
+	if rows.Rows < 10 || rows.Fit < 9 || rows.Tallest > 3.2 {
+		t.Errorf("the call log at 1280×800: %v of %v rows on the first screen, the tallest %.1f lines", rows.Fit, rows.Rows, rows.Tallest)
+	}
+	var createCall models.CallLog
+	s.DB.R.Where("task_id = ? AND method = ?", id, "POST").Take(&createCall)
+	follow := fmt.Sprintf(`a[href="/console/calls/%s"]`, createCall.RequestID)
+	ctx, cancel = ctxFor()
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(follow))); err != nil {
+		t.Fatalf("open the create's call: %v", err)
+	}
+	cancel()
+	if h := text("read the call's heading", "h1"); !strings.Contains(h, createCall.RequestID) {
+		t.Fatalf("the call page's heading: %q", h)
+	}
 
 	// The pages the journey has not shown yet, signed in.
 	do("open the keys page", chromedp.Navigate(s.URL+"/console/keys"))
@@ -453,6 +474,7 @@ func TestBrowserJourney(t *testing.T) {
 		{"task-completed", "/console/tasks/" + id, []string{"money"}},
 		{"task-failed", "/console/tasks/" + failed, []string{"money"}},
 		{"call-log", "/console/calls", []string{"money", "status", "what", "time"}},
+		{"call", "/console/calls/" + createCall.RequestID, []string{"money"}},
 		{"keys", "/console/keys", []string{"status", "action"}},
 		{"key-limits", limits, nil},
 		{"webhooks", "/console/webhooks", []string{"status"}},

@@ -54,7 +54,7 @@ func TestStaffPagesSayItOnce(t *testing.T) {
 			base + "/calls":                 {"Search", "Call log"},
 			base + "/ledger":                {"Search", "Ledger"},
 			base + "/webhooks":              {"Search", "Webhooks"},
-			"/support/calls/" + call:        {"Search"},
+			"/support/calls/" + call:        {"Search", "Call log"},
 			"/support/search?q=example.com": {"Search"},
 			"/support":                      {"Overview"},
 			"/support/prices":               {"Prices"},

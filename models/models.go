@@ -412,6 +412,7 @@ type CallLog struct {
 	Path                 string
 	Status               int
 	ErrorCode            string
+	ErrorMessage         string // the refusal's error.message as the client read it, clipped (docs/console.md)
 	LatencyMicros        int64
 	TaskID               string
 	AmountReservedMicros int64

@@ -1,6 +1,7 @@
 // videogen console: small progressive enhancements. Every page works without this file.
 (function () {
   "use strict";
+  document.documentElement.classList.add("js"); // what only works with this file shows (button.copy)
 
   // Times are shown in the viewer's time zone: tell the server which one, once.
   try {
@@ -15,13 +16,18 @@
     }
   } catch (e) { /* older browsers keep UTC */ }
 
-  // Copy buttons: <button data-copy="element-id">.
+  // Copy buttons: <button data-copy="element-id"> copies the element's text, <button data-copy-text="…">
+  // the value itself (a shortened id whose whole value is in the button).
   document.addEventListener("click", function (ev) {
-    var btn = ev.target.closest("[data-copy]");
-    if (!btn) return;
-    var el = document.getElementById(btn.getAttribute("data-copy"));
-    if (!el || !navigator.clipboard) return;
-    navigator.clipboard.writeText(el.textContent.trim()).then(function () {
+    var btn = ev.target.closest("[data-copy], [data-copy-text]");
+    if (!btn || !navigator.clipboard) return;
+    var value = btn.getAttribute("data-copy-text");
+    if (value === null) {
+      var el = document.getElementById(btn.getAttribute("data-copy"));
+      if (!el) return;
+      value = el.textContent.trim();
+    }
+    navigator.clipboard.writeText(value).then(function () {
       var label = btn.textContent;
       btn.textContent = "Copied";
       setTimeout(function () { btn.textContent = label; }, 1500);

@@ -157,7 +157,7 @@ func (h *Handler) ExportCalls(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
 		defer cancel()
 		w := csv.NewWriter(bw)
-		_ = w.Write([]string{"time", "request_id", "method", "path", "status", "error_code", "key_prefix", "task_id", "amount_reserved_usd", "latency_ms", "bytes_in"})
+		_ = w.Write([]string{"time", "request_id", "method", "path", "status", "error_code", "key_prefix", "task_id", "amount_reserved_usd", "latency_ms", "bytes_in", "error_message"})
 		var after *models.CallCursor
 		for {
 			rows, next, err := models.CallsPage(ctx, r, q, after, exportBatch)
@@ -169,7 +169,7 @@ func (h *Handler) ExportCalls(c *fiber.Ctx) error {
 			for _, row := range rows {
 				_ = w.Write([]string{row.At.In(loc).Format(time.RFC3339Nano), row.RequestID, row.Method, csvSafe(row.Path), strconv.Itoa(row.Status),
 					row.ErrorCode, row.KeyPrefix, row.TaskID, money.Micros(row.AmountReservedMicros).String(),
-					fmt.Sprintf("%.3f", float64(row.LatencyMicros)/1000), strconv.FormatInt(row.BytesIn, 10)})
+					fmt.Sprintf("%.3f", float64(row.LatencyMicros)/1000), strconv.FormatInt(row.BytesIn, 10), csvSafe(row.ErrorMessage)})
 			}
 			w.Flush()
 			if err := bw.Flush(); err != nil || next == nil {

@@ -64,6 +64,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Post("/tasks/:id/cancel", h.Require(members.CancelTasks), h.cancelTask)
 	console.Get("/calls", h.ShowCalls)
 	console.Get("/calls.csv", h.ExportCalls)
+	console.Get("/calls/:request", h.ShowCall)
 	console.Get("/wallet", h.showWallet)
 	// Forms post to their page's own URL, so a refused one is shown again (422) at the address it came from.
 	console.Post("/wallet", h.RequireForm(map[string]members.Action{"alerts": members.BillingSettings, "billing": members.BillingSettings, "test": members.AddFunds}, members.AddFunds), h.walletForm)

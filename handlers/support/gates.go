@@ -79,6 +79,15 @@ func (h *handler) staffTenant(c *fiber.Ctx) error {
 	if err != nil || id <= 0 {
 		return fiber.ErrNotFound
 	}
+	if err := h.enterTenant(c, id); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+// enterTenant makes the request one of account id's pages as staff see them: the console's handlers then
+// read that account, and their links stay under /support/accounts/{id}.
+func (h *handler) enterTenant(c *fiber.Ctx, id int64) error {
 	acct, owner, err := models.AccountWithOwner(c.UserContext(), h.DB.R, id)
 	if errors.Is(err, models.ErrNotFound) {
 		return fiber.ErrNotFound
@@ -89,5 +98,5 @@ func (h *handler) staffTenant(c *fiber.Ctx) error {
 	base := "/support/accounts/" + strconv.FormatInt(id, 10)
 	c.Locals(web.LocalTenant, web.Tenant{AccountID: id, Base: base, Staff: &views.StaffContext{
 		Account: *acct, OwnerEmail: owner, Base: base, Admin: web.CurrentUser(c).Role == models.RoleAdmin}})
-	return c.Next()
+	return nil
 }

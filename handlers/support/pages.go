@@ -118,8 +118,10 @@ func (h *handler) showStaffLedger(c *fiber.Ctx) error {
 	return h.Render(c, staff.StaffLedgerView(h.TenantViewer(c, "ledger"), p))
 }
 
-// showStaffCall answers GET /support/calls/{request}: the one API call with that X-Request-Id, and for a
-// task call the task's story.
+// showStaffCall answers GET /support/calls/{request}: the one API call with that X-Request-Id. A call of
+// an account is that account's call page (the customer's own page, with the staff banner, audited as
+// every staff look; also at /support/accounts/{id}/calls/{request}); a call of none (no valid key) is
+// shown here with what is known of it.
 func (h *handler) showStaffCall(c *fiber.Ctx) error {
 	rid := c.Params("request")
 	call, err := models.CallByRequestID(c.UserContext(), h.DB.R, rid)
@@ -129,26 +131,17 @@ func (h *handler) showStaffCall(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	e := audit.Entry{Action: audit.ViewCall, TargetType: audit.TargetCall, TargetID: call.RequestID}
 	if call.AccountID != nil {
-		e.AccountID = *call.AccountID
+		if err := h.enterTenant(c, *call.AccountID); err != nil {
+			return err
+		}
+		return h.ShowCall(c)
 	}
-	if err := h.AuditLook(c, e); err != nil {
+	if err := h.AuditLook(c, audit.Entry{Action: audit.ViewCall, TargetType: audit.TargetCall, TargetID: call.RequestID}); err != nil {
 		return err
 	}
 	v := h.Viewer(c, "support-search")
-	p := staff.StaffCallPage{Call: *call}
-	if call.AccountID != nil {
-		if p.Account, p.Owner, err = models.AccountWithOwner(c.UserContext(), h.DB.R, *call.AccountID); err != nil {
-			return err
-		}
-		if call.TaskID != "" {
-			if p.Task, err = h.TaskPage(c, p.Account.ID, call.TaskID, true, v.Location); err != nil && !errors.Is(err, fiber.ErrNotFound) {
-				return err
-			}
-		}
-	}
-	return h.Render(c, staff.StaffCallView(v, p))
+	return h.Render(c, staff.StaffCallView(v, staff.StaffCallPage{Call: *call}))
 }
 
 // showStaffTask answers GET /support/tasks/{id}: the task's page under its account.

@@ -37,6 +37,7 @@ func Routes(app *fiber.App, c *console.Handler) {
 	tenant.Get("/tasks/:id", h.ShowTask)
 	tenant.Get("/calls", h.ShowCalls)
 	tenant.Get("/calls.csv", h.ExportCalls)
+	tenant.Get("/calls/:request", h.ShowCall)
 	tenant.Get("/ledger", h.showStaffLedger)
 	tenant.Get("/webhooks", h.ShowWebhooks)
 	tenant.Get("/webhooks/:id", h.ShowWebhook)

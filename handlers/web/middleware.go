@@ -94,7 +94,7 @@ func (h *Base) RecordCall(c *fiber.Ctx) error {
 		return err
 	}
 	row := callRow(c, at)
-	row.Status, row.ErrorCode = c.Response().StatusCode(), LocalString(c, LocalErrorCode)
+	row.Status, row.ErrorCode, row.ErrorMessage = c.Response().StatusCode(), LocalString(c, LocalErrorCode), errorMessage(c)
 	row.LatencyMicros = time.Since(start).Microseconds()
 	if amt, ok := c.Locals(LocalAmount).(int64); ok {
 		row.AmountReservedMicros = amt

@@ -26,6 +26,7 @@ const (
 	// LocalCallWritten is set when a create wrote the request's call-log row in its own transaction.
 	LocalCallWritten = "call_written"
 	LocalErrorCode   = "error_code"
+	LocalErrorMsg    = "error_message"
 	LocalBytesIn     = "bytes_in"
 	LocalFiles       = "files"
 )
@@ -66,6 +67,7 @@ func (h *Base) APIError(c *fiber.Ctx, err error) error {
 		h.Log.Error("request failed", "request_id", RequestID(c), "path", c.Path(), "err", err)
 	}
 	c.Locals(LocalErrorCode, ae.Code)
+	c.Locals(LocalErrorMsg, ae.Message)
 	if notRetried[ae.Code] {
 		c.Set("x-should-retry", "false")
 	}
@@ -137,7 +139,7 @@ func (h *Base) LastResortError(c *fiber.Ctx, err error) error {
 	h.LogAccess(c, arr.at, arr.method, arr.path)
 	h.CallLog.Record(models.CallLog{
 		At: arr.at.UTC().Truncate(time.Microsecond), RequestID: rid, Method: arr.method, Path: arr.path,
-		Status: c.Response().StatusCode(), ErrorCode: LocalString(c, LocalErrorCode),
+		Status: c.Response().StatusCode(), ErrorCode: LocalString(c, LocalErrorCode), ErrorMessage: errorMessage(c),
 		LatencyMicros: max(time.Since(arr.at).Microseconds(), 1),
 	})
 	return rerr
@@ -150,6 +152,10 @@ func IsAPIPath(p string) bool {
 }
 
 func RequestID(c *fiber.Ctx) string { return LocalString(c, LocalRequestID) }
+
+// errorMessage is the request's refusal message for its call-log row: our own words, but they may quote
+// what the client sent, so it is stored as client text is.
+func errorMessage(c *fiber.Ctx) string { return LogText(LocalString(c, LocalErrorMsg), 500) }
 
 // logText makes client-supplied text safe to store in the call log: a copy (Fiber's strings point into
 // reused buffers), valid UTF-8 without NUL (PostgreSQL refuses both, and one bad row would fail its whole

@@ -375,3 +375,13 @@ func inputCounts(images, videos, audio int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// CallPage is one API call with what it did: its key, its task and the money it moved.
+type CallPage struct {
+	Call    models.CallLog
+	KeyName string // the name of the key the call was made with, when it is the account's
+	// Moved is the ledger entries this call wrote (a create's reservation, a cancel's release); the
+	// task's other entries are in Task.Entries.
+	Moved []models.LedgerEntry
+	Task  *TaskPage // the task the call concerns, when there is one and it is the account's
+}

@@ -1,7 +1,6 @@
 package staff
 
 import (
-	"videogen/views/customer"
 
 	"videogen/models"
 )
@@ -52,10 +51,7 @@ type SearchPage struct {
 
 // StaffCallPage is one API call opened from its request id.
 type StaffCallPage struct {
-	Call    models.CallLog
-	Account *models.Account
-	Owner   string
-	Task    *customer.TaskPage // the task the call concerns, with its story
+	Call models.CallLog // a call of no account (it carried no valid key): an account's calls are on its pages
 }
 
 // StaffLedgerPage is one account's whole ledger, a page at a time.

@@ -247,20 +247,21 @@ func (w *Writer) write(ctx context.Context, rows []models.CallLog) error {
 }
 
 // insertUnnest writes a whole batch on PostgreSQL with one statement — its own transaction, one round
-// trip — whatever its size: the rows go as 13 arrays, one per column, which unnest turns back into rows.
+// trip — whatever its size: the rows go as 14 arrays, one per column, which unnest turns back into rows.
 // The statement's text never changes, so pgx prepares it once per connection. The writer keeps a
 // connection of its own: every answer waits for its commit, which must not queue behind the requests
 // for the pool's connections (40, held through create transactions under load).
 const insertUnnest = `INSERT INTO call_logs (at, request_id, account_id, key_prefix, method, path, status, error_code,
-	latency_micros, task_id, amount_reserved_micros, bytes_in, files)
+	latency_micros, task_id, amount_reserved_micros, bytes_in, files, error_message)
 	SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::integer[],
-		$8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $13::integer[])`
+		$8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $13::integer[], $14::text[])`
 
 // columns are a batch's values column by column, kept between batches (only the writer's loop uses them).
 type columns struct {
 	at                                                    []time.Time
 	account                                               []*int64
 	requestID, keyPrefix, method, path, errorCode, taskID []string
+	errorMessage                                          []string
 	status, files                                         []int32
 	latency, amount, bytesIn                              []int64
 }
@@ -269,6 +270,7 @@ func (w *Writer) insertColumns(ctx context.Context, rows []models.CallLog) error
 	c := &w.cols
 	c.at, c.account = c.at[:0], c.account[:0]
 	c.requestID, c.keyPrefix, c.method, c.path, c.errorCode, c.taskID = c.requestID[:0], c.keyPrefix[:0], c.method[:0], c.path[:0], c.errorCode[:0], c.taskID[:0]
+	c.errorMessage = c.errorMessage[:0]
 	c.status, c.files = c.status[:0], c.files[:0]
 	c.latency, c.amount, c.bytesIn = c.latency[:0], c.amount[:0], c.bytesIn[:0]
 	for i := range rows {
@@ -281,6 +283,7 @@ func (w *Writer) insertColumns(ctx context.Context, rows []models.CallLog) error
 		c.path = append(c.path, r.Path)
 		c.status = append(c.status, int32(r.Status))
 		c.errorCode = append(c.errorCode, r.ErrorCode)
+		c.errorMessage = append(c.errorMessage, r.ErrorMessage)
 		c.latency = append(c.latency, r.LatencyMicros)
 		c.taskID = append(c.taskID, r.TaskID)
 		c.amount = append(c.amount, r.AmountReservedMicros)
@@ -295,7 +298,7 @@ func (w *Writer) insertColumns(ctx context.Context, rows []models.CallLog) error
 		w.conn = conn
 	}
 	_, err := w.conn.ExecContext(ctx, insertUnnest, c.at, c.requestID, c.account, c.keyPrefix, c.method, c.path,
-		c.status, c.errorCode, c.latency, c.taskID, c.amount, c.bytesIn, c.files)
+		c.status, c.errorCode, c.latency, c.taskID, c.amount, c.bytesIn, c.files, c.errorMessage)
 	clear(c.account) // the rows' pointers, kept no longer than the rows
 	if err != nil {
 		// The connection may be what failed: the next attempt takes a fresh one.
@@ -307,13 +310,13 @@ func (w *Writer) insertColumns(ctx context.Context, rows []models.CallLog) error
 }
 
 const callLogColumns = `INSERT INTO call_logs (at, request_id, account_id, key_prefix, method, path, status, error_code,
-	latency_micros, task_id, amount_reserved_micros, bytes_in, files) VALUES `
+	latency_micros, task_id, amount_reserved_micros, bytes_in, files, error_message) VALUES `
 
-const rowPlaceholders = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+const rowPlaceholders = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // sqliteRowsPerInsert balances SQLite's two costs: its driver compiles the SQL on every execution (one
 // row per statement pays a compile per row) and binds parameters in time quadratic in their number (one
-// statement for a whole batch pays that). 16 rows = 208 parameters per statement.
+// statement for a whole batch pays that). 16 rows = 224 parameters per statement.
 const sqliteRowsPerInsert = 16
 
 var insertChunk = callLogColumns + strings.TrimSuffix(strings.Repeat(rowPlaceholders+", ", sqliteRowsPerInsert), ", ")
@@ -326,7 +329,7 @@ func (w *Writer) insertChunks(ctx context.Context, rows []models.CallLog) error 
 		return fmt.Errorf("begin call-log batch: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	args := make([]any, 0, 13*sqliteRowsPerInsert)
+	args := make([]any, 0, 14*sqliteRowsPerInsert)
 	for len(rows) > 0 {
 		n := min(len(rows), sqliteRowsPerInsert)
 		q := insertChunk
@@ -336,7 +339,7 @@ func (w *Writer) insertChunks(ctx context.Context, rows []models.CallLog) error 
 		args = args[:0]
 		for _, r := range rows[:n] {
 			args = append(args, r.At.UTC(), r.RequestID, r.AccountID, r.KeyPrefix, r.Method, r.Path, r.Status,
-				r.ErrorCode, r.LatencyMicros, r.TaskID, r.AmountReservedMicros, r.BytesIn, r.Files)
+				r.ErrorCode, r.LatencyMicros, r.TaskID, r.AmountReservedMicros, r.BytesIn, r.Files, r.ErrorMessage)
 		}
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("insert call-log rows: %w", err)
