@@ -1,7 +1,6 @@
 package staff
 
 import (
-
 	"videogen/models"
 )
 
