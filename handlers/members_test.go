@@ -104,7 +104,7 @@ func TestInviteAndJoin(t *testing.T) {
 		if p := other.submit(link, "form", nil); p.Status != 303 || p.location() != link {
 			t.Fatalf("sign out first: %d %s", p.Status, p.location())
 		}
-		other.get(link).contains(t, "Join olive@example.com", "You sign in as", "dev@example.com", "Choose your password")
+		other.get(link).contains(t, "Join example.com", "You sign in as", "dev@example.com", "Choose your password")
 
 		// A weak password, or no terms: refused, nothing spent.
 		if p := other.submit(link, "password", url.Values{"password": {"short"}, "terms": {"yes"}}); p.Status != 422 || !strings.Contains(p.Body, "at least 10 characters") {

@@ -54,6 +54,9 @@ type User struct {
 	EmailVerifiedAt *time.Time
 	TermsAcceptedAt *time.Time
 	TimeZone        string // IANA name chosen in the console; "" = the browser's, else UTC
+	// AccountName is the name of the user's account, read with a signed-in session for the console's
+	// header; not a column of users.
+	AccountName string `gorm:"-"`
 	LastSignInAt    *time.Time
 	// The second factor (staff): the TOTP secret sealed with a key derived from APP_SECRET, when it was
 	// confirmed, and the last time step accepted (each code is good once).

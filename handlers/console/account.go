@@ -18,7 +18,12 @@ import (
 var zones = append([]string{"UTC"}, tzlist.All()...)
 
 func (h *Handler) accountPage(c *fiber.Ctx, errs map[string]string) error {
-	return h.Render(c, customer.AccountView(h.Viewer(c, ""), customer.AccountPage{Errors: errs, Zones: zones, TimeZone: web.CurrentUser(c).TimeZone}))
+	u := web.CurrentUser(c)
+	p := customer.AccountPage{Name: u.AccountName, Errors: errs, Zones: zones, TimeZone: u.TimeZone}
+	if errs["account_name"] != "" {
+		p.Name = web.Posted(c, "account_name")
+	}
+	return h.Render(c, customer.AccountView(h.Viewer(c, ""), p))
 }
 
 // showAccount answers GET /console/account.
@@ -32,6 +37,8 @@ func (h *Handler) updateAccount(c *fiber.Ctx) error {
 		return h.saveTimeZone(c)
 	case "password":
 		return h.changePassword(c)
+	case "name":
+		return h.renameAccount(c)
 	}
 	return fiber.NewError(fiber.StatusBadRequest, "This form is not one of the account page's")
 }
@@ -47,6 +54,19 @@ func (h *Handler) saveTimeZone(c *fiber.Ctx) error {
 		return err
 	}
 	return web.Redirect(c, "/console/account?notice=timezone-saved")
+}
+
+// renameAccount names the account (owners and admins: the route requires members.RenameAccount).
+func (h *Handler) renameAccount(c *fiber.Ctx) error {
+	_, err := accounts.Rename(c.UserContext(), h.DB, web.CurrentUser(c).AccountID, web.Posted(c, "account_name"), h.Now())
+	if errors.Is(err, accounts.ErrBadAccountName) {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return h.accountPage(c, map[string]string{"account_name": accounts.NameProblem(err)})
+	}
+	if err != nil {
+		return err
+	}
+	return web.Redirect(c, "/console/account?notice=account-renamed")
 }
 
 // changePassword sets a new password, ends every session, and signs this browser in afresh.

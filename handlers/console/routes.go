@@ -82,7 +82,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Get("/statements/:month", h.Require(members.SeeStatements), h.showStatement)
 	console.Get("/account", h.showAccount)
 	// The account page mixes the member's own settings with the account's: each form is held to its own rule.
-	console.Post("/account", h.RequireForm(map[string]members.Action{"timezone": members.Personal, "password": members.Personal}, members.BillingSettings), h.updateAccount)
+	console.Post("/account", h.RequireForm(map[string]members.Action{"timezone": members.Personal, "password": members.Personal, "name": members.RenameAccount}, members.BillingSettings), h.updateAccount)
 	console.Get("/members", h.showMembers)
 	console.Post("/members", h.Require(members.ManageMembers), h.inviteMember)
 	console.Get("/members/leave", h.confirmLeave)

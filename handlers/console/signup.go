@@ -23,10 +23,10 @@ func (h *Handler) showSignUp(c *fiber.Ctx) error {
 // signUp creates the account and sends the verification e-mail; the answer is the same whether or not the
 // address was already registered.
 func (h *Handler) signUp(c *fiber.Ctx) error {
-	form := customer.SignUpForm{Email: web.Posted(c, "email"), Terms: web.Posted(c, "terms") != ""}
+	form := customer.SignUpForm{Email: web.Posted(c, "email"), AccountName: web.Posted(c, "account_name"), Terms: web.Posted(c, "terms") != ""}
 	proof := ids.NewToken(32)
 	errs, err := h.Auth.Register(c.UserContext(), auth.SignUp{Email: form.Email, Password: web.Posted(c, "password"), AcceptTerms: form.Terms,
-		BrowserProof: proof}, h.ClientIP(c))
+		AccountName: form.AccountName, BrowserProof: proof}, h.ClientIP(c))
 	var throttled *auth.ThrottledError
 	if errors.As(err, &throttled) {
 		return h.TooManyForms(c, throttled)

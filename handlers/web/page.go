@@ -66,6 +66,7 @@ var notices = map[string]string{
 	"member-removed":       "The member was removed and signed out everywhere.",
 	"invitation-withdrawn": "The invitation was withdrawn: its link no longer works.",
 	"left-account":         "You left the account and were signed out.",
+	"account-renamed":      "The account's name was saved. Every member sees it from their next page.",
 	"joined":               "Welcome! You are now a member of this account.",
 	// Staff (docs/support.md).
 	"balance-adjusted": "The balance was adjusted. The ledger and the audit log show it.",

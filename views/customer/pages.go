@@ -300,6 +300,7 @@ func TopupSource(t models.Topup) string {
 
 // AccountPage is the signed-in user's settings.
 type AccountPage struct {
+	Name     string // the account's name in its form (as typed, when refused)
 	Errors   map[string]string
 	Zones    []string
 	TimeZone string

@@ -56,6 +56,8 @@ type NewUser struct {
 	TermsAcceptedAt *time.Time
 	// At is when the user is created, by the caller's clock (zero: now).
 	At time.Time
+	// AccountName names the new account (cleaned by CleanName); "" gives it DefaultName(Email).
+	AccountName string
 }
 
 // Create makes a user and the account it owns (the user is its owner), in one transaction.
@@ -102,7 +104,13 @@ func CreateIn(tx *gorm.DB, n NewUser) (*models.User, error) {
 	if n.Verified {
 		u.EmailVerifiedAt = &now
 	}
-	acct := &models.Account{Name: email, CreatedAt: now, UpdatedAt: now}
+	name := DefaultName(email)
+	if n.AccountName != "" {
+		if name, err = CleanName(n.AccountName); err != nil {
+			return nil, err
+		}
+	}
+	acct := &models.Account{Name: name, CreatedAt: now, UpdatedAt: now}
 	if err := tx.Create(acct).Error; err != nil {
 		return nil, fmt.Errorf("create account: %w", err)
 	}

@@ -19,6 +19,8 @@ type SignUp struct {
 	Email       string
 	Password    string
 	AcceptTerms bool
+	// AccountName names the new account; "" names it after the e-mail's domain (accounts.DefaultName).
+	AccountName string
 	// BrowserProof is a random value the signing-up browser keeps (a cookie). Its hash goes with the
 	// verification link of a new account, so that confirming from that browser signs the person in (see
 	// Verify); for an address already registered it is stored nowhere, and the answer is the same.
@@ -47,6 +49,11 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 	if !in.AcceptTerms {
 		errs["terms"] = "Accept the terms of service and the privacy notice to create an account."
 	}
+	if strings.TrimSpace(in.AccountName) != "" {
+		if _, err := accounts.CleanName(in.AccountName); err != nil {
+			errs["account_name"] = accounts.NameProblem(err)
+		}
+	}
 	if len(errs) > 0 {
 		return errs, nil
 	}
@@ -63,7 +70,8 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 	// The user, the verification link and its e-mail commit together: a crash leaves all or nothing.
 	now := s.now()
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		u, err := accounts.CreateIn(tx, accounts.NewUser{Email: email, PasswordHash: hash, TermsAcceptedAt: &now, At: now})
+		u, err := accounts.CreateIn(tx, accounts.NewUser{Email: email, PasswordHash: hash, TermsAcceptedAt: &now, At: now,
+			AccountName: strings.TrimSpace(in.AccountName)})
 		if err != nil {
 			return err
 		}

@@ -57,8 +57,13 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, *mod
 	// started since (a verification link, a sign-in racing the disable) opens nothing either. So is a
 	// member removed from the account, however their session outlived the removal. One read answers all:
 	// the user, if they are still a member and their account is enabled.
-	var users []models.User
-	err = s.DB.R.WithContext(ctx).Select("users.*").Joins("JOIN accounts ON accounts.id = users.account_id").
+	// The account's name comes with it, for the console's header.
+	var users []struct {
+		models.User        `gorm:"embedded"`
+		SessionAccountName string
+	}
+	err = s.DB.R.WithContext(ctx).Model(&models.User{}).Select("users.*", "accounts.name AS session_account_name").
+		Joins("JOIN accounts ON accounts.id = users.account_id").
 		Where("users.id = ? AND users.removed_at IS NULL AND accounts.disabled_at IS NULL", sess.UserID).Limit(1).Find(&users).Error
 	if err != nil {
 		return nil, nil, fmt.Errorf("read session user: %w", err)
@@ -66,7 +71,8 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, *mod
 	if len(users) == 0 {
 		return nil, nil, ErrNoSession
 	}
-	u := users[0]
+	u := users[0].User
+	u.AccountName = users[0].SessionAccountName
 	if now.Sub(sess.LastSeenAt) > touchEvery {
 		_ = s.DB.W.WithContext(ctx).Model(&models.Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now).Error
 	}

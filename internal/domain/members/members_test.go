@@ -21,6 +21,7 @@ import (
 func TestMatrix(t *testing.T) {
 	yes := map[members.Action]string{
 		members.ManageMembers:   "owner admin",
+		members.RenameAccount:   "owner admin",
 		members.SeeKeys:         "owner admin developer viewer",
 		members.ManageKeys:      "owner admin developer",
 		members.CreateVideos:    "owner admin developer",

@@ -64,6 +64,8 @@ const (
 	SeePayments Action = "see-payments"
 	// SeeStatements is the monthly statements.
 	SeeStatements Action = "see-statements"
+	// RenameAccount is changing the account's name (the Account page).
+	RenameAccount Action = "rename-account"
 	// Personal is what every member may do about themselves: their own password and display time zone,
 	// signing out, leaving the account. It is named so that a route can say it needs no more.
 	Personal Action = "personal"
@@ -81,10 +83,11 @@ var grants = map[Action][]string{
 	BillingSettings: {models.AccountOwner, models.AccountBilling},
 	SeePayments:     {models.AccountOwner, models.AccountAdmin, models.AccountBilling, models.AccountViewer},
 	SeeStatements:   {models.AccountOwner, models.AccountAdmin, models.AccountBilling, models.AccountViewer},
+	RenameAccount:   {models.AccountOwner, models.AccountAdmin},
 }
 
 // Actions lists every action, in the matrix's order.
-var Actions = []Action{ManageMembers, SeeKeys, ManageKeys, CreateVideos, CancelTasks, ManageWebhooks, AddFunds, BillingSettings, SeePayments, SeeStatements}
+var Actions = []Action{ManageMembers, RenameAccount, SeeKeys, ManageKeys, CreateVideos, CancelTasks, ManageWebhooks, AddFunds, BillingSettings, SeePayments, SeeStatements}
 
 // Can reports whether a member with this role may do the action. An unknown role or action may do
 // nothing.
@@ -119,6 +122,8 @@ func Doing(a Action) string {
 	switch a {
 	case ManageMembers:
 		return "invite, change or remove members"
+	case RenameAccount:
+		return "rename the account"
 	case SeeKeys:
 		return "see API keys"
 	case ManageKeys:
