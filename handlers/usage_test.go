@@ -380,6 +380,16 @@ func TestUsageRangeRefused(t *testing.T) {
 			t.Errorf("total with a running video: %+v", got)
 		}
 		p.contains(t, "/console/statements/"+time.Now().UTC().Format("2006-01"))
+		// One way to choose the grouping (the Per links; the form keeps the one shown), the running notice
+		// apart from the cards, the table cards on a phone (table.fit, each figure labelled), and each chart
+		// names its maximum where its tallest bar ends.
+		p.contains(t, `<input type="hidden" name="group" value="day">`, `aria-current="page">Day</strong>`, `class="notice warn spaced" id="running"`,
+			`<table id="usage" class="figures fit">`, `data-label="Videos"`, `data-label="Spend"`, `<th scope="row" class="head" data-fit="what">`,
+			`<line class="most" x1="30" y1="10" x2="590" y2="10"></line>`, `<text x="32" y="7">1</text>`)
+		p.lacks(t, `<select id="group"`)
+		if n := strings.Count(p.Body, `href="/console/usage?`); n != 2 {
+			t.Errorf("the page links %d other groupings, want 2 (model, key)", n)
+		}
 		// The pages are well formed: one heading, labelled fields, tables in their own box.
 		for _, path := range []string{"/console/usage", "/console/usage?group=model", "/console/usage?group=key", "/console/usage?from=x",
 			"/console/statements/" + time.Now().UTC().Format("2006-01"), "/console/wallet"} {

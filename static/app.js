@@ -40,6 +40,33 @@
     if (msg && !window.confirm(msg)) ev.preventDefault();
   });
 
+  // Sections that follow new rows (a webhook endpoint's deliveries): <section id=… data-follow-every=ms>
+  // is replaced by its copy in the page fetched again, every so many milliseconds while the tab is
+  // visible, backing off to a minute after failures. Without this script the page says to reload.
+  var followed = document.querySelector("section[id][data-follow-every]");
+  if (followed && window.fetch && window.DOMParser) {
+    var every = parseInt(followed.getAttribute("data-follow-every"), 10) || 5000, wait = every;
+    Array.prototype.forEach.call(document.querySelectorAll(".live-nojs"), function (el) { el.hidden = true; });
+    Array.prototype.forEach.call(document.querySelectorAll(".live-js"), function (el) { el.hidden = false; });
+    var refresh = function () {
+      if (document.hidden) { setTimeout(refresh, every); return; }
+      fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+        .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(followed.id);
+          // Not while a control in it has the focus (a Resend about to be pressed).
+          if (fresh && fresh.innerHTML !== followed.innerHTML && !followed.contains(document.activeElement)) {
+            followed.replaceWith(fresh);
+            followed = fresh;
+          }
+          wait = every;
+        })
+        .catch(function () { wait = Math.min(wait * 2, 60000); })
+        .then(function () { setTimeout(refresh, wait); });
+    };
+    setTimeout(refresh, wait);
+  }
+
   // The new-video form: choosing a model loads its lengths, sizes and inputs; the button says the price
   // of the chosen length (each length's option carries it, so the page is right without this script).
   var modelForm = document.querySelector("[data-model-form]");

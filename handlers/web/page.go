@@ -57,7 +57,7 @@ var notices = map[string]string{
 	"video-created":     "Your video is queued and its price reserved. This page follows it live; it is charged when it is ready.",
 	"webhook-disabled":  "The endpoint was disabled. Events are kept for it and sent when you enable it again.",
 	"webhook-enabled":   "The endpoint was enabled. Deliveries that waited go out now.",
-	"webhook-test-sent": "A test event is on its way. Its delivery appears below within a few seconds; reload to see it.",
+	"webhook-test-sent": "A test event is on its way. Its delivery appears below within a few seconds.",
 	"webhook-deleted":   "The endpoint was deleted. No more events are sent to it.",
 	"webhook-resent":    "The delivery is being sent again, with the same webhook-id. Reload to see the attempt.",
 	// Members (docs/members.md).

@@ -74,6 +74,10 @@ func (p WebhookPage) PendingNote() string {
 }
 
 // Newest is the query of the first page, "" when this is it.
+// Live says the page follows new attempts: its newest page, which new attempts join (an older page
+// stays as it was read).
+func (p WebhookPage) Live() bool { return !p.Paged }
+
 func (p WebhookPage) Newest() string {
 	if !p.Paged {
 		return ""
