@@ -46,7 +46,7 @@ type usageFigures struct {
 }
 
 var (
-	usageRowRE = regexp.MustCompile(`(?s)<tr id="(row-[^"]+)">(.*?)</tr>`)
+	usageRowRE = regexp.MustCompile(`(?s)<tr id="(row-[^"]+)"[^>]*>(.*?)</tr>`)
 	cellRE     = regexp.MustCompile(`(?s)<t[hd][^>]*>(.*?)</t[hd]>`)
 	tagRE      = regexp.MustCompile(`<[^>]+>`)
 	moneyRE    = regexp.MustCompile(`[+−-]?\$[0-9]+\.[0-9]+`)

@@ -386,3 +386,11 @@ type CallPage struct {
 	Moved []models.LedgerEntry
 	Task  *TaskPage // the task the call concerns, when there is one and it is the account's
 }
+
+// keyTitle is a call-log key cell's title: who made the key, when known.
+func keyTitle(member string) string {
+	if member == "" {
+		return ""
+	}
+	return "made by " + member
+}
