@@ -407,7 +407,7 @@ func TestBrowserJourney(t *testing.T) {
 	do("open the account page", chromedp.Navigate(s.URL+"/console/account"),
 		chromedp.SendKeys(chromedp.ID("current"), "not-my-password"), chromedp.SendKeys(chromedp.ID("password"), "new-kites-fly-high-7"))
 	ctx, cancel = ctxFor()
-	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`main form:last-of-type button[type="submit"]`))); err != nil {
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`main form:has(input[name="form"][value="password"]) button[type="submit"]`))); err != nil {
 		t.Fatalf("change the password: %v", err)
 	}
 	cancel()
@@ -482,6 +482,7 @@ func TestBrowserJourney(t *testing.T) {
 		{"wallet-payments", "/console/wallet", []string{"money", "status"}},
 		{"topup-declined", "/console/wallet/topups/" + declined.ID, nil},
 		{"account-page", "/console/account", nil},
+		{"two-step-setup", "/console/2fa/setup", nil},
 		{"members", "/console/members", []string{"status", "action"}},
 		{"member-remove", fmt.Sprintf("/console/members/%d/remove", colleague.ID), nil},
 		{"members-leave", "/console/members/leave", nil},

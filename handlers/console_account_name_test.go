@@ -68,8 +68,8 @@ func TestNamedOrganisations(t *testing.T) {
 		page := dev.get("/console/account")
 		page.contains(t, `<strong id="account-name">Acme</strong>`, "Your role (developer) cannot rename the account")
 		page.lacks(t, `name="account_name"`)
-		if p := dev.postRaw("/console/account", url.Values{"_csrf": {csrfOf(t, dev, "/console/account")}, "form": {"name"}, "account_name": {"Hijacked"}}); p.Status != 403 {
-			t.Errorf("a developer renaming: %d", p.Status)
+		if p := dev.postRaw("/console/account", url.Values{"_csrf": {csrfOf(t, dev, "/console/account")}, "form": {"name"}, "account_name": {"Hijacked"}}); p.Status != 403 || !strings.Contains(p.Body, "Your role (developer) cannot rename the account") {
+			t.Errorf("a developer renaming: %d %s", p.Status, trimPage(p.Body))
 		}
 
 		// Staff see it on the account's page and in the banner of its pages.

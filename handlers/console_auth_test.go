@@ -188,7 +188,7 @@ func TestConfirmingFromTheSignUpBrowserSignsIn(t *testing.T) {
 		if c := setCookie(p, "vg_session"); c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge != 30*24*60*60 {
 			t.Fatalf("session cookie %+v: want the sign-in's settings", c)
 		}
-		b.get(p.location()).contains(t, "Your e-mail address is confirmed. Welcome!", `title="uma@example.com"`, "Sign out", "Add funds")
+		b.get(p.location()).contains(t, "Your e-mail address is confirmed. Welcome!", `<span class="email">uma@example.com</span>`, "Sign out", "Add funds")
 		createKey(t, b, "verified") // only a verified user may
 
 		// The link opened on a phone: confirmed, and asked to sign in. The laptop that signed up did not

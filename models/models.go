@@ -26,6 +26,8 @@ type Account struct {
 	BillingName    string
 	BillingAddress string // several lines
 	BillingTaxID   string `gorm:"column:billing_tax_id"`
+	// RequireSecondFactor: every member must sign in with two steps (an owner's choice).
+	RequireSecondFactor bool
 }
 
 // Disabled reports whether staff disabled the account: its keys answer 401 account_disabled.
@@ -57,7 +59,9 @@ type User struct {
 	// AccountName is the name of the user's account, read with a signed-in session for the console's
 	// header; not a column of users.
 	AccountName string `gorm:"-"`
-	LastSignInAt    *time.Time
+	// AccountRequiresSecondFactor is the account's RequireSecondFactor, read with the session likewise.
+	AccountRequiresSecondFactor bool `gorm:"-"`
+	LastSignInAt                *time.Time
 	// The second factor (staff): the TOTP secret sealed with a key derived from APP_SECRET, when it was
 	// confirmed, and the last time step accepted (each code is good once).
 	TOTPSealed    []byte     `gorm:"column:totp_sealed"`

@@ -111,9 +111,9 @@ func accountsAdminCmds() []*cobra.Command {
 	var resetEmail, resetReason string
 	reset := &cobra.Command{
 		Use:   "reset-2fa",
-		Short: "forget a staff member's authenticator and recovery codes, for one who lost both (audited)",
+		Short: "forget a staff member's or a member's authenticator and recovery codes, for one who lost both (audited)",
 		Long: "Forget the second factor of the user with this e-mail (their authenticator and recovery codes) and sign them out, " +
-			"recorded in the audit log with actor cli. Their next staff page asks them to enrol a new authenticator. Check who is asking first: " +
+			"recorded in the audit log with actor cli. Their next staff page asks them to enrol a new authenticator (a member's next console page, when their account requires two steps). Check who is asking first: " +
 			"this is the door around the second factor.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, u, done, err := adminService(cmd.Context(), resetEmail)

@@ -39,6 +39,8 @@ func (h *Handler) updateAccount(c *fiber.Ctx) error {
 		return h.changePassword(c)
 	case "name":
 		return h.renameAccount(c)
+	case "two-step":
+		return h.requireTwoStep(c)
 	}
 	return fiber.NewError(fiber.StatusBadRequest, "This form is not one of the account page's")
 }
@@ -67,6 +69,19 @@ func (h *Handler) renameAccount(c *fiber.Ctx) error {
 		return err
 	}
 	return web.Redirect(c, "/console/account?notice=account-renamed")
+}
+
+// requireTwoStep sets whether every member must sign in with two steps (owners: the route requires
+// members.RequireTwoStep). Members without it are sent to set it up on their next page.
+func (h *Handler) requireTwoStep(c *fiber.Ctx) error {
+	on := web.Posted(c, "require") != ""
+	if err := accounts.RequireSecondFactor(c.UserContext(), h.DB, web.CurrentUser(c).AccountID, on, h.Now()); err != nil {
+		return err
+	}
+	if on {
+		return web.Redirect(c, "/console/account?notice=two-step-required")
+	}
+	return web.Redirect(c, "/console/account?notice=two-step-optional")
 }
 
 // changePassword sets a new password, ends every session, and signs this browser in afresh.

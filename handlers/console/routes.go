@@ -5,8 +5,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"videogen/handlers/twostep"
 	"videogen/handlers/web"
 	"videogen/internal/domain/members"
+	twostepviews "videogen/views/twostep"
 )
 
 // Handler is the console's pages, and the public ones. The staff pages of a tenant are these same
@@ -47,7 +49,12 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	// The console. Every member reads every page but the few Require names; what changes anything
 	// requires the action it is (internal/domain/members.Can, docs/members.md), a form about the member
 	// themselves (password, display time zone, leaving) nothing more.
-	console := app.Group("/console", h.Page, h.RequireUser)
+	// The second sign-in step (docs/console.md, "Two-step sign-in"): its pages come before the console's,
+	// which a member whose session has not passed it (or who must set it up) does not reach.
+	steps := &twostep.Pages{Base: b, Where: twostepviews.Console, Home: "/console",
+		Required: func(c *fiber.Ctx) bool { return web.CurrentUser(c).AccountRequiresSecondFactor }}
+	steps.Register(app.Group("/console/2fa", h.Page, h.RequireUser))
+	console := app.Group("/console", h.Page, h.RequireUser, h.requireSecondStep)
 	console.Get("", h.showDashboard)
 	console.Get("/keys", h.Require(members.SeeKeys), h.showKeys)
 	console.Post("/keys", h.Require(members.ManageKeys), h.createKey)
@@ -82,7 +89,7 @@ func Routes(app *fiber.App, b *web.Base) *Handler {
 	console.Get("/statements/:month", h.Require(members.SeeStatements), h.showStatement)
 	console.Get("/account", h.showAccount)
 	// The account page mixes the member's own settings with the account's: each form is held to its own rule.
-	console.Post("/account", h.RequireForm(map[string]members.Action{"timezone": members.Personal, "password": members.Personal, "name": members.RenameAccount}, members.BillingSettings), h.updateAccount)
+	console.Post("/account", h.RequireForm(map[string]members.Action{"timezone": members.Personal, "password": members.Personal, "name": members.RenameAccount, "two-step": members.RequireTwoStep}, members.BillingSettings), h.updateAccount)
 	console.Get("/members", h.showMembers)
 	console.Post("/members", h.Require(members.ManageMembers), h.inviteMember)
 	console.Get("/members/leave", h.confirmLeave)

@@ -4,6 +4,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"videogen/handlers/console"
+	"videogen/handlers/twostep"
+	twostepviews "videogen/views/twostep"
 )
 
 // handler is the staff pages; a tenant's pages are the console's own (console.Handler), scoped to the
@@ -17,12 +19,8 @@ type handler struct {
 // member reaches without having passed it in this session.
 func Routes(app *fiber.App, c *console.Handler) {
 	h := &handler{Handler: c}
-	secondFactor := app.Group("/support/2fa", h.hideFromNonStaff, h.Page, h.requireStaff)
-	secondFactor.Get("", h.showSecondFactor)
-	secondFactor.Post("", h.checkSecondFactor)
-	secondFactor.Get("/setup", h.showTOTPEnrolment)
-	secondFactor.Post("/setup", h.enrolTOTP)
-	secondFactor.Post("/recovery-codes", h.newRecoveryCodes)
+	steps := &twostep.Pages{Base: c.Base, Where: twostepviews.Staff, Home: "/support"}
+	steps.Register(app.Group("/support/2fa", h.hideFromNonStaff, h.Page, h.requireStaff))
 
 	support := app.Group("/support", h.hideFromNonStaff, h.Page, h.requireStaff, h.requireSecondFactor)
 	support.Get("", h.showOverview)

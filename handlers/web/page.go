@@ -67,6 +67,8 @@ var notices = map[string]string{
 	"invitation-withdrawn": "The invitation was withdrawn: its link no longer works.",
 	"left-account":         "You left the account and were signed out.",
 	"account-renamed":      "The account's name was saved. Every member sees it from their next page.",
+	"two-step-required":    "Two-step sign-in is now required: members without it set it up before their next page.",
+	"two-step-optional":    "Two-step sign-in is no longer required. Members who set it up keep using it.",
 	"joined":               "Welcome! You are now a member of this account.",
 	// Staff (docs/support.md).
 	"balance-adjusted": "The balance was adjusted. The ledger and the audit log show it.",

@@ -87,8 +87,9 @@ func importAllowed(pkg, dep string) (bool, string) {
 			return false, "background jobs and staff tools do not import each other"
 		}
 	}
-	// Within the HTTP layer: the audiences share handlers/web, and only support reaches into the console
-	// (a tenant's pages are the console's own); handlers/web imports no audience.
+	// Within the HTTP layer: the audiences share handlers/web and handlers/twostep (the second sign-in
+	// step's pages, the staff's and the console's), and only support reaches into the console (a tenant's
+	// pages are the console's own); handlers/web and handlers/twostep import no audience.
 	if from == web && to == web {
 		audience := func(p string) string {
 			rest := strings.TrimPrefix(strings.TrimPrefix(p, "videogen/handlers"), "/")
@@ -98,6 +99,7 @@ func importAllowed(pkg, dep string) (bool, string) {
 		switch {
 		case a == "": // handlers itself assembles them all
 		case b == "web", a == b:
+		case b == "twostep" && a != "web":
 		case a == "support" && b == "console":
 		default:
 			return false, "handlers/" + a + " may not import handlers/" + b
@@ -151,6 +153,8 @@ func TestLayersRefuse(t *testing.T) {
 		{"videogen/views", "videogen/handlers/web"},
 		{"videogen/handlers/web", "videogen/handlers/api"},
 		{"videogen/handlers/console", "videogen/handlers/support"},
+		{"videogen/handlers/twostep", "videogen/handlers/console"},
+		{"videogen/handlers/web", "videogen/handlers/twostep"},
 		{"videogen/handlers/api", "videogen/handlers/console"},
 		{"videogen/views/customer", "videogen/views/staff"},
 		{"videogen/views", "videogen/views/customer"},

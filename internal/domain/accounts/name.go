@@ -64,3 +64,13 @@ func NameProblem(err error) string {
 	}
 	return strings.ToUpper(why[:1]) + why[1:] + "."
 }
+
+// RequireSecondFactor sets whether every member of the account must sign in with two steps.
+func RequireSecondFactor(ctx context.Context, d *db.DB, accountID int64, on bool, now time.Time) error {
+	err := d.W.WithContext(ctx).Model(&models.Account{}).Where("id = ?", accountID).
+		Updates(map[string]any{"require_second_factor": on, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("set the two-step requirement of account %d: %w", accountID, err)
+	}
+	return nil
+}

@@ -57,12 +57,14 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, *mod
 	// started since (a verification link, a sign-in racing the disable) opens nothing either. So is a
 	// member removed from the account, however their session outlived the removal. One read answers all:
 	// the user, if they are still a member and their account is enabled.
-	// The account's name comes with it, for the console's header.
+	// The account's name comes with it, for the console's header, and whether it requires two steps.
 	var users []struct {
-		models.User        `gorm:"embedded"`
-		SessionAccountName string
+		models.User           `gorm:"embedded"`
+		SessionAccountName    string
+		SessionRequiresSecond bool
 	}
-	err = s.DB.R.WithContext(ctx).Model(&models.User{}).Select("users.*", "accounts.name AS session_account_name").
+	err = s.DB.R.WithContext(ctx).Model(&models.User{}).
+		Select("users.*", "accounts.name AS session_account_name", "accounts.require_second_factor AS session_requires_second").
 		Joins("JOIN accounts ON accounts.id = users.account_id").
 		Where("users.id = ? AND users.removed_at IS NULL AND accounts.disabled_at IS NULL", sess.UserID).Limit(1).Find(&users).Error
 	if err != nil {
@@ -72,7 +74,7 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, *mod
 		return nil, nil, ErrNoSession
 	}
 	u := users[0].User
-	u.AccountName = users[0].SessionAccountName
+	u.AccountName, u.AccountRequiresSecondFactor = users[0].SessionAccountName, users[0].SessionRequiresSecond
 	if now.Sub(sess.LastSeenAt) > touchEvery {
 		_ = s.DB.W.WithContext(ctx).Model(&models.Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now).Error
 	}

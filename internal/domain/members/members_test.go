@@ -22,6 +22,7 @@ func TestMatrix(t *testing.T) {
 	yes := map[members.Action]string{
 		members.ManageMembers:   "owner admin",
 		members.RenameAccount:   "owner admin",
+		members.RequireTwoStep:  "owner",
 		members.SeeKeys:         "owner admin developer viewer",
 		members.ManageKeys:      "owner admin developer",
 		members.CreateVideos:    "owner admin developer",

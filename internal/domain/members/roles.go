@@ -66,6 +66,8 @@ const (
 	SeeStatements Action = "see-statements"
 	// RenameAccount is changing the account's name (the Account page).
 	RenameAccount Action = "rename-account"
+	// RequireTwoStep is requiring two-step sign-in of every member (the Account page).
+	RequireTwoStep Action = "require-two-step"
 	// Personal is what every member may do about themselves: their own password and display time zone,
 	// signing out, leaving the account. It is named so that a route can say it needs no more.
 	Personal Action = "personal"
@@ -84,10 +86,11 @@ var grants = map[Action][]string{
 	SeePayments:     {models.AccountOwner, models.AccountAdmin, models.AccountBilling, models.AccountViewer},
 	SeeStatements:   {models.AccountOwner, models.AccountAdmin, models.AccountBilling, models.AccountViewer},
 	RenameAccount:   {models.AccountOwner, models.AccountAdmin},
+	RequireTwoStep:  {models.AccountOwner},
 }
 
 // Actions lists every action, in the matrix's order.
-var Actions = []Action{ManageMembers, RenameAccount, SeeKeys, ManageKeys, CreateVideos, CancelTasks, ManageWebhooks, AddFunds, BillingSettings, SeePayments, SeeStatements}
+var Actions = []Action{ManageMembers, RenameAccount, RequireTwoStep, SeeKeys, ManageKeys, CreateVideos, CancelTasks, ManageWebhooks, AddFunds, BillingSettings, SeePayments, SeeStatements}
 
 // Can reports whether a member with this role may do the action. An unknown role or action may do
 // nothing.
@@ -124,6 +127,8 @@ func Doing(a Action) string {
 		return "invite, change or remove members"
 	case RenameAccount:
 		return "rename the account"
+	case RequireTwoStep:
+		return "require two-step sign-in of every member"
 	case SeeKeys:
 		return "see API keys"
 	case ManageKeys:
