@@ -140,6 +140,8 @@ type APIKey struct {
 	RevokedAt  *time.Time
 	// RevokedBy is who revoked it: the member's e-mail, RevokedByCLI, or "" (revoked before it was kept).
 	RevokedBy string
+	// Scopes are what the key may do beyond videos and uploads, space-separated (apikeys.ScopeWebhooks).
+	Scopes string
 	// What the key may spend per LimitPeriod ("day" or "month", in the account's time zone); nil with
 	// period "" is no limit (internal/domain/apikeys, Limits).
 	SpendLimitMicros *int64

@@ -9,6 +9,7 @@ import (
 type WebhookEndpoint struct {
 	ID                   string
 	AccountID            int64
+	Name                 string // the customer's label ("" for endpoints added without one)
 	URL                  string
 	Events               string // event types, comma-separated
 	SecretSealed         []byte

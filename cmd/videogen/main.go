@@ -219,7 +219,7 @@ func accountsCmd() *cobra.Command {
 func keysCmd() *cobra.Command {
 	c := &cobra.Command{Use: "keys", Short: "manage API keys"}
 	var email, name, prefix, spendUSD, period string
-	var allowed []string
+	var allowed, scopes []string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "create an API key for a user's account; prints only the secret, which is never shown again",
@@ -227,7 +227,7 @@ func keysCmd() *cobra.Command {
 			if cmd.Flags().Changed("limit-period") && !cmd.Flags().Changed("spend-limit-usd") {
 				return errors.New("--limit-period needs --spend-limit-usd: the period is the one the limit counts over")
 			}
-			limits, err := apikeys.ParseLimits(spendUSD, period, allowed)
+			limits, err := apikeys.ParseLimits(spendUSD, period, allowed, scopes)
 			if err != nil {
 				return limitFlagsError(err)
 			}
@@ -250,6 +250,7 @@ func keysCmd() *cobra.Command {
 	create.Flags().StringVar(&spendUSD, "spend-limit-usd", "", "the most the key's videos may cost per --limit-period, in USD (e.g. 5 or 12.50; none: no limit)")
 	create.Flags().StringVar(&period, "limit-period", "", "day or month: the period the spend limit counts over, in the account's time zone (required with --spend-limit-usd)")
 	create.Flags().StringSliceVar(&allowed, "models", nil, "a model the key may use; repeat it, or separate ids with commas (none: every model)")
+	create.Flags().StringSliceVar(&scopes, "scope", nil, "a scope beyond videos and uploads: webhooks:write lets the key manage webhook endpoints through the API")
 	_ = create.MarkFlagRequired("email")
 	revoke := &cobra.Command{
 		Use:   "revoke",

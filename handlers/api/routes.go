@@ -31,6 +31,15 @@ func Routes(app *fiber.App, b *web.Base, recoverPanics fiber.Handler) {
 	v1.Delete("/videos/:id", h.deleteVideo)
 	v1.Get("/videos/:id/content", h.downloadVideo)
 	v1.Post("/videos/:id/remix", h.RequireJSON, h.remixVideo)
+	// OpenAI's webhook-endpoints API, for keys with the webhooks:write scope (docs/webhooks.md, "The API").
+	scoped := h.requireWebhookScope
+	v1.Get("/webhook_endpoints", scoped, h.listWebhookEndpoints)
+	v1.Post("/webhook_endpoints", scoped, h.RequireJSON, h.createWebhookEndpoint)
+	v1.Get("/webhook_endpoints/:id", scoped, h.getWebhookEndpoint)
+	v1.Post("/webhook_endpoints/:id", scoped, h.RequireJSON, h.updateWebhookEndpoint)
+	v1.Delete("/webhook_endpoints/:id", scoped, h.deleteWebhookEndpoint)
+	v1.Post("/webhook_endpoints/:id/rotate_secret", scoped, h.RequireJSON, h.rotateWebhookSecret)
+	v1.Post("/webhook_endpoints/:id/test", scoped, h.RequireJSON, h.testWebhookEndpoint)
 
 	uploads := app.Group("/uploads/v1", chain...)
 	uploads.Post("/files", h.LimitTransfers, h.uploadFiles)

@@ -53,8 +53,8 @@ func modelChoices() []string {
 // models (one per ticked box); the form as posted, to show again with its errors when they are wrong.
 func postedLimits(c *fiber.Ctx) (apikeys.Limits, customer.KeyLimitsForm, error) {
 	f := customer.KeyLimitsForm{Spend: web.Posted(c, "spend_limit_usd"), Period: web.Posted(c, "limit_period"),
-		Models: web.PostedAll(c, "models"), Choices: modelChoices()}
-	l, err := apikeys.ParseLimits(f.Spend, f.Period, f.Models)
+		Models: web.PostedAll(c, "models"), Scopes: web.PostedAll(c, "scopes"), Choices: modelChoices()}
+	l, err := apikeys.ParseLimits(f.Spend, f.Period, f.Models, f.Scopes)
 	var bad *apikeys.InvalidLimits
 	if errors.As(err, &bad) {
 		f.Errors = bad.Fields
@@ -99,7 +99,7 @@ func (h *Handler) showKeyLimits(c *fiber.Ctx) error {
 		return web.Redirect(c, "/console/keys")
 	}
 	l := apikeys.LimitsOf(*k)
-	f := customer.KeyLimitsForm{Period: l.Period, Models: l.Models, Choices: modelChoices()}
+	f := customer.KeyLimitsForm{Period: l.Period, Models: l.Models, Scopes: l.Scopes, Choices: modelChoices()}
 	if l.Spend > 0 {
 		f.Spend = views.PlainUSD(int64(l.Spend))
 	} else {

@@ -28,6 +28,7 @@ var refusalStatus = map[string]int{
 	"invalid_seed":                  400,
 	"unsupported_input_combination": 400,
 	"unsupported_value":             400,
+	"invalid_value":                 400, // a webhook endpoint's url, name, event types or list cursor
 	"too_many_images":               400,
 	"too_many_videos":               400,
 	"too_many_audios":               400,
@@ -48,6 +49,7 @@ var refusalStatus = map[string]int{
 	// OpenAI answers a model a project may not use; a spent limit is 429 as OpenAI's exhausted project
 	// budget (insufficient_quota) is, with Retry-After at the reset and x-should-retry: false.
 	"model_not_allowed_for_key": 403,
+	"key_scope_missing":         403, // a key without webhooks:write on /v1/webhook_endpoints
 	"key_spend_limit_reached":   429,
 	// What is asked for.
 	"not_found":            404,

@@ -88,6 +88,7 @@ type KeysPage struct {
 type KeyLimitsForm struct {
 	Spend, Period string
 	Models        []string
+	Scopes        []string // apikeys.Scopes ticked
 	// Choices are the model ids a key may be limited to.
 	Choices []string
 	Errors  map[string]string
@@ -95,7 +96,12 @@ type KeyLimitsForm struct {
 
 // Given reports whether the form holds any limit, or an error about one (the create form then shows
 // its limits open).
-func (f KeyLimitsForm) Given() bool { return f.Spend != "" || len(f.Models) > 0 || len(f.Errors) > 0 }
+func (f KeyLimitsForm) Given() bool {
+	return f.Spend != "" || len(f.Models) > 0 || len(f.Scopes) > 0 || len(f.Errors) > 0
+}
+
+// HasScope reports whether a scope's box is ticked.
+func (f KeyLimitsForm) HasScope(scope string) bool { return slices.Contains(f.Scopes, scope) }
 
 // Checked reports whether a model's box is ticked.
 func (f KeyLimitsForm) Checked(model string) bool { return slices.Contains(f.Models, model) }

@@ -94,7 +94,7 @@ func create(ctx context.Context, d *db.DB, accountID int64, name string, created
 	k := &models.APIKey{
 		AccountID: accountID, CreatedBy: createdBy, Name: strings.TrimSpace(name),
 		Prefix: secret[:prefixLen], SecretHash: Hash(secret), CreatedAt: now.UTC().Truncate(time.Microsecond),
-		LimitPeriod: l.Period, AllowedModels: strings.Join(l.Models, ","),
+		LimitPeriod: l.Period, AllowedModels: strings.Join(l.Models, ","), Scopes: strings.Join(l.Scopes, " "),
 	}
 	if l.Spend > 0 {
 		v := int64(l.Spend)
@@ -111,6 +111,7 @@ type Principal struct {
 	AccountID int64
 	KeyID     int64
 	KeyPrefix string
+	Scopes    string // space-separated (HasScope)
 }
 
 // entry is a key's answer as this instance last read it.
@@ -220,7 +221,7 @@ func (a *Authenticator) load(ctx context.Context, h [sha256.Size]byte) (*entry, 
 	forgets := a.forgets.Load()
 	read := time.Now()
 	var rows []keyRow
-	err := a.db.R.WithContext(ctx).Raw(`SELECT k.id, k.account_id, k.prefix, k.revoked_at, a.disabled_at
+	err := a.db.R.WithContext(ctx).Raw(`SELECT k.id, k.account_id, k.prefix, k.scopes, k.revoked_at, a.disabled_at
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_hash = ?`, hex.EncodeToString(h[:])).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("look up api key: %w", err)
@@ -228,7 +229,7 @@ func (a *Authenticator) load(ctx context.Context, h [sha256.Size]byte) (*entry, 
 	e := &entry{read: read}
 	if len(rows) > 0 {
 		k := rows[0]
-		e.p, e.valid, e.disabled = Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, k.RevokedAt == nil, k.DisabledAt != nil
+		e.p, e.valid, e.disabled = Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix, Scopes: k.Scopes}, k.RevokedAt == nil, k.DisabledAt != nil
 	}
 	if a.ttl > 0 && a.forgets.Load() == forgets { // API_KEY_CACHE_TTL=0: every request reads its key
 		a.cache.Add(h, e)

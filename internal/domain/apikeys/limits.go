@@ -32,6 +32,25 @@ type Limits struct {
 	Period string // PeriodDay or PeriodMonth when Spend > 0, else ""
 	// Models are the model ids the key may create videos with, in the catalog's order; empty is every model.
 	Models []string
+	// Scopes are what the key may do beyond videos and uploads (ScopeWebhooks), in Scopes' order.
+	Scopes []string
+}
+
+// ScopeWebhooks lets a key manage the account's webhook endpoints through the API (/v1/webhook_endpoints,
+// OpenAI's webhook-endpoints API). A key without it makes videos only (docs/api-keys.md, "Scopes").
+const ScopeWebhooks = "webhooks:write"
+
+// Scopes are every scope a key may be given.
+var Scopes = []string{ScopeWebhooks}
+
+// HasScope reports whether a key's space-separated scopes include scope.
+func HasScope(scopes, scope string) bool {
+	for _, s := range strings.Fields(scopes) {
+		if s == scope {
+			return true
+		}
+	}
+	return false
 }
 
 // LimitsOf reads a key's limits from its row.
@@ -43,6 +62,7 @@ func LimitsOf(k models.APIKey) Limits {
 	if k.AllowedModels != "" {
 		l.Models = strings.Split(k.AllowedModels, ",")
 	}
+	l.Scopes = strings.Fields(k.Scopes)
 	return l
 }
 
@@ -53,7 +73,8 @@ func (l Limits) columns() map[string]any {
 		v := int64(l.Spend)
 		spend = &v
 	}
-	return map[string]any{"spend_limit_micros": spend, "limit_period": l.Period, "allowed_models": strings.Join(l.Models, ",")}
+	return map[string]any{"spend_limit_micros": spend, "limit_period": l.Period, "allowed_models": strings.Join(l.Models, ","),
+		"scopes": strings.Join(l.Scopes, " ")}
 }
 
 // Allows reports whether the key may use the model.
@@ -84,7 +105,7 @@ func (e *InvalidLimits) Error() string {
 // in US dollars ("" for none), its period ("day" or "month"; ignored without a limit, as the form always
 // posts one), and the models the key may use (none: every model). Amounts are exact to the micro-dollar
 // (money.ParseUSD); a limit must be above zero.
-func ParseLimits(spendUSD, period string, modelIDs []string) (Limits, error) {
+func ParseLimits(spendUSD, period string, modelIDs, scopes []string) (Limits, error) {
 	var l Limits
 	bad := map[string]string{}
 	spendUSD, period = strings.TrimSpace(spendUSD), strings.TrimSpace(period)
@@ -126,6 +147,16 @@ func ParseLimits(spendUSD, period string, modelIDs []string) (Limits, error) {
 	for _, m := range catalog.Models { // the catalog's order, whatever order they came in
 		if seen[m.ID] {
 			l.Models = append(l.Models, m.ID)
+		}
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(Scopes, sc) {
+			bad["scopes"] = fmt.Sprintf("%q is not a scope; a key may have %s.", truncate(sc), strings.Join(Scopes, ", "))
+		}
+	}
+	for _, sc := range Scopes {
+		if slices.Contains(scopes, sc) {
+			l.Scopes = append(l.Scopes, sc)
 		}
 	}
 	if len(bad) > 0 {

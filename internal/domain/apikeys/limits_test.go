@@ -15,6 +15,7 @@ func TestParseLimits(t *testing.T) {
 		name          string
 		spend, period string
 		models        []string
+		scopes        []string
 		want          Limits
 		bad           []string // fields refused
 	}{
@@ -35,12 +36,14 @@ func TestParseLimits(t *testing.T) {
 		{name: "a week", spend: "5", period: "week", bad: []string{"limit_period"}},
 		{name: "a bad period without a limit", period: "year", bad: []string{"limit_period"}},
 		{name: "unknown model", models: []string{"sora-2"}, bad: []string{"models"}},
+		{name: "webhooks scope", scopes: []string{"webhooks:write", "webhooks:write"}, want: Limits{Scopes: []string{"webhooks:write"}}},
+		{name: "unknown scope", scopes: []string{"admin"}, bad: []string{"scopes"}},
 		{name: "all wrong", spend: "-1", period: "hour", models: []string{"x"}, bad: []string{"limit_period", "models", "spend_limit_usd"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseLimits(tc.spend, tc.period, tc.models)
+			got, err := ParseLimits(tc.spend, tc.period, tc.models, tc.scopes)
 			if tc.bad == nil {
-				if err != nil || got.Spend != tc.want.Spend || got.Period != tc.want.Period || !slices.Equal(got.Models, tc.want.Models) {
+				if err != nil || got.Spend != tc.want.Spend || got.Period != tc.want.Period || !slices.Equal(got.Models, tc.want.Models) || !slices.Equal(got.Scopes, tc.want.Scopes) {
 					t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
 				}
 				return

@@ -206,8 +206,9 @@ func TestOperations(t *testing.T) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	want := []string{"createVideo", "deleteVideo", "downloadVideoContent", "getOpenAPIDocument", "importFiles",
-		"listModels", "listVideos", "remixVideo", "retrieveVideo", "uploadFiles"}
+	want := []string{"createVideo", "createWebhookEndpoint", "deleteVideo", "deleteWebhookEndpoint", "downloadVideoContent",
+		"getOpenAPIDocument", "importFiles", "listModels", "listVideos", "listWebhookEndpoints", "remixVideo", "retrieveVideo",
+		"retrieveWebhookEndpoint", "rotateWebhookEndpointSecret", "testWebhookEndpoint", "updateWebhookEndpoint", "uploadFiles"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("operations %v, want %v", ids, want)
 	}

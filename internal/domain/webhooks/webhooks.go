@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -76,6 +77,9 @@ type Service struct {
 	log   *slog.Logger
 	wake  chan struct{}
 	freed chan struct{}
+
+	testsMu sync.Mutex
+	tests   map[int64]int // synchronous API tests under way per account (TestNow)
 }
 
 // New returns the service. fetch is the guard every URL passes, at save time and on every delivery.
