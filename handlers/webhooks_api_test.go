@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/webhooks"
 
 	"videogen/internal/testkit"
+	"videogen/models"
 )
 
 // scopedKey makes a key with the webhooks:write scope through the console and returns its secret.
@@ -146,6 +148,12 @@ func TestWebhookEndpointsThroughOpenAIGo(t *testing.T) {
 			t.Fatalf("a deleted endpoint: %v", err)
 		}
 		b.get("/console/webhooks").contains(t, "https://hooks.example.com/third")
+
+		// The keys page names the scope, and the key's limits form keeps it ticked (saving it keeps it).
+		b.get("/console/keys").contains(t, "also <code>webhooks:write</code>")
+		var k models.APIKey
+		s.DB.R.Where("prefix = ?", key[:11]).Take(&k)
+		b.get(fmt.Sprintf("/console/keys/%d/limits", k.ID)).contains(t, `id="scope-webhooks" name="scopes" value="webhooks:write" checked`)
 	})
 }
 
