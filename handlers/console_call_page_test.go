@@ -48,7 +48,7 @@ func TestCallPage(t *testing.T) {
 		if p.Status != 200 {
 			t.Fatalf("call page: %d", p.Status)
 		}
-		p.contains(t, badID, "POST /v1/videos", "400", bad.ErrorCode(), html.EscapeString(msg), key[:11]+"…", "render farm",
+		p.contains(t, badID, "POST /v1/videos", `<span class="badge s4">400</span> <code>`+bad.ErrorCode()+`</code>`, html.EscapeString(msg), key[:11]+"…", "render farm",
 			"cora@example.com", " ms", "None: this call reserved, charged and released nothing.", "Times are in")
 		if msg == "" {
 			t.Fatal("the refusal had no message")
@@ -57,7 +57,7 @@ func TestCallPage(t *testing.T) {
 
 		// The create: its task, the reservation it made, the task's log.
 		p = b.get("/console/calls/" + createID)
-		p.contains(t, "200", `href="/console/tasks/`+task+`"`, "Money moved by this call", "$0.20", "The task's log", "cancelled")
+		p.contains(t, `<span class="badge s2">200</span>`, `href="/console/tasks/`+task+`"`, "Money moved by this call", "$0.20", "The task's log", "cancelled")
 		moved := between(p.Body, "Money moved by this call", "The task")
 		if !strings.Contains(moved, "$0.20") || strings.Contains(moved, "Refunded") || strings.Count(moved, `<td class="head">`) != 1 {
 			t.Errorf("the create's money: %s", trimPage(moved))
@@ -100,6 +100,9 @@ func TestCallPage(t *testing.T) {
 				t.Fatalf("%s: %d", path, p.Status)
 			}
 			p.contains(t, createID, "$0.20", fmt.Sprintf(`href="/support/accounts/%d/tasks/%s"`, acct.AccountID, task), "What happened")
+		}
+		if p := sup.get(fmt.Sprintf("/support/accounts/%d/calls/%s", acct.AccountID+1000, createID)); p.Status != 404 {
+			t.Errorf("a call under another account's staff pages: %d", p.Status)
 		}
 		var n int64
 		s.DB.R.Model(&models.AuditEntry{}).Where("action = ? AND target_id = ? AND account_id = ?", "call.view", createID, acct.AccountID).Count(&n)

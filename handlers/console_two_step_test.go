@@ -101,8 +101,12 @@ func TestConsoleTwoStep(t *testing.T) {
 		if !locked {
 			t.Fatal("12 wrong codes in a row were all answered")
 		}
-		if p := c.get("/console"); p.Status != 303 {
-			t.Fatalf("the console while locked out: %d", p.Status)
+		// Locked out, even the right code is refused; the first browser, which passed, is untouched.
+		if p := c.submit("/console/2fa", "code", url.Values{"code": {nextStepCode(t, secret)}}); p.Status != 429 {
+			t.Fatalf("the right code while locked out: %d", p.Status)
+		}
+		if p := b.get("/console/usage"); p.Status != 200 {
+			t.Fatalf("the browser that passed, during another's lockout: %d", p.Status)
 		}
 
 		// The owner requires it; a developer without it is sent to set it up, then gets in.

@@ -135,8 +135,30 @@ func TestWebhookEndpointsThroughOpenAIGo(t *testing.T) {
 		other := signUpVerified(t, s, "hooks-other@example.com")
 		stranger := openai.NewClient(option.WithBaseURL(s.URL+"/v1/"), option.WithAPIKey(scopedKey(t, other, "theirs")), option.WithMaxRetries(0),
 			option.WithHTTPClient(&http.Client{Transport: testkit.OpenAPITransport(t, nil)}))
-		if _, err := stranger.Webhooks.Get(ctx, created.ID); !isAPIError(err, 404, "not_found") {
-			t.Fatalf("another account's endpoint: %v", err)
+		for what, call := range map[string]func() error{
+			"get": func() error { _, err := stranger.Webhooks.Get(ctx, created.ID); return err },
+			"update": func() error {
+				_, err := stranger.Webhooks.Update(ctx, created.ID, webhooks.WebhookUpdateParams{Name: openai.String("x")})
+				return err
+			},
+			"rotate": func() error {
+				_, err := stranger.Webhooks.RotateSecret(ctx, created.ID, webhooks.WebhookRotateSecretParams{})
+				return err
+			},
+			"test": func() error {
+				_, err := stranger.Webhooks.Test(ctx, created.ID, webhooks.WebhookTestParams{EventType: "video.failed"})
+				return err
+			},
+			"delete": func() error { _, err := stranger.Webhooks.Delete(ctx, created.ID); return err },
+		} {
+			if err := call(); !isAPIError(err, 404, "not_found") {
+				t.Errorf("another account's %s of the endpoint: %v", what, err)
+			}
+		}
+		var endpoints int64
+		s.DB.R.Model(&models.WebhookEndpoint{}).Where("name = ?", "sneaky").Count(&endpoints)
+		if endpoints != 0 {
+			t.Error("a key without the scope added an endpoint")
 		}
 
 		// Delete.

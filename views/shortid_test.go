@@ -11,6 +11,7 @@ func TestShortID(t *testing.T) {
 		{"/v1/videos/video_z6bxpfyJsVIzq24Tm3LFqXLA/content", "", "/v1/videos/video_…LFqXLA/content"},
 		{"/v1/videos", "", "/v1/videos"},
 		{"/uploads/v1/files", "", "/uploads/v1/files"},
+		{"/v1/webhook_endpoints/we_JlqUaqf1M0be0Ier0ti7ET8V/rotate_secret", "", "/v1/webhook_endpoints/we_…i7ET8V/rotate_secret"},
 	}
 	for _, c := range cases {
 		if c.id != "" {

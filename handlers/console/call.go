@@ -51,7 +51,8 @@ func (h *Handler) ShowCall(c *fiber.Ctx) error {
 		if err != nil && !errors.Is(err, fiber.ErrNotFound) {
 			return err
 		}
-		if p.Task != nil {
+		// A read moves no money, even when the worker settled the task while it was being answered.
+		if p.Task != nil && call.Method != fiber.MethodGet && call.Method != fiber.MethodHead {
 			p.Moved = movedBy(*call, p.Task.Entries)
 		}
 	}

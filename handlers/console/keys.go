@@ -134,6 +134,9 @@ func (h *Handler) saveKeyLimits(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if h.Keys != nil {
+		h.Keys.ForgetAccount(k.AccountID) // a scope taken away stops at once here (other instances: their cache's age)
+	}
 	return web.Redirect(c, "/console/keys?notice=key-limits-saved")
 }
 

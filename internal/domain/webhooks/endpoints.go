@@ -26,6 +26,11 @@ const maxURLLen = 2048
 // Add saves a new endpoint of the account for rawURL and the event types, after the URL passes the
 // import guard. It returns the endpoint and its signing secret, which is never shown again.
 func (s *Service) Add(ctx context.Context, accountID int64, rawURL string, events []string) (*models.WebhookEndpoint, string, error) {
+	return s.add(ctx, accountID, "", rawURL, events)
+}
+
+// add saves an endpoint, named name (checked by the caller), in one insert.
+func (s *Service) add(ctx context.Context, accountID int64, name, rawURL string, events []string) (*models.WebhookEndpoint, string, error) {
 	u, err := s.checkURL(ctx, rawURL)
 	if err != nil {
 		return nil, "", err
@@ -36,7 +41,7 @@ func (s *Service) Add(ctx context.Context, accountID int64, rawURL string, event
 	}
 	now := s.now()
 	secret := newSecret()
-	ep := &models.WebhookEndpoint{ID: ids.NewWebhookEndpointID(), AccountID: accountID, URL: u, Events: strings.Join(evs, ","),
+	ep := &models.WebhookEndpoint{ID: ids.NewWebhookEndpointID(), AccountID: accountID, Name: name, URL: u, Events: strings.Join(evs, ","),
 		SecretHint: hint(secret), Enabled: true, CreatedAt: now, UpdatedAt: now}
 	if ep.SecretSealed, err = s.seal.Seal([]byte(secret), []byte(ep.ID)); err != nil {
 		return nil, "", fmt.Errorf("seal webhook secret: %w", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
@@ -23,7 +24,7 @@ const MaxNameLen = 100
 // checkName trims a name and checks it: printable, one line, at most MaxNameLen characters.
 func checkName(name string) (string, error) {
 	name = strings.TrimSpace(name)
-	if n := utf8.RuneCountInString(name); n > MaxNameLen || !utf8.ValidString(name) || strings.ContainsAny(name, "\r\n\t\x00") {
+	if n := utf8.RuneCountInString(name); n > MaxNameLen || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
 		return "", &Invalid{Field: "name", Message: fmt.Sprintf("name must be one line of at most %d characters.", MaxNameLen)}
 	}
 	return name, nil
@@ -35,15 +36,7 @@ func (s *Service) AddNamed(ctx context.Context, accountID int64, name, rawURL st
 	if err != nil {
 		return nil, "", err
 	}
-	ep, secret, err := s.Add(ctx, accountID, rawURL, events)
-	if err != nil || name == "" {
-		return ep, secret, err
-	}
-	if err := s.db.W.WithContext(ctx).Model(&models.WebhookEndpoint{}).Where("id = ?", ep.ID).UpdateColumn("name", name).Error; err != nil { // UpdateColumn: updated_at stays the creation's
-		return nil, "", fmt.Errorf("name webhook endpoint: %w", err)
-	}
-	ep.Name = name
-	return ep, secret, nil
+	return s.add(ctx, accountID, name, rawURL, events)
 }
 
 // Change is an update of an endpoint: nil fields stay as they are; Events, when set, is the whole new set.
@@ -169,6 +162,9 @@ func (s *Service) TestNow(ctx context.Context, accountID int64, id, typ string) 
 	ep, err := s.Get(ctx, accountID, id)
 	if err != nil {
 		return 0, err
+	}
+	if !ep.Enabled {
+		return 0, &Invalid{Message: "This endpoint is disabled, so nothing is sent to it. Enable it in the console first, then send the test event."}
 	}
 	if !s.startTest(accountID) {
 		return 0, ErrTestsBusy
