@@ -590,7 +590,11 @@ func TestCallLogExportAndPagesAreComplete(t *testing.T) {
 		next := "/console/calls"
 		for next != "" {
 			p := b.get(next)
+			onPage := map[string]bool{} // a row names its request id several times (link, title, copy button)
 			for _, m := range regexp.MustCompile(`req_bulk[0-9]{5}`).FindAllString(p.Body, -1) {
+				onPage[m] = true
+			}
+			for m := range onPage {
 				if pageSeen[m] {
 					t.Fatalf("row %s on two pages", m)
 				}
