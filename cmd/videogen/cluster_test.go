@@ -841,7 +841,17 @@ func TestDependencyFaults(t *testing.T) {
 	s3Down := time.Now()
 	testkit.Eventually(t, 30*time.Second, "uploads or downloads answered 503 with storage stopped", func() bool { return l.status(503) >= base503+5 },
 		l.describe)
-	// Tasks finish upstream meanwhile: their copies wait for the storage, past RUN_TIMEOUT.
+	// Tasks finish upstream meanwhile: their copies wait for the storage, past RUN_TIMEOUT. One is made
+	// now for certain: the load's own creates slow to a trickle while its uploads and downloads wait out
+	// the outage, and a loaded machine may have none in flight at the moment the storage stopped.
+	during := testkit.Do(t, r.url(), "POST", "/v1/videos", c.key, `{"model":"videogen-2.0-mini-480p","prompt":"made while the storage is down","seconds":4}`,
+		"Content-Type", "application/json")
+	if during.Status != 200 {
+		t.Fatalf("a create while the storage is down: %d %s", during.Status, clipBody(during.Body))
+	}
+	l.mu.Lock()
+	l.tasks["made during the storage outage"] = jsonField(during.Body, "id") // settled and counted with the load's
+	l.mu.Unlock()
 	testkit.Eventually(t, 90*time.Second, "a task finished upstream held past RUN_TIMEOUT while the storage is down", func() bool {
 		// Held: still running after its first deadline (submitted + RUN_TIMEOUT), that deadline moved on.
 		var held []models.Task
@@ -855,7 +865,12 @@ func TestDependencyFaults(t *testing.T) {
 			}
 		}
 		return false
-	}, l.describe)
+	}, func() string {
+		var task models.Task
+		c.d.R.Where("id = ?", jsonField(during.Body, "id")).Take(&task)
+		return fmt.Sprintf("%s; the task made during the outage: %s, submitted %v, deadline %v, polls %d, error %v", l.describe(),
+			task.Status, task.SubmittedAt, task.RunDeadline, task.PollCount, task.ErrorCode)
+	})
 	c.s3.Start(t)
 	waitRequests(t, l, l.requests.Load()+100)
 	l.halt()
