@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -112,16 +113,8 @@ func (h *handler) createWebhookEndpoint(c *fiber.Ctx) error {
 	return c.JSON(endpointJSON(ep, secret))
 }
 
-func joinTypes() string {
-	out := ""
-	for i, t := range webhooks.EventTypes {
-		if i > 0 {
-			out += " and "
-		}
-		out += t
-	}
-	return out
-}
+// joinTypes names the event types an endpoint may receive, for a message.
+func joinTypes() string { return strings.Join(webhooks.EventTypes, " and ") }
 
 // getWebhookEndpoint answers GET /v1/webhook_endpoints/{id} (Webhooks.Get).
 func (h *handler) getWebhookEndpoint(c *fiber.Ctx) error {
