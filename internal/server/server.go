@@ -50,6 +50,7 @@ import (
 	"videogen/internal/infra/lingerclose"
 	"videogen/internal/infra/mail"
 	"videogen/internal/infra/mediafetch"
+	"videogen/internal/infra/queue"
 	"videogen/internal/infra/ratelimit"
 	"videogen/internal/infra/runner"
 	"videogen/internal/jobs/janitor"
@@ -78,6 +79,8 @@ type Server struct {
 	Mail mail.Sender
 
 	Outbox *mail.Outbox
+	// Queue is River on the database: e-mail, webhook deliveries, payments' work and the chores (docs/jobs.md).
+	Queue *queue.Queue
 	// Payments is Stripe top-ups, auto-recharge and balance warnings (card payments off without keys).
 	Payments *payments.Service
 	// Metrics is what /metrics exports, on METRICS_ADDR (nil when that is unset).
@@ -188,6 +191,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	blobs, mediaStore = blob.Counted(blobs, s.Metrics.StorageFailed), blob.Counted(mediaStore, s.Metrics.StorageFailed)
 	if s.limits, err = ratelimit.Connect(cfg.RedisURL, clock, ratelimit.Options{Log: log.With("part", "ratelimit"),
 		OnShared: s.Metrics.RateLimitShared}); err != nil {
+		return nil, err
+	}
+	if s.Queue, err = queue.New(d, queue.Config{ID: cfg.WorkerID, Poll: cfg.JobsPoll, Now: clock, Log: log,
+		Workers: map[string]int{queue.Webhooks: 16}}); err != nil {
 		return nil, err
 	}
 	mailer := opt.Mail
@@ -302,6 +309,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return nil, err
 	}
+	// The queues stop after everything that may insert jobs, and before nothing they need: a job in
+	// hand is finished with the mailer, the fetcher and the database still there.
+	s.parts.Add("job queues", s.Queue)
 	s.parts.Add("e-mail delivery", s.Outbox.Job())
 	s.parts.Add("webhook delivery", runner.Func(s.Webhooks.Run))
 	s.parts.Add("upstream watch", s.upstreamWatch(seen))

@@ -33,6 +33,7 @@ import (
 // migrationsHash names the migrations of one dialect folder: their names and contents.
 func migrationsHash(dir string) (string, error) {
 	h := sha256.New()
+	fmt.Fprintf(h, "river %d\n", db.RiverVersion()) // River's own migrations run with ours
 	err := fs.WalkDir(migrations.FS, dir, func(path string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err

@@ -123,16 +123,17 @@ func randHex(n int) string {
 // Entries of over replace them.
 func Env(t testing.TB, dbURL string, over map[string]string) map[string]string {
 	env := map[string]string{
-		"DATABASE_URL":      dbURL,
-		"DATA_DIR":          t.TempDir(),
-		"SIM_DURATION":      "100ms",
-		"POLL_INTERVAL_MIN": "10ms",
-		"POLL_INTERVAL_MAX": "100ms",
-		"RATE_LIMIT_RPS":    "100000",
-		"RATE_LIMIT_BURST":  "100000",
-		"LOG_LEVEL":         "error",
-		"WORKER_ID":         "test-" + randHex(4),
-		"SHUTDOWN_TIMEOUT":  "10s",
+		"DATABASE_URL":       dbURL,
+		"DATA_DIR":           t.TempDir(),
+		"SIM_DURATION":       "100ms",
+		"POLL_INTERVAL_MIN":  "10ms",
+		"POLL_INTERVAL_MAX":  "100ms",
+		"JOBS_POLL_INTERVAL": "50ms",
+		"RATE_LIMIT_RPS":     "100000",
+		"RATE_LIMIT_BURST":   "100000",
+		"LOG_LEVEL":          "error",
+		"WORKER_ID":          "test-" + randHex(4),
+		"SHUTDOWN_TIMEOUT":   "10s",
 	}
 	for k, v := range over {
 		env[k] = v

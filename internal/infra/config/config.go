@@ -83,6 +83,7 @@ type Config struct {
 	RunTimeout             time.Duration `env:"RUN_TIMEOUT" envDefault:"30m" help:"a task running upstream longer than this fails and is refunded"`
 	PollMin                time.Duration `env:"POLL_INTERVAL_MIN" envDefault:"1s" help:"first interval between upstream polls of a task"`
 	PollMax                time.Duration `env:"POLL_INTERVAL_MAX" envDefault:"30s" help:"longest interval between upstream polls of a task"`
+	JobsPoll               time.Duration `env:"JOBS_POLL_INTERVAL" envDefault:"1s" help:"how often each job queue (e-mail, webhooks, payments, chores) looks for due jobs: the longest a new job waits"`
 	LeaseDuration          time.Duration `env:"LEASE_DURATION" envDefault:"60s" help:"how long a worker holds a claimed task before another instance may take it"`
 	OutputRetention        time.Duration `env:"OUTPUT_RETENTION" envDefault:"168h" help:"how long generated videos are kept and downloadable"`
 	FFmpegPath             string        `env:"FFMPEG_PATH" envDefault:"ffmpeg" help:"the ffmpeg program (a path, or a name looked up on PATH) that makes the thumbnail and spritesheet of videos whose provider serves none (Seedance on Ark); off = such videos get none"`

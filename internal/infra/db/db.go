@@ -209,11 +209,15 @@ func (d *DB) Migrate(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer unlock()
+	n, err := d.migrateRiver(ctx)
+	if err != nil {
+		return n, err
+	}
 	res, err := p.Up(ctx)
 	if err != nil {
-		return len(res), fmt.Errorf("apply migrations: %w", err)
+		return n + len(res), fmt.Errorf("apply migrations: %w", err)
 	}
-	return len(res), nil
+	return n + len(res), nil
 }
 
 // ErrMigrationsPending is returned by Ready when the schema is older than the binary.
@@ -235,6 +239,11 @@ func (d *DB) Ready(ctx context.Context) error {
 	pending, err := p.HasPending(ctx)
 	if err != nil {
 		return fmt.Errorf("read migration state: %w", err)
+	}
+	if !pending {
+		if pending, err = d.riverPending(ctx); err != nil {
+			return err
+		}
 	}
 	if pending {
 		return ErrMigrationsPending
