@@ -220,6 +220,27 @@ func (d *DB) Migrate(ctx context.Context) (int, error) {
 	return n + len(res), nil
 }
 
+// MigrateTo applies the migrations up to and including version (and all of River's): a test of a
+// migration starts from the schema before it.
+func (d *DB) MigrateTo(ctx context.Context, version int64) error {
+	p, err := d.provider()
+	if err != nil {
+		return err
+	}
+	unlock, err := d.lockMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := d.migrateRiver(ctx); err != nil {
+		return err
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("apply migrations up to %d: %w", version, err)
+	}
+	return nil
+}
+
 // ErrMigrationsPending is returned by Ready when the schema is older than the binary.
 var ErrMigrationsPending = errors.New("migrations pending: run 'videogen migrate'")
 
