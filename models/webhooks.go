@@ -59,8 +59,6 @@ type WebhookDelivery struct {
 	Attempts      int
 	CreatedAt     time.Time
 	NextAttemptAt *time.Time
-	LeaseOwner    *string
-	LeaseUntil    *time.Time
 	DeliveredAt   *time.Time
 	FailedAt      *time.Time
 }

@@ -14,6 +14,7 @@ import (
 
 	"videogen/internal/domain/webhooks"
 	"videogen/internal/infra/mediafetch"
+	"videogen/internal/infra/queue"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -68,7 +69,12 @@ func TestWebhooksSurviveACrash(t *testing.T) {
 	p := serve(t, dir, env)
 	d := testkit.OpenDB(t, databaseOf(dir, env))
 	acct := testkit.NewAccount(t, d, "20")
-	hooks, err := webhooks.New(d, mediafetch.New(mediafetch.Policy{PlainHTTPLoopback: true}), nil,
+	// Only to add the endpoint: this queue inserts nothing and never starts.
+	q, err := queue.New(d, queue.Config{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := webhooks.New(d, q, mediafetch.New(mediafetch.Policy{PlainHTTPLoopback: true}), nil,
 		slog.New(slog.NewTextHandler(os.Stderr, nil)), webhooks.Config{Secrets: []string{secret}, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)

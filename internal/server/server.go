@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		OnShared: s.Metrics.RateLimitShared}); err != nil {
 		return nil, err
 	}
-	if s.Queue, err = queue.New(d, queue.Config{ID: cfg.WorkerID, Poll: cfg.JobsPoll, Now: clock, Log: log,
+	if s.Queue, err = queue.New(d, queue.Config{ID: cfg.WorkerID, Poll: cfg.JobsPoll, Lease: cfg.LeaseDuration, Now: clock, Log: log,
 		Workers: map[string]int{queue.Webhooks: 16}}); err != nil {
 		return nil, err
 	}
@@ -261,8 +261,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	// machine too, for a receiver under development.
 	hookPolicy := importPolicy
 	hookPolicy.PlainHTTPLoopback = !cfg.Production()
-	if s.Webhooks, err = webhooks.New(d, mediafetch.New(hookPolicy), notifier, log.With("part", "webhooks"), webhooks.Config{
-		Owner: cfg.WorkerID, Secrets: cfg.Secrets(), Now: clock, ConsoleURL: cfg.PublicBaseURL, Lease: cfg.LeaseDuration}); err != nil {
+	if s.Webhooks, err = webhooks.New(d, s.Queue, mediafetch.New(hookPolicy), notifier, log.With("part", "webhooks"), webhooks.Config{
+		Secrets: cfg.Secrets(), Now: clock, ConsoleURL: cfg.PublicBaseURL, Lease: cfg.LeaseDuration}); err != nil {
 		return nil, err
 	}
 	s.Tasks.TellEvents(s.Webhooks)
@@ -313,7 +313,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	// hand is finished with the mailer, the fetcher and the database still there.
 	s.parts.Add("job queues", s.Queue)
 	s.parts.Add("e-mail delivery", s.Outbox.Job())
-	s.parts.Add("webhook delivery", runner.Func(s.Webhooks.Run))
 	s.parts.Add("upstream watch", s.upstreamWatch(seen))
 	s.parts.Add("payments", s.Payments.Job())
 	s.parts.Add("media retention", jan.RetentionJob())

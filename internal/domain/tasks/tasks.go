@@ -74,12 +74,11 @@ type Store struct {
 	completions *group[completion] // Complete, group-committed
 }
 
-// Events is told of tasks' terminal transitions inside their transaction — the webhooks outbox
-// (internal/domain/webhooks), so an event is written if and only if the ending commits — and woken
-// once it has committed. Task i ended of accountIDs[i]; one call holds endings of one kind.
+// Events is told of tasks' terminal transitions inside their transaction — the webhooks
+// (internal/domain/webhooks), which write the event and its deliveries' jobs there, so they exist if and
+// only if the ending commits. Task i ended of accountIDs[i]; one call holds endings of one kind.
 type Events interface {
 	TasksEnded(tx *gorm.DB, accountIDs []int64, videoIDs []string, completed bool, at time.Time) error
-	Wake()
 }
 
 // tasksEnded tells the events of several completions, inside their transaction.
@@ -111,13 +110,6 @@ func (s *Store) taskEnded(tx *gorm.DB, t *models.Task, completed bool, at time.T
 		return fmt.Errorf("record the event of %s: %w", t.ID, err)
 	}
 	return nil
-}
-
-// ended wakes the events' delivery once an ending has committed.
-func (s *Store) ended() {
-	if s.events != nil {
-		s.events.Wake()
-	}
 }
 
 // NewStore returns the task store on d; now is the clock.

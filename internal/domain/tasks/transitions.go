@@ -341,9 +341,6 @@ func (s *Store) completeBatch(batch []*completion) {
 	for i, c := range batch {
 		c.won, c.err = err == nil && won[i], err
 	}
-	if err == nil && slices.Contains(won, true) {
-		s.ended()
-	}
 }
 
 func (s *Store) completeTx(batch []*completion) ([]bool, error) {
@@ -550,9 +547,6 @@ func (s *Store) failTx(ctx context.Context, t *models.Task, code, message string
 	})
 	if err != nil {
 		return false, fmt.Errorf("fail %s: %w", t.ID, err)
-	}
-	if won {
-		s.ended()
 	}
 	return won, nil
 }

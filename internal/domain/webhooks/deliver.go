@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"gorm.io/gorm"
 
 	"videogen/internal/infra/mediafetch"
+	"videogen/internal/infra/queue"
 	"videogen/internal/infra/storetext"
 	"videogen/models"
 )
@@ -21,145 +24,164 @@ import (
 // keepAnswer is how much of an endpoint's answer is kept for the deliveries list.
 const keepAnswer = 256
 
-// Run delivers due events until ctx ends: it looks at start, every Poll, when woken, and when an attempt
-// finishes. At most Workers attempts are in flight on this instance, and at most PerEndpoint to one
-// endpoint, so a slow or dead endpoint holds two workers at most and never delays another account's
-// events. Stopping waits for the attempts in flight (each bounded by Timeout); unclaimed deliveries stay
-// for the next start or another instance.
-func (s *Service) Run(ctx context.Context) error {
-	var (
-		mu     sync.Mutex
-		busy   = map[string]int{} // attempts in flight per endpoint
-		flight int
-		wg     sync.WaitGroup
-	)
-	lastPrune := time.Time{}
-	tick := time.NewTicker(s.cfg.Poll)
-	defer tick.Stop()
-	for {
-		mu.Lock()
-		free := s.cfg.Workers - flight
-		inFlight := maps.Clone(busy)
-		mu.Unlock()
-		if free > 0 {
-			ds, err := s.claim(ctx, free, inFlight)
-			if err != nil && ctx.Err() == nil {
-				s.log.Error("claim webhook deliveries", "err", err)
-			}
-			for _, d := range ds {
-				mu.Lock()
-				busy[d.EndpointID]++
-				flight++
-				mu.Unlock()
-				wg.Go(func() {
-					s.attempt(ctx, d)
-					mu.Lock()
-					if busy[d.EndpointID]--; busy[d.EndpointID] == 0 {
-						delete(busy, d.EndpointID)
-					}
-					flight--
-					mu.Unlock()
-					select {
-					case s.freed <- struct{}{}:
-					default:
-					}
-				})
-			}
-		}
-		if time.Since(lastPrune) > time.Hour {
-			s.prune(ctx)
-			lastPrune = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return nil
-		case <-s.wake:
-		case <-s.freed:
-		case <-tick.C:
-		}
-	}
+// deliveryArgs is the job of one delivery: River runs its attempts and their retries on the schedule
+// (docs/jobs.md, "Webhook deliveries"). The delivery row is the record the console shows.
+type deliveryArgs struct {
+	DeliveryID int64 `json:"delivery_id" river:"unique"`
+	// Before is the attempts the delivery had when this job was queued (a resend's, or a delivery that
+	// waited while its endpoint was off), so the schedule goes on from them.
+	Before int `json:"before,omitempty"`
 }
 
-// claim leases up to n due deliveries, soonest first, so that no endpoint has more than PerEndpoint
-// attempts in flight from this instance counting those in busy. Candidates are read first (an idle
-// outbox never takes SQLite's writer); the lease is a guarded UPDATE, so two instances never claim one
-// delivery.
-func (s *Service) claim(ctx context.Context, n int, busy map[string]int) ([]models.WebhookDelivery, error) {
-	now := s.now()
-	q := `SELECT id, endpoint_id FROM (
-		SELECT d.id, d.endpoint_id, d.next_attempt_at, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
-		FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-		WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND e.enabled = ?`
-	args := []any{now, now, true}
-	var full []string
-	for ep, k := range busy {
-		if k >= s.cfg.PerEndpoint {
-			full = append(full, ep)
-		}
-	}
-	if len(full) > 0 {
-		q += ` AND d.endpoint_id NOT IN ?`
-		args = append(args, full)
-	}
-	q += `) due WHERE rn <= ? ORDER BY next_attempt_at, id LIMIT ?`
-	args = append(args, s.cfg.PerEndpoint, n)
-	var rows []struct {
-		ID         int64
-		EndpointID string
-	}
-	if err := s.db.R.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("look for due webhook deliveries: %w", err)
-	}
-	var cand []int64
-	taken := maps.Clone(busy)
-	for _, r := range rows {
-		if taken[r.EndpointID] < s.cfg.PerEndpoint {
-			taken[r.EndpointID]++
-			cand = append(cand, r.ID)
-		}
-	}
-	if len(cand) == 0 {
-		return nil, nil
-	}
-	var claimed []models.WebhookDelivery
-	err := s.db.W.WithContext(ctx).Raw(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
-		WHERE id IN ? AND next_attempt_at IS NOT NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) RETURNING *`,
-		s.cfg.Owner, now.Add(s.cfg.Lease), cand, now, now).Scan(&claimed).Error
+func (deliveryArgs) Kind() string { return "webhook_delivery" }
+
+// pendingStates are the job states in which a delivery's job is still to run: one job at most per
+// delivery in them, so a resend or a switch-on while a retry waits adds none.
+var pendingStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}
+
+// Account priorities. River claims jobs by priority before age: an account's first deliveries waiting
+// go ahead of any account's backlog, so one account's flood queues behind everyone else's few.
+const (
+	priorityFew     = 1
+	priorityBacklog = 3
+)
+
+// jobFor is the insert of a delivery's job.
+func (s *Service) jobFor(deliveryID int64, before, priority int) river.InsertManyParams {
+	return river.InsertManyParams{Args: deliveryArgs{DeliveryID: deliveryID, Before: before}, InsertOpts: &river.InsertOpts{
+		Queue:       queue.Webhooks,
+		MaxAttempts: max(1, len(s.cfg.Schedule)+1-before),
+		Priority:    priority,
+		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: pendingStates},
+	}}
+}
+
+// priorityOf is the priority of an account's next delivery: priorityFew while fewer than Backlog of its
+// deliveries wait, priorityBacklog past that.
+func (s *Service) priorityOf(tx *gorm.DB, accountID int64) (int, error) {
+	var n int64
+	err := tx.Raw(`SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE e.account_id = ? AND d.next_attempt_at IS NOT NULL LIMIT ?) waiting`, accountID, s.cfg.Backlog).Scan(&n).Error
 	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+		return 0, fmt.Errorf("count the account's waiting webhook deliveries: %w", err)
 	}
-	return claimed, nil
+	if n >= int64(s.cfg.Backlog) {
+		return priorityBacklog, nil
+	}
+	return priorityFew, nil
 }
 
-// attempt makes one POST of a claimed delivery and records what came of it.
-func (s *Service) attempt(ctx context.Context, d models.WebhookDelivery) {
-	// The attempt in hand is finished even when the instance is stopping: its lease covers it.
-	ctx = context.WithoutCancel(ctx)
-	log := s.log.With("delivery", d.ID, "event", d.EventID, "endpoint", d.EndpointID)
+// deliveryWorker makes the attempts of deliveries.
+type deliveryWorker struct {
+	river.WorkerDefaults[deliveryArgs]
+	s *Service
+}
+
+// NextRetry is the schedule: the wait after the delivery's n-th failed attempt (docs/webhooks.md#retries).
+func (w *deliveryWorker) NextRetry(job *river.Job[deliveryArgs]) time.Time {
+	return w.s.now().Add(w.s.wait(job.Args.Before + job.Attempt))
+}
+
+// Timeout bounds a job: one attempt and its record, inside the lease.
+func (w *deliveryWorker) Timeout(*river.Job[deliveryArgs]) time.Duration { return w.s.cfg.Lease }
+
+func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
+	return w.s.work(ctx, job)
+}
+
+// wait is the wait after the n-th failed attempt.
+func (s *Service) wait(n int) time.Duration {
+	return s.cfg.Schedule[min(max(n, 1), len(s.cfg.Schedule))-1]
+}
+
+// inFlight counts this instance's attempts per account and per endpoint: an account holds at most
+// PerAccount of the Workers attempts, an endpoint at most PerEndpoint, so a slow or dead endpoint — or an
+// account's flood of them — never takes every worker (docs/webhooks.md, "Fair to every account").
+type inFlight struct {
+	mu         sync.Mutex
+	byAccount  map[int64]int
+	byEndpoint map[string]int
+}
+
+func (f *inFlight) take(s *Service, accountID int64, endpointID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byAccount[accountID] >= s.cfg.PerAccount || f.byEndpoint[endpointID] >= s.cfg.PerEndpoint {
+		return false
+	}
+	f.byAccount[accountID]++
+	f.byEndpoint[endpointID]++
+	return true
+}
+
+func (f *inFlight) give(accountID int64, endpointID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byAccount[accountID]--; f.byAccount[accountID] <= 0 {
+		delete(f.byAccount, accountID)
+	}
+	if f.byEndpoint[endpointID]--; f.byEndpoint[endpointID] <= 0 {
+		delete(f.byEndpoint, endpointID)
+	}
+}
+
+// work makes one attempt of a delivery and records it. A delivery that is gone (its endpoint deleted),
+// done, or whose endpoint is off ends its job: switching the endpoint on queues its waiting deliveries
+// again (SetEnabled). Over its account's or endpoint's share, the job waits (a snooze, which River does
+// not count as an attempt).
+func (s *Service) work(ctx context.Context, job *river.Job[deliveryArgs]) error {
+	var d models.WebhookDelivery
+	err := s.db.R.WithContext(ctx).Where("id = ?", job.Args.DeliveryID).Take(&d).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read webhook delivery %d: %w", job.Args.DeliveryID, err)
+	}
+	if d.NextAttemptAt == nil {
+		return nil
+	}
 	var ep models.WebhookEndpoint
+	if err := s.db.R.WithContext(ctx).Where("id = ?", d.EndpointID).Take(&ep).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("read webhook endpoint %s: %w", d.EndpointID, err)
+	}
+	if !ep.Enabled {
+		return nil
+	}
+	if !s.flight.take(s, ep.AccountID, ep.ID) {
+		// Half a timeout to one and a half, at random: the share frees as attempts end, and the
+		// account's other waiting jobs do not all come back at once.
+		return river.JobSnooze(s.cfg.Timeout/2 + rand.N(s.cfg.Timeout))
+	}
+	defer s.flight.give(ep.AccountID, ep.ID)
 	var ev models.WebhookEvent
-	if err := s.db.R.WithContext(ctx).Where("id = ?", d.EndpointID).Take(&ep).Error; err != nil {
-		log.Error("read webhook endpoint", "err", err)
-		return // the lease runs out and it is tried again (or the endpoint was deleted, and the delivery with it)
-	}
 	if err := s.db.R.WithContext(ctx).Where("id = ?", d.EventID).Take(&ev).Error; err != nil {
-		log.Error("read webhook event", "err", err)
-		return
+		return fmt.Errorf("read webhook event %s: %w", d.EventID, err)
 	}
+	// The attempt in hand is finished and recorded even when the instance is stopping.
+	actx := context.WithoutCancel(ctx)
 	start := s.now()
 	out := outcome{}
 	secrets, err := s.signingSecrets(&ep, start)
 	if err == nil {
-		out = s.post(ctx, &ep, &ev, secrets, start)
+		out = s.post(actx, &ep, &ev, secrets, start)
 	} else {
-		log.Error("webhook not signed", "err", err)
+		s.log.Error("webhook not signed", "delivery", d.ID, "err", err)
 		out.err = "the signing secret could not be opened (was APP_SECRET replaced without keeping the old value?); contact support"
 	}
 	out.latency = s.now().Sub(start)
-	if err := s.recordAttempt(ctx, &d, start, out); err != nil {
-		log.Error("record webhook attempt", "err", err)
+	last := d.Attempts+1 > len(s.cfg.Schedule) || job.Attempt >= job.MaxAttempts
+	if err := s.recordAttempt(actx, job, &d, start, out, last); err != nil {
+		return err
 	}
+	if out.ok() || last {
+		return nil
+	}
+	// River retries after NextRetry's wait; the error is the job's record of the attempt.
+	return fmt.Errorf("attempt %d: %s", d.Attempts+1, out.summary())
 }
 
 // outcome is what one attempt came to.
@@ -171,6 +193,13 @@ type outcome struct {
 }
 
 func (o outcome) ok() bool { return o.err == "" && o.status >= 200 && o.status < 300 }
+
+func (o outcome) summary() string {
+	if o.err != "" {
+		return o.err
+	}
+	return "answered " + strconv.Itoa(o.status)
+}
 
 // post signs and sends the event's body. The timestamp is the attempt's, so a retry days later still
 // passes the receivers' 5-minute freshness check; the id is the event's on every attempt.
@@ -210,36 +239,33 @@ func printable(b []byte) string {
 	return s
 }
 
-// recordAttempt writes the attempt and moves the delivery on: delivered; due again after the schedule's next
-// wait; or given up after the last. A failure also extends the endpoint's failure streak, and a streak
+// recordAttempt writes the attempt and moves the delivery on, in one transaction: delivered (and the job
+// completed with it, so a crash never repeats a recorded success); due again after the schedule's next
+// wait; or, after the last, given up. A failure also extends the endpoint's failure streak, and a streak
 // of DisableAfter disables the endpoint and e-mails the account's owner, in the same transaction.
-func (s *Service) recordAttempt(ctx context.Context, d *models.WebhookDelivery, at time.Time, out outcome) error {
+func (s *Service) recordAttempt(ctx context.Context, job *river.Job[deliveryArgs], d *models.WebhookDelivery, at time.Time, out outcome, last bool) error {
 	now := s.now()
 	msg, _ := storetext.Clip(out.err, 500)
-	mailed := false
+	n := d.Attempts + 1
 	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?", d.ID, s.cfg.Owner)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return nil // the lease ran out and another instance took it: its attempt counts, not ours
-		}
-		if err := tx.Create(&models.WebhookAttempt{DeliveryID: d.ID, EndpointID: d.EndpointID, Attempt: d.Attempts, At: at,
+		if err := tx.Create(&models.WebhookAttempt{DeliveryID: d.ID, EndpointID: d.EndpointID, Attempt: n, At: at,
 			Status: out.status, LatencyMS: int(out.latency.Milliseconds()), Response: out.head, Error: msg}).Error; err != nil {
 			return err
 		}
 		if out.ok() {
-			if err := tx.Exec("UPDATE webhook_deliveries SET delivered_at = ?, failed_at = NULL, next_attempt_at = NULL WHERE id = ?", now, d.ID).Error; err != nil {
+			if err := tx.Exec("UPDATE webhook_deliveries SET attempts = ?, delivered_at = ?, failed_at = NULL, next_attempt_at = NULL WHERE id = ?", n, now, d.ID).Error; err != nil {
 				return err
 			}
-			return tx.Exec("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL", d.EndpointID).Error
+			if err := tx.Exec("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL", d.EndpointID).Error; err != nil {
+				return err
+			}
+			return queue.CompleteTx(tx, job)
 		}
-		if d.Attempts > len(s.cfg.Schedule) {
-			if err := tx.Exec("UPDATE webhook_deliveries SET failed_at = ?, next_attempt_at = NULL WHERE id = ?", now, d.ID).Error; err != nil {
+		if last {
+			if err := tx.Exec("UPDATE webhook_deliveries SET attempts = ?, failed_at = ?, next_attempt_at = NULL WHERE id = ?", n, now, d.ID).Error; err != nil {
 				return err
 			}
-		} else if err := tx.Exec("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ?", now.Add(s.cfg.Schedule[d.Attempts-1]), d.ID).Error; err != nil {
+		} else if err := tx.Exec("UPDATE webhook_deliveries SET attempts = ?, next_attempt_at = ? WHERE id = ?", n, now.Add(s.wait(n)), d.ID).Error; err != nil {
 			return err
 		}
 		if err := tx.Exec("UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since IS NULL", at, d.EndpointID).Error; err != nil {
@@ -252,57 +278,62 @@ func (s *Service) recordAttempt(ctx context.Context, d *models.WebhookDelivery, 
 		if !cur.Enabled || cur.FailingSince == nil || now.Sub(*cur.FailingSince) < s.cfg.DisableAfter {
 			return nil
 		}
-		var err error
-		mailed, err = s.disable(tx, &cur, now, msg, out.status)
-		return err
+		return s.disable(tx, &cur, now, msg, out.status)
 	})
 	if err != nil {
-		return fmt.Errorf("record attempt %d of delivery %d: %w", d.Attempts, d.ID, err)
-	}
-	if mailed {
-		s.mail.Wake()
+		return fmt.Errorf("record attempt %d of delivery %d: %w", n, d.ID, err)
 	}
 	return nil
 }
 
 // disable switches off an endpoint that has failed for DisableAfter and queues the e-mail to the
 // account's owner (its first user) saying so, what the last attempt met, and how to switch it on.
-func (s *Service) disable(tx *gorm.DB, ep *models.WebhookEndpoint, now time.Time, lastErr string, status int) (bool, error) {
+func (s *Service) disable(tx *gorm.DB, ep *models.WebhookEndpoint, now time.Time, lastErr string, status int) error {
 	since := ep.FailingSince.Format("2 January 2006 15:04 MST")
 	reason := "every delivery failed since " + since
 	if err := tx.Exec("UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = ?",
 		false, reason, now, ep.ID, true).Error; err != nil {
-		return false, err
+		return err
 	}
 	var owner models.User // the longest-standing current owner (docs/members.md)
 	err := tx.Where("account_id = ? AND account_role = ? AND removed_at IS NULL", ep.AccountID, models.AccountOwner).Order("id").Take(&owner).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	last := lastErr
 	if last == "" {
 		last = "it answered " + strconv.Itoa(status)
 	}
 	why := fmt.Sprintf("Every delivery to %s has failed since %s; the last attempt: %s.", ep.URL, since, last)
-	if err := s.mail.WebhookDisabled(tx, owner.Email, ep.URL, why, s.cfg.ConsoleURL+"/console/webhooks/"+ep.ID); err != nil {
-		return false, err
-	}
-	return true, nil
+	return s.mail.WebhookDisabled(tx, owner.Email, ep.URL, why, s.cfg.ConsoleURL+"/console/webhooks/"+ep.ID)
 }
 
 // keepEvents is how long events, with their deliveries and attempts, are kept for the console.
 const keepEvents = 30 * 24 * time.Hour
 
-// prune deletes events older than keepEvents whose deliveries are all finished (their deliveries and
+// pruneArgs is the hourly chore that deletes old events.
+type pruneArgs struct{}
+
+func (pruneArgs) Kind() string { return "webhook_prune" }
+
+func (pruneArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Chores} }
+
+type pruneWorker struct {
+	river.WorkerDefaults[pruneArgs]
+	s *Service
+}
+
+// Work deletes events older than keepEvents whose deliveries are all finished (their deliveries and
 // attempts go with them).
-func (s *Service) prune(ctx context.Context) {
-	cutoff := s.now().Add(-keepEvents)
-	err := s.db.W.WithContext(ctx).Exec(`DELETE FROM webhook_events WHERE created_at < ? AND NOT EXISTS
+func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[pruneArgs]) error {
+	cutoff := w.s.now().Add(-keepEvents)
+	err := w.s.db.W.WithContext(ctx).Exec(`DELETE FROM webhook_events WHERE created_at < ? AND NOT EXISTS
 		(SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id AND d.next_attempt_at IS NOT NULL)`, cutoff).Error
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("prune webhook events", "err", err)
+	if err != nil {
+		return fmt.Errorf("prune webhook events: %w", err)
 	}
+	return nil
 }

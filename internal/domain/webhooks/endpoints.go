@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/riverqueue/river"
 	"gorm.io/gorm"
 
 	"videogen/internal/infra/ids"
@@ -162,18 +163,42 @@ func (s *Service) SetEnabled(ctx context.Context, accountID int64, id string, on
 	if on {
 		reason = ""
 	}
-	res := s.db.W.WithContext(ctx).Exec(`UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?, failing_since = NULL, updated_at = ?
-		WHERE id = ? AND account_id = ?`, on, reason, s.now(), id, accountID)
-	if res.Error != nil {
-		return fmt.Errorf("switch webhook endpoint: %w", res.Error)
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?, failing_since = NULL, updated_at = ?
+			WHERE id = ? AND account_id = ?`, on, reason, s.now(), id, accountID)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNoEndpoint
+		}
+		if !on {
+			return nil
+		}
+		return s.requeueWaiting(tx, accountID, id)
+	})
+	if err != nil && !errors.Is(err, ErrNoEndpoint) {
+		return fmt.Errorf("switch webhook endpoint: %w", err)
 	}
-	if res.RowsAffected == 0 {
-		return ErrNoEndpoint
+	return err
+}
+
+// requeueWaiting queues the jobs of an endpoint's deliveries that waited while it was off (their jobs
+// ended when they found it off; one still waiting for its retry is kept, not doubled).
+func (s *Service) requeueWaiting(tx *gorm.DB, accountID int64, endpointID string) error {
+	priority, err := s.priorityOf(tx, accountID)
+	if err != nil {
+		return err
 	}
-	if on {
-		s.Wake()
-	}
-	return nil
+	var waiting []models.WebhookDelivery
+	return tx.Select("id", "attempts").Where("endpoint_id = ? AND next_attempt_at IS NOT NULL", endpointID).
+		FindInBatches(&waiting, 500, func(batch *gorm.DB, _ int) error {
+			jobs := make([]river.InsertManyParams, len(waiting))
+			for i, d := range waiting {
+				jobs[i] = s.jobFor(d.ID, d.Attempts, priority)
+			}
+			return s.queue.InsertManyTx(tx, jobs)
+		}).Error
 }
 
 // Delete removes an endpoint with its deliveries and their attempts.

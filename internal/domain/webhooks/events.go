@@ -3,10 +3,13 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"gorm.io/gorm"
 
 	"videogen/internal/infra/ids"
@@ -76,6 +79,11 @@ func (s *Service) record(tx *gorm.DB, accountID int64, typ, subject string, at t
 	if err := tx.Create(&models.WebhookEvent{ID: ev.ID, AccountID: accountID, Type: typ, SubjectID: subject, Payload: string(body), CreatedAt: at}).Error; err != nil {
 		return fmt.Errorf("record webhook event: %w", err)
 	}
+	// The priority counts the account's waiting deliveries before these join them.
+	priority, err := s.priorityOf(tx, accountID)
+	if err != nil {
+		return err
+	}
 	ds := make([]models.WebhookDelivery, len(to))
 	for i, ep := range to {
 		ds[i] = models.WebhookDelivery{EventID: ev.ID, EndpointID: ep, CreatedAt: at, NextAttemptAt: &at}
@@ -83,7 +91,11 @@ func (s *Service) record(tx *gorm.DB, accountID int64, typ, subject string, at t
 	if err := tx.Create(&ds).Error; err != nil {
 		return fmt.Errorf("record webhook deliveries: %w", err)
 	}
-	return nil
+	jobs := make([]river.InsertManyParams, len(ds))
+	for i, d := range ds {
+		jobs[i] = s.jobFor(d.ID, 0, priority)
+	}
+	return s.queue.InsertManyTx(tx, jobs)
 }
 
 // cancelledTaskCode is the error code of a task its customer cancelled: tasks.CodeCancelled, which this
@@ -116,7 +128,6 @@ func (s *Service) SendTest(ctx context.Context, accountID int64, endpointID, typ
 	if err != nil {
 		return fmt.Errorf("send a test event: %w", err)
 	}
-	s.Wake()
 	return nil
 }
 
@@ -127,23 +138,31 @@ func (s *Service) Resend(ctx context.Context, accountID int64, endpointID string
 		return err
 	}
 	now := s.now()
-	res := s.db.W.WithContext(ctx).Exec(`UPDATE webhook_deliveries SET next_attempt_at = ?, delivered_at = NULL, failed_at = NULL
-		WHERE id = ? AND endpoint_id = ? AND (lease_until IS NULL OR lease_until < ?)`, now, deliveryID, endpointID, now)
-	if res.Error != nil {
-		return fmt.Errorf("resend webhook delivery: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		// Unknown, or being attempted right now (which is a resend already).
-		var n int64
-		if err := s.db.R.WithContext(ctx).Model(&models.WebhookDelivery{}).Where("id = ? AND endpoint_id = ?", deliveryID, endpointID).Count(&n).Error; err != nil {
-			return fmt.Errorf("resend webhook delivery: %w", err)
-		}
-		if n == 0 {
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var d models.WebhookDelivery
+		if err := tx.Where("id = ? AND endpoint_id = ?", deliveryID, endpointID).Take(&d).Error; errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrNoEndpoint
+		} else if err != nil {
+			return err
 		}
+		if err := tx.Exec(`UPDATE webhook_deliveries SET next_attempt_at = ?, delivered_at = NULL, failed_at = NULL WHERE id = ?`, now, d.ID).Error; err != nil {
+			return err
+		}
+		// A job still waiting for its retry is brought forward; one running is a resend already.
+		job := s.jobFor(d.ID, d.Attempts, priorityFew)
+		res, err := s.queue.InsertTx(tx, job.Args, job.InsertOpts)
+		if err != nil {
+			return err
+		}
+		if res.UniqueSkippedAsDuplicate && res.Job.State != rivertype.JobStateRunning && res.Job.State != rivertype.JobStateAvailable {
+			return s.queue.RetryNowTx(tx, res.Job.ID)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNoEndpoint) {
+		return fmt.Errorf("resend webhook delivery: %w", err)
 	}
-	s.Wake()
-	return nil
+	return err
 }
 
 // Attempt is one line of an endpoint's deliveries list.

@@ -1,7 +1,8 @@
 // Package webhooks tells customers' endpoints when a video is done (docs/webhooks.md). It keeps the
 // endpoints and their signing secrets, writes an event in the transaction of the task's terminal
-// transition (an outbox: TasksEnded), and delivers it, signed the Standard Webhooks way as OpenAI signs
-// its own, from any instance, with retries over about three days.
+// transition (TasksEnded) with the job that delivers it (River, internal/infra/queue), and delivers it,
+// signed the Standard Webhooks way as OpenAI signs its own, from any instance, with retries over about
+// three days, fairly to every account.
 package webhooks
 
 import (
@@ -11,10 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/riverqueue/river"
 	"gorm.io/gorm"
 
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/mediafetch"
+	"videogen/internal/infra/queue"
 	"videogen/internal/infra/seal"
 )
 
@@ -33,18 +36,19 @@ const MaxEndpoints = 10
 
 // Config tunes the service; zero fields take the defaults named beside them.
 type Config struct {
-	Owner   string   // this instance's name in leases
 	Secrets []string // APP_SECRET values: the first seals endpoint secrets, all open them
 	// Now is the clock (tests move it); required.
 	Now func() time.Time
 	// ConsoleURL is the console's address, for the e-mail that says an endpoint was disabled.
 	ConsoleURL string
 
-	Poll        time.Duration // how often due deliveries are looked for when nothing woke the loop (1 s)
 	Timeout     time.Duration // one attempt, connect to last byte (10 s)
-	Lease       time.Duration // a claimed delivery is another instance's to take after this (1 min)
-	Workers     int           // attempts in flight on this instance (16)
+	Lease       time.Duration // a job's bound (LEASE_DURATION, 1 min): an attempt takes half of it at most
+	PerAccount  int           // attempts in flight for one account on this instance (4 of the queue's 16)
 	PerEndpoint int           // attempts in flight to one endpoint from this instance (2)
+	// Backlog is how many waiting deliveries an account may have before its next ones queue behind
+	// every other account's (8).
+	Backlog int
 	// Schedule is the wait after each failed attempt; after the last, the delivery is given up
 	// (docs/webhooks.md#retries).
 	Schedule []time.Duration
@@ -64,26 +68,26 @@ var DefaultSchedule = []time.Duration{
 // transaction that disables it (notify.Notifier).
 type Mailer interface {
 	WebhookDisabled(tx *gorm.DB, to, url, why, link string) error
-	Wake()
 }
 
-// Service is the endpoints, the outbox of events and its delivery loop.
+// Service is the endpoints, their events and the deliveries' jobs.
 type Service struct {
-	cfg   Config
-	db    *db.DB
-	seal  *seal.Sealer
-	fetch *mediafetch.Fetcher
-	mail  Mailer
-	log   *slog.Logger
-	wake  chan struct{}
-	freed chan struct{}
+	cfg    Config
+	db     *db.DB
+	queue  *queue.Queue
+	seal   *seal.Sealer
+	fetch  *mediafetch.Fetcher
+	mail   Mailer
+	log    *slog.Logger
+	flight inFlight
 
 	testsMu sync.Mutex
 	tests   map[int64]int // synchronous API tests under way per account (TestNow)
 }
 
-// New returns the service. fetch is the guard every URL passes, at save time and on every delivery.
-func New(d *db.DB, fetch *mediafetch.Fetcher, mail Mailer, log *slog.Logger, cfg Config) (*Service, error) {
+// New returns the service, its workers added to q. fetch is the guard every URL passes, at save time and
+// on every delivery.
+func New(d *db.DB, q *queue.Queue, fetch *mediafetch.Fetcher, mail Mailer, log *slog.Logger, cfg Config) (*Service, error) {
 	s, err := seal.New(cfg.Secrets, seal.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
@@ -92,23 +96,30 @@ func New(d *db.DB, fetch *mediafetch.Fetcher, mail Mailer, log *slog.Logger, cfg
 		// The clock is given, never assumed: a test that moves time must move every part's (docs/architecture.md).
 		return nil, errors.New("webhooks: no clock (Config.Now)")
 	}
-	cfg.Poll = orDefault(cfg.Poll, time.Second)
 	cfg.Timeout = orDefault(cfg.Timeout, 10*time.Second)
 	cfg.Lease = orDefault(cfg.Lease, time.Minute)
-	// An attempt ends well inside its lease, so no other instance takes a delivery still being attempted.
+	// An attempt and its record end well inside the job's bound, so no other instance takes a delivery
+	// still being attempted.
 	cfg.Timeout = min(cfg.Timeout, cfg.Lease/2)
 	cfg.DisableAfter = orDefault(cfg.DisableAfter, 72*time.Hour)
-	if cfg.Workers <= 0 {
-		cfg.Workers = 16
+	if cfg.PerAccount <= 0 {
+		cfg.PerAccount = 4
 	}
 	if cfg.PerEndpoint <= 0 {
 		cfg.PerEndpoint = 2
 	}
+	if cfg.Backlog <= 0 {
+		cfg.Backlog = 8
+	}
 	if len(cfg.Schedule) == 0 {
 		cfg.Schedule = DefaultSchedule
 	}
-	return &Service{cfg: cfg, db: d, seal: s, fetch: fetch, mail: mail, log: log,
-		wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}, nil
+	svc := &Service{cfg: cfg, db: d, queue: q, seal: s, fetch: fetch, mail: mail, log: log,
+		flight: inFlight{byAccount: map[int64]int{}, byEndpoint: map[string]int{}}}
+	queue.Add(q, &deliveryWorker{s: svc})
+	queue.Add(q, &pruneWorker{s: svc})
+	q.Every(time.Hour, func() river.JobArgs { return pruneArgs{} })
+	return svc, nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -119,15 +130,6 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
-
-// Wake asks the delivery loop to look for due deliveries now (after a transaction that wrote events
-// committed). It never blocks.
-func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
 
 // Invalid is a refusal of what a customer asked of an endpoint, in words for the console.
 type Invalid struct {

@@ -41,6 +41,9 @@ type Config struct {
 	// Poll is how often each queue looks for due jobs (JOBS_POLL_INTERVAL, 1 s): the database has no
 	// notifications through database/sql, so a new job waits at most this long.
 	Poll time.Duration
+	// Lease is how long a job may run (LEASE_DURATION, 1 min): each kind bounds its calls well inside it,
+	// and a job still marked running after twice it — its instance died — is worked again.
+	Lease time.Duration
 	// Workers is the jobs each queue works at once on this instance; a queue missing here gets 4.
 	Workers map[string]int
 	// Now is the clock: River schedules and stamps jobs by it, so a test that moves time moves the
@@ -72,6 +75,9 @@ func New(d *db.DB, cfg Config) (*Queue, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = time.Minute
+	}
 	q := &Queue{db: d, workers: river.NewWorkers(), cfg: cfg}
 	queues := map[string]river.QueueConfig{}
 	for _, name := range []string{Mail, Webhooks, Payments, Chores} {
@@ -95,9 +101,11 @@ func New(d *db.DB, cfg Config) (*Queue, error) {
 		CompletedJobRetentionPeriod: 7 * 24 * time.Hour,
 		DiscardedJobRetentionPeriod: 30 * 24 * time.Hour,
 		CancelledJobRetentionPeriod: 7 * 24 * time.Hour,
-		// A job that outlives this is cancelled through its context; each kind bounds its own calls well
-		// inside it (an e-mail 20 s, a webhook 10 s).
-		JobTimeout: 2 * time.Minute,
+		// A job that outlives the lease is cancelled through its context; each kind bounds its own calls
+		// well inside it (an e-mail 20 s, a webhook 10 s). One still running after two leases was left
+		// by an instance that died, and is worked again (at least once; each kind makes a repeat harmless).
+		JobTimeout:           cfg.Lease,
+		RescueStuckJobsAfter: 2 * cfg.Lease,
 		Logger:     cfg.Log.With("part", "queue"),
 		PollOnly:   true,
 		Test:       river.TestConfig{Time: clock{cfg.Now}},
@@ -165,6 +173,18 @@ func (q *Queue) InsertManyTx(tx *gorm.DB, params []river.InsertManyParams) error
 	}
 	if _, err := q.client.InsertManyTx(tx.Statement.Context, stx, params); err != nil {
 		return fmt.Errorf("queue %d %s jobs: %w", len(params), params[0].Args.Kind(), err)
+	}
+	return nil
+}
+
+// RetryNowTx makes a job waiting for its retry (or its scheduled time) available at once, inside tx.
+func (q *Queue) RetryNowTx(tx *gorm.DB, id int64) error {
+	stx, err := sqlTx(tx)
+	if err != nil {
+		return err
+	}
+	if _, err := q.client.JobRetryTx(tx.Statement.Context, stx, id); err != nil {
+		return fmt.Errorf("retry job %d now: %w", id, err)
 	}
 	return nil
 }

@@ -208,7 +208,7 @@ func TestSignals(t *testing.T) {
 		mail(now.Add(-2*time.Hour), nil, &now) // given up
 		mail(now.Add(-20*time.Minute), nil, nil)
 		mail(now.Add(-time.Minute), nil, nil)
-		// Webhook deliveries: only those due now, to enabled endpoints, held by no instance, are ours to be
+		// Webhook deliveries: only those due now, to enabled endpoints, are ours to be
 		// late with; a customer's endpoint waiting for its next retry is not.
 		for _, ep := range []models.WebhookEndpoint{{ID: "we_on", Enabled: true}, {ID: "we_off"}} {
 			ep.AccountID, ep.URL, ep.Events, ep.SecretSealed, ep.SecretHint, ep.CreatedAt, ep.UpdatedAt = acct.ID, "https://h.example.com/", "video.completed", []byte{1}, "h", now, now
@@ -216,23 +216,22 @@ func TestSignals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		hook := func(ep string, due *time.Time, leased *time.Time) {
+		hook := func(ep string, due *time.Time) {
 			n++
 			ev := fmt.Sprintf("evt_signal%04d", n)
 			if err := d.W.Create(&models.WebhookEvent{ID: ev, AccountID: acct.ID, Type: "video.completed", SubjectID: "video_x", Payload: "{}", CreatedAt: now.Add(-time.Hour)}).Error; err != nil {
 				t.Fatal(err)
 			}
-			if err := d.W.Create(&models.WebhookDelivery{EventID: ev, EndpointID: ep, CreatedAt: now.Add(-time.Hour), NextAttemptAt: due, LeaseUntil: leased}).Error; err != nil {
+			if err := d.W.Create(&models.WebhookDelivery{EventID: ev, EndpointID: ep, CreatedAt: now.Add(-time.Hour), NextAttemptAt: due}).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
-		late, soon, held := now.Add(-7*time.Minute), now.Add(time.Hour), now.Add(time.Minute)
-		hook("we_on", &late, nil)
-		hook("we_on", &past, nil)
-		hook("we_on", &late, &held) // being attempted
-		hook("we_on", &soon, nil)   // waiting for its retry
-		hook("we_on", nil, nil)     // delivered or given up
-		hook("we_off", &late, nil)  // its endpoint is disabled
+		late, soon := now.Add(-7*time.Minute), now.Add(time.Hour)
+		hook("we_on", &late)
+		hook("we_on", &past)
+		hook("we_on", &soon)  // waiting for its retry
+		hook("we_on", nil)    // delivered or given up
+		hook("we_off", &late) // its endpoint is disabled
 		boxes, err = ops.Outboxes(ctx, d, now)
 		if err != nil || len(boxes) != 2 || boxes[0].Pending != 2 || boxes[0].OldestAge(now) != 20*time.Minute {
 			t.Errorf("mail outbox: %+v (oldest %v), %v; want 2 pending, the oldest 20 minutes old", boxes, boxes[0].OldestAge(now), err)

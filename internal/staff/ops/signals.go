@@ -83,14 +83,14 @@ func Outboxes(ctx context.Context, d *db.DB, now time.Time) ([]Outbox, error) {
 }
 
 // webhookBacklog is the webhook outbox's part that is ours to deliver: deliveries due now, to enabled
-// endpoints, that no instance holds. Oldest is when the longest-waiting of them fell due, so its age is
+// endpoints. Oldest is when the longest-waiting of them fell due, so its age is
 // how late our delivery runs. A customer's endpoint that is down does not count: its deliveries wait for
 // their next retry, not due (docs/webhooks.md#delivery-and-retries).
 func webhookBacklog(ctx context.Context, d *db.DB, now time.Time) (Outbox, error) {
 	hooks := Outbox{Name: "webhook"}
 	q := func() *gorm.DB {
 		return d.R.WithContext(ctx).Table("webhook_deliveries AS d").Joins("JOIN webhook_endpoints e ON e.id = d.endpoint_id").
-			Where("d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?) AND e.enabled = ?", now, now, true)
+			Where("d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ? AND e.enabled = ?", now, true)
 	}
 	if err := q().Count(&hooks.Pending).Error; err != nil {
 		return hooks, fmt.Errorf("count due webhook deliveries: %w", err)
