@@ -106,9 +106,9 @@ func New(d *db.DB, cfg Config) (*Queue, error) {
 		// by an instance that died, and is worked again (at least once; each kind makes a repeat harmless).
 		JobTimeout:           cfg.Lease,
 		RescueStuckJobsAfter: 2 * cfg.Lease,
-		Logger:     cfg.Log.With("part", "queue"),
-		PollOnly:   true,
-		Test:       river.TestConfig{Time: clock{cfg.Now}},
+		Logger:               cfg.Log.With("part", "queue"),
+		PollOnly:             true,
+		Test:                 river.TestConfig{Time: clock{cfg.Now}},
 	}
 	var err error
 	if d.Postgres {
