@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -223,6 +224,11 @@ func (h *handler) testWebhookEndpoint(c *fiber.Ctx) error {
 		return refusal.Field("missing_field", "event_type", "event_type is required: %s.", joinTypes())
 	}
 	id := c.Params("id")
+	if wait, err := h.WebhookSendWait(c, web.Principal(c).AccountID); err != nil {
+		return err
+	} else if wait > 0 {
+		return &refusal.Error{Code: "rate_limited", RetryAfter: int((wait + time.Second - 1) / time.Second), Message: web.WebhookSendsRefused(wait)}
+	}
 	status, err := h.Webhooks.TestNow(c.UserContext(), web.Principal(c).AccountID, id, in.EventType)
 	if err != nil {
 		return webhookRefusal(err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -100,6 +101,9 @@ func (h *Handler) webhookAction(c *fiber.Ctx) error {
 	case "enable":
 		err, notice = h.Webhooks.SetEnabled(ctx, user.AccountID, id, true), "webhook-enabled"
 	case "test":
+		if refused, werr := h.webhookSendRefused(c, id, user.AccountID); refused || werr != nil {
+			return werr
+		}
 		err, notice = h.Webhooks.SendTest(ctx, user.AccountID, id, web.Posted(c, "type")), "webhook-test-sent"
 	case "delete":
 		err, notice, back = h.Webhooks.Delete(ctx, user.AccountID, id), "webhook-deleted", "/console/webhooks"
@@ -117,6 +121,18 @@ func (h *Handler) webhookAction(c *fiber.Ctx) error {
 		return err
 	}
 	return web.Redirect(c, back+"?notice="+notice)
+}
+
+// webhookSendRefused answers 429 with the endpoint's page saying how long to wait, when the account has
+// sent its test events and resends for the minute; refused reports whether it did.
+func (h *Handler) webhookSendRefused(c *fiber.Ctx, id string, accountID int64) (refused bool, err error) {
+	wait, err := h.WebhookSendWait(c, accountID)
+	if err != nil || wait == 0 {
+		return false, err
+	}
+	c.Status(fiber.StatusTooManyRequests)
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+	return true, h.webhookPage(c, id, customer.WebhookPage{Error: &webhooks.Invalid{Message: web.WebhookSendsRefused(wait)}})
 }
 
 // confirmDeleteWebhook asks before deleting (without JavaScript too).
@@ -137,6 +153,9 @@ func (h *Handler) resendWebhook(c *fiber.Ctx) error {
 	delivery, err := strconv.ParseInt(c.Params("delivery"), 10, 64)
 	if err != nil {
 		return fiber.ErrNotFound
+	}
+	if refused, werr := h.webhookSendRefused(c, id, web.CurrentUser(c).AccountID); refused || werr != nil {
+		return werr
 	}
 	err = h.Webhooks.Resend(c.UserContext(), web.CurrentUser(c).AccountID, id, delivery)
 	if errors.Is(err, webhooks.ErrNoEndpoint) {

@@ -73,6 +73,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Webhooks is the customers' webhook endpoints and their deliveries.
 	Webhooks *webhooks.Service
+	// WebhookSends limits what an account sends to its endpoints on demand — the console's "Send test
+	// event" and "Resend", the API's test — per account (docs/webhooks.md, "Fair to every account").
+	WebhookSends ratelimit.Limiter
 	// Members is an account's members: invitations, roles, removals (docs/members.md).
 	Members *members.Service
 }

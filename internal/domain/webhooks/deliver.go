@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -95,35 +96,57 @@ func (s *Service) wait(n int) time.Duration {
 	return s.cfg.Schedule[min(max(n, 1), len(s.cfg.Schedule))-1]
 }
 
-// inFlight counts this instance's attempts per account and per endpoint: an account holds at most
-// PerAccount of the Workers attempts, an endpoint at most PerEndpoint, so a slow or dead endpoint — or an
-// account's flood of them — never takes every worker (docs/webhooks.md, "Fair to every account").
+// inFlight is this instance's attempts under way, by account and by endpoint, each with when it started:
+// an account holds at most PerAccount of the queue's workers, an endpoint at most PerEndpoint, so a slow
+// or dead endpoint — or an account's flood of them — never takes every worker (docs/webhooks.md, "Fair
+// to every account").
 type inFlight struct {
 	mu         sync.Mutex
-	byAccount  map[int64]int
-	byEndpoint map[string]int
+	byAccount  map[int64][]time.Time
+	byEndpoint map[string][]time.Time
 }
 
-func (f *inFlight) take(s *Service, accountID int64, endpointID string) bool {
+// take counts an attempt starting at now, or, when the account or the endpoint has its share under way,
+// reports how long the oldest of those has run: about how long until one ends, the wait before trying
+// again (short for an endpoint that answers quickly, long for one that holds every request).
+func (f *inFlight) take(s *Service, accountID int64, endpointID string, now time.Time) (ok bool, busyFor time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.byAccount[accountID] >= s.cfg.PerAccount || f.byEndpoint[endpointID] >= s.cfg.PerEndpoint {
-		return false
+	if a, e := f.byAccount[accountID], f.byEndpoint[endpointID]; len(a) >= s.cfg.PerAccount || len(e) >= s.cfg.PerEndpoint {
+		full := a
+		if len(e) >= s.cfg.PerEndpoint {
+			full = e
+		}
+		return false, now.Sub(slices.MinFunc(full, time.Time.Compare))
 	}
-	f.byAccount[accountID]++
-	f.byEndpoint[endpointID]++
-	return true
+	f.byAccount[accountID] = append(f.byAccount[accountID], now)
+	f.byEndpoint[endpointID] = append(f.byEndpoint[endpointID], now)
+	return true, 0
 }
 
-func (f *inFlight) give(accountID int64, endpointID string) {
+func (f *inFlight) give(accountID int64, endpointID string, started time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.byAccount[accountID]--; f.byAccount[accountID] <= 0 {
+	drop := func(ts []time.Time) []time.Time {
+		if i := slices.IndexFunc(ts, started.Equal); i >= 0 {
+			ts = slices.Delete(ts, i, i+1)
+		}
+		return ts
+	}
+	if f.byAccount[accountID] = drop(f.byAccount[accountID]); len(f.byAccount[accountID]) == 0 {
 		delete(f.byAccount, accountID)
 	}
-	if f.byEndpoint[endpointID]--; f.byEndpoint[endpointID] <= 0 {
+	if f.byEndpoint[endpointID] = drop(f.byEndpoint[endpointID]); len(f.byEndpoint[endpointID]) == 0 {
 		delete(f.byEndpoint, endpointID)
 	}
+}
+
+// snooze is the wait of a job over its share: about as long as the attempts under way have run, at
+// least 200 ms and at most an attempt's timeout, times one to two at random, so the waiting jobs of a
+// flood come back spread out, and rarely.
+func (s *Service) snooze(busyFor time.Duration) time.Duration {
+	d := min(max(busyFor, 200*time.Millisecond), s.cfg.Timeout)
+	return d + rand.N(d)
 }
 
 // work makes one attempt of a delivery and records it. A delivery that is gone (its endpoint deleted),
@@ -151,12 +174,11 @@ func (s *Service) work(ctx context.Context, job *river.Job[deliveryArgs]) error 
 	if !ep.Enabled {
 		return nil
 	}
-	if !s.flight.take(s, ep.AccountID, ep.ID) {
-		// Half a timeout to one and a half, at random: the share frees as attempts end, and the
-		// account's other waiting jobs do not all come back at once.
-		return river.JobSnooze(s.cfg.Timeout/2 + rand.N(s.cfg.Timeout))
+	began := s.now()
+	if ok, busyFor := s.flight.take(s, ep.AccountID, ep.ID, began); !ok {
+		return river.JobSnooze(s.snooze(busyFor))
 	}
-	defer s.flight.give(ep.AccountID, ep.ID)
+	defer s.flight.give(ep.AccountID, ep.ID, began)
 	var ev models.WebhookEvent
 	if err := s.db.R.WithContext(ctx).Where("id = ?", d.EventID).Take(&ev).Error; err != nil {
 		return fmt.Errorf("read webhook event %s: %w", d.EventID, err)

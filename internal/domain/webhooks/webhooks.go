@@ -115,7 +115,7 @@ func New(d *db.DB, q *queue.Queue, fetch *mediafetch.Fetcher, mail Mailer, log *
 		cfg.Schedule = DefaultSchedule
 	}
 	svc := &Service{cfg: cfg, db: d, queue: q, seal: s, fetch: fetch, mail: mail, log: log,
-		flight: inFlight{byAccount: map[int64]int{}, byEndpoint: map[string]int{}}}
+		flight: inFlight{byAccount: map[int64][]time.Time{}, byEndpoint: map[string][]time.Time{}}}
 	queue.Add(q, &deliveryWorker{s: svc})
 	queue.Add(q, &pruneWorker{s: svc})
 	q.Every(time.Hour, func() river.JobArgs { return pruneArgs{} })
