@@ -12,8 +12,8 @@ import (
 
 	"videogen/handlers/web"
 	"videogen/internal/domain/webhooks"
-	"videogen/models"
 	"videogen/internal/testkit"
+	"videogen/models"
 )
 
 // TestWebhooksFairToEveryAccount: account B has ten endpoints that never answer and queues 100 test

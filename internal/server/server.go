@@ -277,7 +277,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Stopping: stopping, Draining: s.draining.Load, Transfers: web.NewTransfers(cfg.MaxUploadsPerAccount, cfg.MaxUploads),
 		Metrics: s.Metrics, Webhooks: s.Webhooks,
 		WebhookSends: s.limits.Limiter("videogen:hooksend:", ratelimit.Rate{Events: web.WebhookSendsPerMinute, Per: time.Minute, Burst: web.WebhookSendsPerMinute}),
-		Members: &members.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL, Now: clock, Notices: s.Auth.Throttle.Notices},
+		Members:      &members.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL, Now: clock, Notices: s.Auth.Throttle.Notices},
 	})
 	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
 		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
