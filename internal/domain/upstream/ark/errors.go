@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -94,7 +93,7 @@ func classify(resp *http.Response, call callKind) error {
 	case s == http.StatusTooManyRequests:
 		// Every documented 429 (RateLimitExceeded.*, QuotaExceeded, ServerOverloaded, …) asks to
 		// try again later; none says the account is out of credit (that is 403 AccountOverdueError).
-		return &upstream.BusyError{RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()), Detail: detail}
+		return &upstream.BusyError{RetryAfter: upstream.ParseRetryAfter(resp.Header, time.Now()), Detail: detail}
 	case s == http.StatusUnauthorized:
 		return fmt.Errorf("%w: ark %s: HTTP %d %s", upstream.ErrAuth, name, s, code)
 	case s == http.StatusForbidden && call == callCancel && strings.HasPrefix(code, "OperationDenied."):
@@ -123,25 +122,6 @@ func classify(resp *http.Response, call callKind) error {
 	default:
 		return fmt.Errorf("%w: unexpected %s", upstream.ErrTransient, detail)
 	}
-}
-
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date (RFC 9110 §10.2.3). Zero
-// when absent or unreadable.
-func retryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // policyCode reports whether an Ark error code says the content broke Ark's content policy: the

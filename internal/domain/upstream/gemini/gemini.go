@@ -231,7 +231,7 @@ func (c *Client) Download(ctx context.Context, cred upstream.Credential, name st
 		// Generated videos are kept two days on the Gemini API; after that the file is gone.
 		return nil, 0, fmt.Errorf("%s: %w: the video file is gone", detail, upstream.ErrUnknownTask)
 	case s == http.StatusTooManyRequests:
-		return nil, 0, &upstream.BusyError{RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After")), Detail: detail}
+		return nil, 0, &upstream.BusyError{RetryAfter: upstream.ParseRetryAfter(resp.Header, time.Now()), Detail: detail}
 	default:
 		return nil, 0, fmt.Errorf("%s: %w", detail, upstream.ErrTransient)
 	}

@@ -78,7 +78,7 @@ func rpcCodeName(v any) string {
 }
 
 // answer is what the transport saw of the call's last answer, for what the SDK's APIError drops.
-type answer struct{ retryAfter string }
+type answer struct{ header http.Header }
 
 type answerKey struct{}
 
@@ -95,7 +95,7 @@ func (t recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
 	if resp != nil {
 		if a, ok := r.Context().Value(answerKey{}).(*answer); ok {
-			a.retryAfter = resp.Header.Get("Retry-After")
+			a.header = resp.Header
 		}
 	}
 	return resp, err
@@ -141,7 +141,7 @@ func classify(err error, ans *answer, call string, onTask bool) error {
 		// RESOURCE_EXHAUSTED: a rate or quota limit. Its RetryInfo detail says when to come back.
 		wait := retryDelay(ae)
 		if wait == 0 {
-			wait = parseRetryAfter(ans.retryAfter)
+			wait = upstream.ParseRetryAfter(ans.header, time.Now())
 		}
 		return &upstream.BusyError{RetryAfter: wait, Detail: detail}
 	case code == http.StatusRequestTimeout || code == http.StatusConflict || code >= 500:
@@ -178,19 +178,6 @@ func retryDelay(ae genai.APIError) time.Duration {
 					return v
 				}
 			}
-		}
-	}
-	return 0
-}
-
-// parseRetryAfter reads a Retry-After header in seconds (the form Google's front ends send), or 0.
-func parseRetryAfter(h string) time.Duration {
-	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
 		}
 	}
 	return 0

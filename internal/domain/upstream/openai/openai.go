@@ -366,7 +366,7 @@ func classify(call string, err error, raw *http.Response, onTask bool) error {
 	case statusCode == http.StatusTooManyRequests && outOfCredit(code, typ):
 		return fmt.Errorf("%w: %s", upstream.ErrOutOfCredit, detail)
 	case statusCode == http.StatusTooManyRequests:
-		return &upstream.BusyError{RetryAfter: retryAfter(header, time.Now()), Detail: detail}
+		return &upstream.BusyError{RetryAfter: upstream.ParseRetryAfter(header, time.Now()), Detail: detail}
 	case statusCode == http.StatusUnauthorized || statusCode == http.StatusForbidden:
 		// The provider's message is left out: OpenAI's quotes the start and end of the key it refused.
 		return fmt.Errorf("%s: %w: HTTP %d %s", call, upstream.ErrAuth, statusCode, firstOf(code, typ))
@@ -395,25 +395,6 @@ func outOfCredit(code, typ string) bool {
 // content_policy_violation.
 func policyCode(code string) bool {
 	return code == "moderation_blocked" || code == "content_policy_violation"
-}
-
-// retryAfter is how long a 429 asks us to wait: retry-after-ms (OpenAI's, in milliseconds), else
-// Retry-After in seconds or as an HTTP date; zero when neither says.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if at, err := http.ParseTime(v); err == nil && at.After(now) {
-		return at.Sub(now)
-	}
-	return 0
 }
 
 func firstOf(xs ...string) string {
