@@ -1,0 +1,4 @@
+package mail
+
+// RetryAfter is retryAfter, for the schedule's test.
+var RetryAfter = retryAfter
