@@ -432,22 +432,10 @@ type CallLog struct {
 	Member string `gorm:"-"`
 }
 
-// ResetRequest is a password-reset form waiting to be handled (internal/domain/auth/reset.go): the address as
-// typed, normalised, and who asked — the client's address and, when its browser held a valid device
-// cookie, the user that cookie names and the password epoch it was given under (never the cookie). It is
-// deleted in the transaction that handles it.
-type ResetRequest struct {
-	ID           int64
-	Email        string
-	RequestedAt  time.Time
-	ClientIP     string
-	DeviceUserID *int64
-	DeviceEpoch  string
-}
-
-// MailOutbox is one e-mail on its way: written with the event that causes it, sent by the delivery
-// worker. The body (text and HTML) is sealed with a key derived from APP_SECRET, since it carries
-// one-time links, and blanked once the message is sent or given up.
+// MailOutbox is the record of one e-mail: written with the event that causes it, in the transaction that
+// also inserts its River job (internal/infra/mail), and kept after delivery for support (recipient,
+// subject, times, the last error). The body (text and HTML) is sealed with a key derived from APP_SECRET,
+// since it carries one-time links, and blanked once the message is sent or given up.
 type MailOutbox struct {
 	ID             int64
 	Kind           string
@@ -455,11 +443,7 @@ type MailOutbox struct {
 	Subject        string
 	SealedBody     []byte
 	IdempotencyKey string
-	Attempts       int
 	CreatedAt      time.Time
-	NextAttemptAt  time.Time
-	LeaseOwner     *string
-	LeaseUntil     *time.Time
 	SentAt         *time.Time
 	FailedAt       *time.Time
 	LastError      string

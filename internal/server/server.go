@@ -117,8 +117,9 @@ type Options struct {
 // HTTP. It opens and migrates the database, then builds each part in dependency order, each given
 // everything it needs when it is made: storage and the upstream pool, the task store, media, the poll
 // cache, the worker (which tells the poll cache of its changes), the videos service (which wakes the
-// worker), mail, accounts, the HTTP app, and the list of background parts (e-mail delivery, the jobs
-// and janitors on every instance, the worker where WORKERS is on). One clock (time.Now, or Options.Now)
+// worker), mail, accounts, the HTTP app, and the list of background parts (the job queues, which deliver
+// e-mail and handle password resets, the jobs and janitors on every instance, the worker where WORKERS
+// is on). One clock (time.Now, or Options.Now)
 // and one logger are given to every part.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
@@ -204,8 +205,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		}
 	}
 	s.Mail = mailer
-	if s.Outbox, err = mail.NewOutbox(d, mailer, log.With("part", "mail"), mail.OutboxConfig{
-		Owner: cfg.WorkerID, Lease: cfg.LeaseDuration, Secrets: cfg.Secrets(), Now: clock}); err != nil {
+	if s.Outbox, err = mail.NewOutbox(d, s.Queue, mailer, log.With("part", "mail"), mail.OutboxConfig{
+		Secrets: cfg.Secrets(), Now: clock}); err != nil {
 		return nil, err
 	}
 
@@ -246,7 +247,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		WebhookBudget: cfg.StripeWebhookTimeout},
 		payments.Deps{DB: d, Stripe: stripeAPI, Notify: notifier, Log: log.With("part", "payments"), Now: clock})
 	s.Auth = &auth.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL,
-		Throttle: auth.NewThrottles(s.limits), Now: clock, Secrets: cfg.Secrets()}
+		Throttle: auth.NewThrottles(s.limits), Now: clock, Secrets: cfg.Secrets(), Queue: s.Queue}
+	queue.Add(s.Queue, s.Auth.ResetWorker())
 	trusted, err := handlers.ParseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
@@ -313,7 +315,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	// The queues stop after everything that may insert jobs, and before nothing they need: a job in
 	// hand is finished with the mailer, the fetcher and the database still there.
 	s.parts.Add("job queues", s.Queue)
-	s.parts.Add("e-mail delivery", s.Outbox.Job())
 	s.parts.Add("upstream watch", s.upstreamWatch(seen))
 	s.parts.Add("payments", s.Payments.Job())
 	s.parts.Add("media retention", jan.RetentionJob())
@@ -322,7 +323,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	if job, on := ledgerCheck.Job(); on {
 		s.parts.Add("ledger check", job)
 	}
-	s.parts.Add("password resets", s.Auth.ResetJob(time.Second, log.With("part", "auth")))
 	if cfg.Workers {
 		s.parts.Add("worker", runner.Func(func(ctx context.Context) error { s.Worker.Run(ctx); return nil }))
 	}
@@ -419,9 +419,9 @@ func simSecrets(dir string, n int) ([]string, error) {
 	return secrets, nil
 }
 
-// Start runs the background parts New built: the simulator and /metrics servers, e-mail delivery, the
-// upstream watch, the payments job, the janitors, the ledger check, password resets and, where WORKERS
-// is on, the worker. Serve starts them if nobody has; a second Start, or one after Close, does nothing.
+// Start runs the background parts New built: the simulator and /metrics servers, the job queues (e-mail,
+// password resets), the upstream watch, the payments job, the janitors, the ledger check and, where
+// WORKERS is on, the worker. Serve starts them if nobody has; a second Start, or one after Close, does nothing.
 func (s *Server) Start() {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	"videogen/internal/domain/accounts"
 	"videogen/internal/infra/db"
+	"videogen/internal/infra/queue"
 	"videogen/internal/infra/ratelimit"
 )
 
@@ -52,12 +53,11 @@ func humanWait(d time.Duration) string {
 type FieldErrors map[string]string
 
 // Notifier queues the e-mails auth needs, inside the transaction that issues their link (the link already
-// carries the token), and is woken once that transaction commits.
+// carries the token): each e-mail is a record and a job, committed or rolled back with the link.
 type Notifier interface {
 	VerifyEmail(tx *gorm.DB, to, link string) error
 	ResetPassword(tx *gorm.DB, to, link string) error
 	AlreadyRegistered(tx *gorm.DB, to, signInLink, resetLink string) error
-	Wake()
 }
 
 // Throttles are the limiters of the actions that can be abused. A nil limiter limits nothing (tests
@@ -131,6 +131,8 @@ type Service struct {
 	BaseURL  string // PUBLIC_BASE_URL: links in e-mails start with it
 	Throttle Throttles
 	Now      func() time.Time
+	// Queue takes the password-reset requests (reset.go); its worker is added by ResetWorker.
+	Queue *queue.Queue
 	// Secrets are the APP_SECRET values: the first seals staff members' TOTP secrets, keys their
 	// recovery-code hashes and signs device cookies; every one opens and checks them (internal/infra/seal).
 	Secrets []string

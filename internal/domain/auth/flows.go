@@ -83,7 +83,6 @@ func (s *Service) Register(ctx context.Context, in SignUp, ip string) (FieldErro
 	if err != nil {
 		return nil, err
 	}
-	s.Notify.Wake()
 	return nil, nil
 }
 
@@ -91,11 +90,10 @@ func (s *Service) noticeExisting(ctx context.Context, email string) error {
 	if allow(ctx, s.Throttle.Notices, email) != nil {
 		return nil // already told recently; stay silent rather than flood the inbox
 	}
-	if err := s.Notify.AlreadyRegistered(s.DB.W.WithContext(ctx), email, s.BaseURL+"/signin", s.BaseURL+"/password/forgot"); err != nil {
-		return err
-	}
-	s.Notify.Wake()
-	return nil
+	// In a transaction of its own: the e-mail's record and its job commit together.
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		return s.Notify.AlreadyRegistered(tx, email, s.BaseURL+"/signin", s.BaseURL+"/password/forgot")
+	})
 }
 
 // ErrAccountDisabled is returned by SignIn, after the password was checked, for a user of an account
@@ -161,11 +159,7 @@ func (s *Service) SendVerification(ctx context.Context, u *models.User) error {
 	if err := allow(ctx, s.Throttle.Recovery, u.Email); err != nil {
 		return err
 	}
-	if err := s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.queueVerification(tx, u, "") }); err != nil {
-		return err
-	}
-	s.Notify.Wake()
-	return nil
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error { return s.queueVerification(tx, u, "") })
 }
 
 // queueVerification issues a verification link (bound to a sign-up's browser proof, if any) and queues

@@ -2,36 +2,61 @@ package auth
 
 import (
 	"context"
-	"errors"
+	"database/sql"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"time"
 
+	"github.com/riverqueue/river"
 	"gorm.io/gorm"
 
 	"videogen/internal/domain/accounts"
-	"videogen/internal/infra/runner"
+	"videogen/internal/infra/queue"
 	"videogen/models"
 )
 
 // A password-reset form must not tell a stranger which addresses have accounts, by its answer or by how
 // long the answer takes. Looking the address up and, for a registered one, issuing a link and queueing
 // its e-mail took twice as long as answering for an unknown address — enough to tell them apart from
-// outside. So the form does the same work for every address: it queues the request (one INSERT), and a
-// background job does the rest (docs/decisions.md, "Password resets answer alike"). The job is not woken
-// by the request: it runs on its own schedule, with jitter, so the extra work a registered address causes
+// outside. So the form does the same work for every address: it queues the request (one River job, one
+// INSERT), and the job does the rest (docs/decisions.md, "Password resets answer alike"; docs/jobs.md,
+// "Password resets"). The job is not worked in the request: the mail queue finds it at its next poll
+// (JOBS_POLL_INTERVAL), which does not follow the request, so the extra work a registered address causes
 // (a write, on SQLite the single writer's lock) does not follow the request it could be timed against.
 
 // resetRequestMaxAge is how long a queued request is still worth an e-mail; one older than that (the
 // service was down, or the request keeps failing) is dropped: the person asked long ago and will ask again.
 const resetRequestMaxAge = ResetTTL
 
+// ResetArgs is a password-reset request waiting to be handled: the address as typed, normalised, and who
+// asked — the client's address and, when its browser held a valid device cookie, the user that cookie
+// names and the password epoch it was given under (never the cookie). Migration 00032 writes these args
+// by hand for the requests its predecessor's table held: keep the JSON as it is.
+type ResetArgs struct {
+	Email        string    `json:"email"`
+	RequestedAt  time.Time `json:"requested_at"`
+	ClientIP     string    `json:"client_ip"`
+	DeviceUserID *int64    `json:"device_user_id"`
+	DeviceEpoch  string    `json:"device_epoch"`
+}
+
+// Kind names the job in river_job.
+func (ResetArgs) Kind() string { return "password_reset" }
+
+// resetMaxAttempts outlasts resetRequestMaxAge on NextRetry's schedule (the waits after 29 failed
+// attempts add up to 72 minutes), so a failing request ends by its age, dropped, not by a count.
+const resetMaxAttempts = 30
+
+// InsertOpts puts the requests on the mail queue, beside the e-mails they cause.
+func (ResetArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Mail, MaxAttempts: resetMaxAttempts}
+}
+
 // RequestReset answers the reset form: it queues a request for the address, registered or not, for the
-// job that e-mails a link to registered ones (HandleResetRequests). Throttled per client. The request
-// keeps who asked — the client's network, and the user a valid device cookie of its browser names (read
-// from the cookie alone, the same work for every address) — so the job can tell the account's own
-// clients from strangers when it spends the address's recovery budget.
+// job that e-mails a link to registered ones (ResetWorker). Throttled per client. The request keeps who
+// asked — the client's network, and the user a valid device cookie of its browser names (read from the
+// cookie alone, the same work for every address) — so the job can tell the account's own clients from
+// strangers when it spends the address's recovery budget.
 func (s *Service) RequestReset(ctx context.Context, email string, c Client) error {
 	if err := allow(ctx, s.Throttle.FormsPerIP, c.IP); err != nil {
 		return err
@@ -40,104 +65,90 @@ func (s *Service) RequestReset(ctx context.Context, email string, c Client) erro
 	if err != nil {
 		return nil // not an address at all: nothing to send, and the answer is the same
 	}
-	req := models.ResetRequest{Email: norm, RequestedAt: s.now(), ClientIP: c.IP}
+	req := ResetArgs{Email: norm, RequestedAt: s.now(), ClientIP: c.IP}
 	if d, ok := s.deviceOf(c.Device); ok {
 		req.DeviceUserID, req.DeviceEpoch = &d.userID, d.epoch
 	}
-	if err := s.DB.W.WithContext(ctx).Create(&req).Error; err != nil {
+	if err := s.Queue.Insert(ctx, req, nil); err != nil {
 		return fmt.Errorf("queue a password reset request: %w", err)
 	}
 	return nil
 }
 
-// ResetJob handles queued reset requests about every poll (between half and one and a half times it, at
-// random), logging failures to log.
-func (s *Service) ResetJob(poll time.Duration, log *slog.Logger) runner.Every {
-	return runner.Every{Interval: poll, AtStart: true, Jitter: true, Job: func(ctx context.Context) {
-		if _, err := s.HandleResetRequests(ctx); err != nil && ctx.Err() == nil {
-			log.Error("handle password reset requests", "err", err)
-		}
-	}}
+// ResetWorker is the worker of the reset requests, for queue.Add.
+func (s *Service) ResetWorker() river.Worker[ResetArgs] { return &resetWorker{s: s} }
+
+type resetWorker struct {
+	river.WorkerDefaults[ResetArgs]
+	s *Service
 }
 
-// HandleResetRequests handles the queued reset requests and returns how many e-mails it queued: for a
-// registered address (within its e-mail throttle) a new link, whose e-mail commits with the request's
-// deletion; for any other, only the deletion. A request that fails stays for the next round, and the
-// others go on; one older than resetRequestMaxAge is dropped unhandled.
-func (s *Service) HandleResetRequests(ctx context.Context) (queued int, err error) {
-	defer func() {
-		if queued > 0 {
-			s.Notify.Wake() // the e-mails committed: the outbox sends them now
-		}
-	}()
-	var failed []error
-	after := int64(0)
-	for {
-		var batch []models.ResetRequest
-		if err := s.DB.R.WithContext(ctx).Where("id > ?", after).Order("id").Limit(100).Find(&batch).Error; err != nil {
-			return queued, errors.Join(append(failed, fmt.Errorf("read password reset requests: %w", err))...)
-		}
-		for _, r := range batch {
-			after = r.ID
-			sent, err := s.handleReset(ctx, r)
-			if err != nil {
-				failed = append(failed, err)
-				continue
-			}
-			if sent {
-				queued++
-			}
-		}
-		if len(batch) < 100 || ctx.Err() != nil {
-			return queued, errors.Join(failed...)
-		}
-	}
+// NextRetry is the requests' schedule: 10 s after the first failed attempt, 20 s after the second, and so
+// on, by the service's clock, until the request is too old to answer.
+func (w *resetWorker) NextRetry(job *river.Job[ResetArgs]) time.Time {
+	return w.s.now().Add(time.Duration(job.Attempt) * 10 * time.Second)
 }
 
-// handleReset handles one request in one transaction; the deletion that starts it is the claim, so of
-// two instances only one handles a request. Reading the queue first, the job takes no write lock while
-// the queue is empty.
-func (s *Service) handleReset(ctx context.Context, r models.ResetRequest) (sent bool, err error) {
-	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Where("id = ?", r.ID).Delete(&models.ResetRequest{})
-		if res.Error != nil {
-			return fmt.Errorf("claim password reset request %d: %w", r.ID, res.Error)
-		}
-		if res.RowsAffected == 0 || s.now().Sub(r.RequestedAt) > resetRequestMaxAge {
-			return nil // another instance's, or stale: deleted, and nothing else (so a failing one ends too)
-		}
-		var users []models.User
-		// A member removed from their account gets no link: it would set a password that opens nothing.
-		if err := tx.Where("email = ? AND removed_at IS NULL", r.Email).Limit(1).Find(&users).Error; err != nil {
-			return fmt.Errorf("find the user of password reset request %d: %w", r.ID, err)
-		}
-		if len(users) == 0 {
-			return nil
-		}
-		u := users[0]
-		known, err := s.knownForReset(tx, &u, r)
-		if err != nil {
-			return err
-		}
-		if known {
-			if allow(ctx, s.Throttle.Recovery, u.Email) != nil {
-				return nil
+// Work handles one request in one transaction: for a registered address (within its e-mail throttle) a
+// new link, whose e-mail (its record and its job) commits with the request's end; for any other, only the
+// end. The end is the job's completion and deletion: a request for an address nobody registered is kept
+// no longer than it waits (River would keep a completed job's args, the address, for a week). A request
+// that fails is retried (NextRetry); one older than resetRequestMaxAge is dropped unhandled.
+func (w *resetWorker) Work(ctx context.Context, job *river.Job[ResetArgs]) error {
+	s := w.s
+	err := s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		if s.now().Sub(job.Args.RequestedAt) <= resetRequestMaxAge {
+			if err := s.handleReset(ctx, tx, job.Args); err != nil {
+				return err
 			}
-		} else if allow(ctx, s.Throttle.Recovery, "stranger "+networkOf(r.ClientIP)+" "+u.Email) != nil ||
-			allow(ctx, s.Throttle.RecoveryStrangers, u.Email) != nil {
-			return nil
 		}
-		raw, err := s.newResetToken(tx, u.ID, ResetTTL)
-		if err != nil {
+		if err := queue.CompleteTx(tx, job); err != nil {
 			return err
 		}
-		sent = true
-		return s.Notify.ResetPassword(tx, u.Email, s.BaseURL+"/password/reset?token="+raw)
+		stx, ok := tx.Statement.ConnPool.(*sql.Tx)
+		if !ok {
+			return fmt.Errorf("forget password reset request %d: not in a transaction", job.ID)
+		}
+		if _, err := s.Queue.Client().JobDeleteTx(ctx, stx, job.ID); err != nil {
+			return fmt.Errorf("forget password reset request %d: %w", job.ID, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("password reset request %d: %w", r.ID, err)
+		return fmt.Errorf("password reset request %d: %w", job.ID, err)
 	}
-	return sent, nil
+	return nil
+}
+
+// handleReset issues a link for r's address, if registered and within its throttles, and queues its
+// e-mail in tx.
+func (s *Service) handleReset(ctx context.Context, tx *gorm.DB, r ResetArgs) error {
+	var users []models.User
+	// A member removed from their account gets no link: it would set a password that opens nothing.
+	if err := tx.Where("email = ? AND removed_at IS NULL", r.Email).Limit(1).Find(&users).Error; err != nil {
+		return fmt.Errorf("find the user: %w", err)
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	u := users[0]
+	known, err := s.knownForReset(tx, &u, r)
+	if err != nil {
+		return err
+	}
+	if known {
+		if allow(ctx, s.Throttle.Recovery, u.Email) != nil {
+			return nil
+		}
+	} else if allow(ctx, s.Throttle.Recovery, "stranger "+networkOf(r.ClientIP)+" "+u.Email) != nil ||
+		allow(ctx, s.Throttle.RecoveryStrangers, u.Email) != nil {
+		return nil
+	}
+	raw, err := s.newResetToken(tx, u.ID, ResetTTL)
+	if err != nil {
+		return err
+	}
+	return s.Notify.ResetPassword(tx, u.Email, s.BaseURL+"/password/reset?token="+raw)
 }
 
 // networkOf names the network a client address belongs to, as far as one client can easily change
@@ -162,7 +173,7 @@ func networkOf(ip string) string {
 // u's device cookie under their current password, or a network one of u's sessions started from lately
 // (as knownForSignIn). Such a request spends the address's own recovery budget, which no stranger's
 // request reaches.
-func (s *Service) knownForReset(tx *gorm.DB, u *models.User, r models.ResetRequest) (bool, error) {
+func (s *Service) knownForReset(tx *gorm.DB, u *models.User, r ResetArgs) (bool, error) {
 	if r.DeviceUserID != nil && *r.DeviceUserID == u.ID && r.DeviceEpoch != "" && r.DeviceEpoch == s.passwordEpoch(u.PasswordHash) {
 		return true, nil
 	}

@@ -1,5 +1,5 @@
 // Package notify writes the service's e-mails — a templ HTML body and a plain-text body each — and puts
-// them in the mail outbox, in the transaction of the event they are about.
+// them in the mail outbox (a record and its River job), in the transaction of the event they are about.
 package notify
 
 import (
@@ -18,8 +18,11 @@ type Notifier struct {
 	Outbox *mail.Outbox
 }
 
-// Wake tells the outbox that the transaction which queued mail has committed, so it goes out now.
-func (n *Notifier) Wake() { n.Outbox.Wake() }
+// Wake does nothing: queued mail is a River job, which the mail queue finds by itself once the
+// transaction that queued it commits.
+//
+// Deprecated: kept only while callers outside the mail code still call it; to be removed.
+func (n *Notifier) Wake() {}
 
 func (n *Notifier) queue(tx *gorm.DB, to, subject, heading, body, button, link, after, kind string) error {
 	var html bytes.Buffer

@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/riverqueue/river"
 	"gorm.io/gorm"
 
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/ids"
-	"videogen/internal/infra/runner"
+	"videogen/internal/infra/queue"
 	"videogen/internal/infra/seal"
 	"videogen/internal/infra/storetext"
 	"videogen/models"
@@ -19,57 +20,72 @@ import (
 
 // OutboxConfig tunes the delivery of queued e-mail.
 type OutboxConfig struct {
-	Owner   string        // this instance's name in leases
-	Lease   time.Duration // how long a claimed message is held before another instance may take it (LEASE_DURATION)
-	Secrets []string      // APP_SECRET values: the first seals bodies, all open them
-	// Poll is how often due messages are looked for when nothing woke the worker (default 1 s).
-	Poll time.Duration
+	Secrets []string // APP_SECRET values: the first seals bodies, all open them
 	// GiveUp is how long a message is retried before it is marked failed (default 24 h: Resend keeps an
 	// idempotency key for 24 hours, so every retry within it is deduplicated).
 	GiveUp time.Duration
-	// Now is the clock (tests move it); nil is real time.
+	// Now is the clock (tests move it). Required.
 	Now func() time.Time
 }
 
-// Outbox keeps e-mail in the database until it is delivered. Enqueue writes a message in the caller's
-// transaction — the one that records the event the mail is about — so a crash loses nothing; Run
-// delivers due messages through the Sender, at most one instance per message at a time (a lease), with
-// backoff between attempts and the same idempotency key on every attempt, so the provider delivers once.
+// Outbox keeps e-mail in the database until it is delivered, and the record of it after. Enqueue writes
+// a message (its row in mail_outbox) and its River job in the caller's transaction — the one that records
+// the event the mail is about — so a crash loses nothing and a rollback sends nothing. The job (SendArgs,
+// queue.Mail) sends it through the Sender with the row's idempotency key on every attempt, so the provider
+// delivers once, and records it sent in the transaction that completes the job (docs/jobs.md, "E-mail").
 //
 // Answers never wait for the provider: a page takes the same time whether or not an e-mail went out,
 // which would otherwise tell a visitor which addresses have accounts.
 type Outbox struct {
 	cfg  OutboxConfig
 	db   *db.DB
+	q    *queue.Queue
 	send Sender
 	log  *slog.Logger
 	seal *seal.Sealer
-	wake chan struct{}
-
-	lastPrune time.Time // the job's own: one round at a time
 }
 
-// NewOutbox returns an outbox delivering through send.
-func NewOutbox(d *db.DB, send Sender, log *slog.Logger, cfg OutboxConfig) (*Outbox, error) {
+// NewOutbox returns an outbox delivering through send on q's mail queue: it adds the delivery worker and
+// the hourly prune of old records (queue.Chores) to q, so call it before q starts.
+func NewOutbox(d *db.DB, q *queue.Queue, send Sender, log *slog.Logger, cfg OutboxConfig) (*Outbox, error) {
+	if cfg.Now == nil {
+		return nil, errors.New("mail outbox: no clock (OutboxConfig.Now)")
+	}
 	s, err := newSealer(cfg.Secrets)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = time.Minute
-	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = time.Second
-	}
 	if cfg.GiveUp <= 0 {
 		cfg.GiveUp = 24 * time.Hour
 	}
-	return &Outbox{cfg: cfg, db: d, send: send, log: log, seal: s, wake: make(chan struct{}, 1)}, nil
+	o := &Outbox{cfg: cfg, db: d, q: q, send: send, log: log, seal: s}
+	queue.Add(q, &sendWorker{o: o})
+	queue.Add(q, &pruneWorker{o: o})
+	q.Every(time.Hour, func() river.JobArgs { return PruneArgs{} })
+	return o, nil
 }
 
 func (o *Outbox) now() time.Time { return o.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-// Enqueue records m inside tx; it is delivered after tx commits. Call Wake once it has.
+// SendArgs is the job of one e-mail: the id of its mail_outbox row, which holds the rest. Migration 00032
+// writes these args by hand for the rows its predecessor left pending: keep the JSON as it is.
+type SendArgs struct {
+	ID int64 `json:"id"`
+}
+
+// Kind names the job in river_job.
+func (SendArgs) Kind() string { return "mail_send" }
+
+// sendMaxAttempts bounds the attempts far beyond the day of retries (about 30 on retryAfter's schedule):
+// the give-up is by age (OutboxConfig.GiveUp), not by count.
+const sendMaxAttempts = 100
+
+// InsertOpts puts every e-mail on the mail queue (migration 00032 repeats these values).
+func (SendArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Mail, MaxAttempts: sendMaxAttempts}
+}
+
+// Enqueue records m inside tx, with the job that delivers it once tx commits.
 func (o *Outbox) Enqueue(tx *gorm.DB, m Message) error {
 	if m.To == "" {
 		return fmt.Errorf("queue e-mail %q: no recipient", m.Subject)
@@ -84,11 +100,12 @@ func (o *Outbox) Enqueue(tx *gorm.DB, m Message) error {
 	if err != nil {
 		return err
 	}
-	now := o.now()
-	row := &models.MailOutbox{Kind: kind, Recipient: m.To, Subject: m.Subject, SealedBody: box, IdempotencyKey: key,
-		CreatedAt: now, NextAttemptAt: now}
+	row := &models.MailOutbox{Kind: kind, Recipient: m.To, Subject: m.Subject, SealedBody: box, IdempotencyKey: key, CreatedAt: o.now()}
 	if err := tx.Create(row).Error; err != nil {
 		return fmt.Errorf("queue %s e-mail: %w", kind, err)
+	}
+	if _, err := o.q.InsertTx(tx, SendArgs{ID: row.ID}, nil); err != nil {
+		return fmt.Errorf("queue %s e-mail %d: %w", kind, row.ID, err)
 	}
 	return nil
 }
@@ -96,120 +113,93 @@ func (o *Outbox) Enqueue(tx *gorm.DB, m Message) error {
 // sealedFor is the additional data a body is sealed with: it opens only on its own row, to its recipient.
 func sealedFor(key, recipient string) []byte { return []byte(key + "\x00" + recipient) }
 
-// Wake asks the delivery loop to look for due messages now. It never blocks.
-func (o *Outbox) Wake() {
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
+// Wake does nothing: the queue polls for new jobs itself (JOBS_POLL_INTERVAL).
+//
+// Deprecated: kept only while callers outside the mail code still call it; to be removed.
+func (o *Outbox) Wake() {}
+
+// attemptTimeout bounds one call to the provider (any Sender); the job's own timeout (Timeout) leaves
+// room to record the outcome.
+const attemptTimeout = 20 * time.Second
+
+// sendWorker delivers one e-mail per job.
+type sendWorker struct {
+	river.WorkerDefaults[SendArgs]
+	o *Outbox
 }
 
-// Job delivers due messages: at start, every Poll, and at once when woken (Wake); once an hour it also
-// prunes delivered rows. Stopped, it finishes the message in hand; messages not yet sent stay queued for
-// the next start (or another instance).
-func (o *Outbox) Job() runner.Every {
-	return runner.Every{Interval: o.cfg.Poll, AtStart: true, Wake: o.wake, Job: func(ctx context.Context) {
-		if _, err := o.DeliverDue(ctx); err != nil && ctx.Err() == nil {
-			o.log.Error("deliver queued e-mail", "err", err)
-		}
-		if time.Since(o.lastPrune) > time.Hour {
-			o.prune(ctx)
-			o.lastPrune = time.Now()
-		}
-	}}
+// Timeout is the send's bound plus the time to record it.
+func (w *sendWorker) Timeout(*river.Job[SendArgs]) time.Duration {
+	return attemptTimeout + 10*time.Second
 }
 
-// DeliverDue sends every message that is due, one claim at a time, and returns how many went out.
-func (o *Outbox) DeliverDue(ctx context.Context) (int, error) {
-	sent := 0
-	for {
-		if ctx.Err() != nil {
-			return sent, nil // stopping: what is left stays queued
-		}
-		m, err := o.claim(ctx)
-		if err != nil || m == nil {
-			return sent, err
-		}
-		if o.deliver(ctx, m) {
-			sent++
-		}
-	}
+// NextRetry is the e-mail's schedule: 5 s after the first failed attempt, then three times longer each
+// time, up to an hour (retryAfter), by the service's clock.
+func (w *sendWorker) NextRetry(job *river.Job[SendArgs]) time.Time {
+	return w.o.now().Add(retryAfter(job.Attempt))
 }
 
-// claim leases the next due message, or returns nil when none is due. A cheap read comes first, so an
-// idle outbox never takes SQLite's single writer.
-func (o *Outbox) claim(ctx context.Context) (*models.MailOutbox, error) {
-	now := o.now()
-	due := "sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
-	var any []int64
-	if err := o.db.R.WithContext(ctx).Model(&models.MailOutbox{}).Where(due, now, now).Limit(1).Pluck("id", &any).Error; err != nil {
-		return nil, fmt.Errorf("look for due e-mail: %w", err)
-	}
-	if len(any) == 0 {
-		return nil, nil
-	}
-	lock := ""
-	if o.db.Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
+// Work sends the e-mail and records it sent in the transaction that completes the job, so a crash after
+// that commit never sends it again, and one before it leaves both undone: the next attempt (River rescues
+// the job of an instance that died) sends it again with the same idempotency key, which the provider
+// drops as a repeat. A failed attempt is retried on NextRetry's schedule until the message is a day old
+// (GiveUp), then the message is marked failed and its job cancelled.
+func (w *sendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
+	o := w.o
 	var rows []models.MailOutbox
-	err := o.db.W.WithContext(ctx).Raw("UPDATE mail_outbox SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 WHERE id IN (SELECT id FROM mail_outbox WHERE "+
-		due+" ORDER BY next_attempt_at, id LIMIT 1"+lock+") RETURNING *", o.cfg.Owner, now.Add(o.cfg.Lease), now, now).Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("claim e-mail: %w", err)
+	if err := o.db.R.WithContext(ctx).Where("id = ?", job.Args.ID).Limit(1).Find(&rows).Error; err != nil {
+		return fmt.Errorf("read e-mail %d: %w", job.Args.ID, err)
 	}
-	if len(rows) == 0 {
-		return nil, nil
+	if len(rows) == 0 || rows[0].SentAt != nil || rows[0].FailedAt != nil {
+		return nil // pruned, or recorded already: nothing left to send
 	}
-	return &rows[0], nil
-}
-
-// deliver sends one claimed message and records the outcome; it reports whether the message went out.
-func (o *Outbox) deliver(ctx context.Context, row *models.MailOutbox) bool {
-	log := o.log.With("mail", row.ID, "kind", row.Kind)
+	row := &rows[0]
+	log := o.log.With("mail", row.ID, "kind", row.Kind, "attempt", job.Attempt)
 	body, err := openBody(o.seal, row.SealedBody, sealedFor(row.IdempotencyKey, row.Recipient))
 	if err != nil {
-		o.giveUp(ctx, row, err)
-		return false
+		o.giveUp(ctx, row, job.Attempt, err)
+		return river.JobCancel(err)
 	}
-	// Well inside the lease, so no other instance takes the message while this attempt may still land;
-	// and not cut off by a stop: the message in hand is finished (its idempotency key would make a
-	// second send harmless, but a person would wait for it).
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(20*time.Second, o.cfg.Lease/2))
+	sctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	err = o.send.Send(sctx, Message{To: row.Recipient, Subject: row.Subject, Text: body.Text, HTML: body.HTML,
 		IdempotencyKey: row.IdempotencyKey, Tags: body.Tags})
 	cancel()
-	now := o.now()
+	// The outcome is recorded even if the job's time ran out meanwhile: the send may have landed.
+	rctx := context.WithoutCancel(ctx)
 	if err == nil {
-		res := o.db.W.WithContext(context.WithoutCancel(ctx)).Model(&models.MailOutbox{}).Where("id = ? AND lease_owner = ?", row.ID, o.cfg.Owner).
-			Updates(map[string]any{"sent_at": now, "sealed_body": nil, "lease_owner": nil, "lease_until": nil, "last_error": ""})
-		if res.Error != nil {
+		err := o.db.Tx(rctx, func(tx *gorm.DB) error {
+			if err := tx.Model(&models.MailOutbox{}).Where("id = ?", row.ID).
+				Updates(map[string]any{"sent_at": o.now(), "sealed_body": nil, "last_error": ""}).Error; err != nil {
+				return fmt.Errorf("record e-mail %d as sent: %w", row.ID, err)
+			}
+			return queue.CompleteTx(tx, job)
+		})
+		if err != nil {
 			// The next attempt sends it again with the same key; the provider drops the repeat.
-			log.Error("record e-mail as sent", "err", res.Error)
+			log.Error("record e-mail as sent", "err", err)
+			return err
 		}
-		log.Debug("e-mail sent", "attempt", row.Attempts)
-		return true
+		log.Debug("e-mail sent")
+		return nil
 	}
-	if now.Sub(row.CreatedAt) >= o.cfg.GiveUp {
-		o.giveUp(ctx, row, err)
-		return false
+	if o.now().Sub(row.CreatedAt) >= o.cfg.GiveUp {
+		o.giveUp(ctx, row, job.Attempt, err)
+		return river.JobCancel(err)
 	}
-	wait := retryAfter(row.Attempts)
-	log.Warn("e-mail not sent; will retry", "attempt", row.Attempts, "retry_in", wait, "err", err)
+	log.Warn("e-mail not sent; will retry", "retry_in", retryAfter(job.Attempt), "err", err)
 	msg, _ := storetext.Clip(err.Error(), 500)
-	if err := o.db.W.WithContext(context.WithoutCancel(ctx)).Model(&models.MailOutbox{}).Where("id = ? AND lease_owner = ?", row.ID, o.cfg.Owner).
-		Updates(map[string]any{"next_attempt_at": now.Add(wait), "lease_owner": nil, "lease_until": nil, "last_error": msg}).Error; err != nil {
+	if err := o.db.W.WithContext(rctx).Model(&models.MailOutbox{}).Where("id = ?", row.ID).Update("last_error", msg).Error; err != nil {
 		log.Error("record e-mail retry", "err", err)
 	}
-	return false
+	return err
 }
 
 // giveUp marks a message failed for good and blanks its body.
-func (o *Outbox) giveUp(ctx context.Context, row *models.MailOutbox, cause error) {
-	o.log.Error("e-mail given up", "mail", row.ID, "kind", row.Kind, "attempts", row.Attempts, "err", cause)
+func (o *Outbox) giveUp(ctx context.Context, row *models.MailOutbox, attempts int, cause error) {
+	o.log.Error("e-mail given up", "mail", row.ID, "kind", row.Kind, "attempts", attempts, "err", cause)
 	msg, _ := storetext.Clip(cause.Error(), 500)
 	if err := o.db.W.WithContext(context.WithoutCancel(ctx)).Model(&models.MailOutbox{}).Where("id = ?", row.ID).
-		Updates(map[string]any{"failed_at": o.now(), "sealed_body": nil, "lease_owner": nil, "lease_until": nil, "last_error": msg}).Error; err != nil {
+		Updates(map[string]any{"failed_at": o.now(), "sealed_body": nil, "last_error": msg}).Error; err != nil {
 		o.log.Error("record e-mail as failed", "mail", row.ID, "err", err)
 	}
 }
@@ -227,11 +217,25 @@ func retryAfter(n int) time.Duration {
 // for support.
 const keepDelivered = 30 * 24 * time.Hour
 
-func (o *Outbox) prune(ctx context.Context) {
-	cutoff := o.now().Add(-keepDelivered)
-	err := o.db.W.WithContext(ctx).Where("(sent_at IS NOT NULL OR failed_at IS NOT NULL) AND created_at < ?", cutoff).
-		Delete(&models.MailOutbox{}).Error
-	if err != nil && !errors.Is(err, context.Canceled) {
-		o.log.Warn("prune the mail outbox", "err", err)
+// PruneArgs is the hourly job that deletes the records of e-mails done with for longer than keepDelivered.
+type PruneArgs struct{}
+
+// Kind names the job in river_job.
+func (PruneArgs) Kind() string { return "mail_prune" }
+
+// InsertOpts puts the prune among the chores.
+func (PruneArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queue.Chores} }
+
+type pruneWorker struct {
+	river.WorkerDefaults[PruneArgs]
+	o *Outbox
+}
+
+func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
+	cutoff := w.o.now().Add(-keepDelivered)
+	if err := w.o.db.W.WithContext(ctx).Where("(sent_at IS NOT NULL OR failed_at IS NOT NULL) AND created_at < ?", cutoff).
+		Delete(&models.MailOutbox{}).Error; err != nil {
+		return fmt.Errorf("prune the mail outbox: %w", err)
 	}
+	return nil
 }

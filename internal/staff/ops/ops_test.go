@@ -200,7 +200,7 @@ func TestSignals(t *testing.T) {
 		mail := func(created time.Time, sent, failed *time.Time) {
 			n++
 			if err := d.W.Create(&models.MailOutbox{Kind: "verify", Recipient: "a@example.com", Subject: "s", IdempotencyKey: fmt.Sprintf("k%d", n),
-				CreatedAt: created, NextAttemptAt: created, SentAt: sent, FailedAt: failed}).Error; err != nil {
+				CreatedAt: created, SentAt: sent, FailedAt: failed}).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
