@@ -646,7 +646,15 @@ func TestAutoRecharge(t *testing.T) {
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.90
 		var prof models.BillingProfile
 		s.DB.R.Where("account_id = ?", u.AccountID).Take(&prof)
-		waitFor(t, s, "a recharge payment intent", func() bool { return len(postCalls(front, "/v1/payment_intents")) > 0 })
+		// Charged: the PaymentIntent requested, and stored on its top-up by the charge's job.
+		charged := func(n int) func() bool {
+			return func() bool {
+				var stored int64
+				s.DB.R.Model(&models.Topup{}).Where("source = ? AND stripe_payment_intent_id IS NOT NULL", models.TopupAutoRecharge).Count(&stored)
+				return len(postCalls(front, "/v1/payment_intents")) == n && stored == int64(n)
+			}
+		}
+		waitFor(t, s, "a recharge payment intent", charged(1))
 		pis := postCalls(front, "/v1/payment_intents")
 		var rt models.Topup
 		s.DB.R.Where("source = ?", models.TopupAutoRecharge).Take(&rt)
@@ -700,7 +708,7 @@ func TestAutoRecharge(t *testing.T) {
 		adjust(t, s, u.AccountID, "1") // 10.40: above, re-armed
 		v = s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "spend", "seconds": 12})
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.80
-		waitFor(t, s, "a second recharge payment intent", func() bool { return len(postCalls(front, "/v1/payment_intents")) == 2 })
+		waitFor(t, s, "a second recharge payment intent", charged(2))
 		var rt2 models.Topup
 		s.DB.R.Where("source = ? AND id <> ?", models.TopupAutoRecharge, rt.ID).Take(&rt2)
 		declined := map[string]any{"id": *rt2.StripePaymentIntentID, "object": "payment_intent", "amount": 2500, "currency": "usd", "status": "requires_payment_method",
