@@ -204,7 +204,7 @@ func waitMail(t *testing.T, s *testkit.Server, to, subject string) string {
 				return true
 			}
 		}
-		s.Payments.RunOnce(context.Background())
+		s.Payments.CheckBalances(context.Background())
 		return false
 	})
 	return text
@@ -592,7 +592,7 @@ func TestLowBalanceWarningOncePerCrossing(t *testing.T) {
 		spend() // 4.90: under $5
 		waitMail(t, s, "low@example.com", "balance is low")
 		spend() // 4.60: still under, no second e-mail
-		s.Payments.RunOnce(context.Background())
+		s.Payments.CheckBalances(context.Background())
 		if n := mailsAbout(s, "low@example.com", "balance is low"); n != 1 {
 			t.Fatalf("%d warnings for one crossing", n)
 		}
@@ -602,7 +602,7 @@ func TestLowBalanceWarningOncePerCrossing(t *testing.T) {
 		adjust(t, s, u.AccountID, "1") // 5.60: back above, re-armed
 		spend()                        // 5.30
 		spend()                        // 5.00: not under
-		s.Payments.RunOnce(context.Background())
+		s.Payments.CheckBalances(context.Background())
 		if n := mailsAbout(s, "low@example.com", "balance is low"); n != 1 {
 			t.Fatalf("%d warnings before the second crossing", n)
 		}
@@ -611,7 +611,7 @@ func TestLowBalanceWarningOncePerCrossing(t *testing.T) {
 			if mailsAbout(s, "low@example.com", "balance is low") >= 2 {
 				return true
 			}
-			s.Payments.RunOnce(context.Background())
+			s.Payments.CheckBalances(context.Background())
 			return false
 		})
 		if n := mailsAbout(s, "low@example.com", "balance is low"); n != 2 {
@@ -640,13 +640,21 @@ func TestAutoRecharge(t *testing.T) {
 		}
 		b.get("/console/wallet").contains(t, "ending in")
 
-		// A charge takes available under $10: one off-session PaymentIntent, from the background job.
+		// A charge takes available under $10: one off-session PaymentIntent, from its charge job.
 		key := createKey(t, b, "auto")
 		v := s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "spend", "seconds": 6})
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.90
 		var prof models.BillingProfile
 		s.DB.R.Where("account_id = ?", u.AccountID).Take(&prof)
-		waitFor(t, s, "a recharge payment intent", func() bool { return len(postCalls(front, "/v1/payment_intents")) > 0 })
+		// Charged: the PaymentIntent requested, and stored on its top-up by the charge's job.
+		charged := func(n int) func() bool {
+			return func() bool {
+				var stored int64
+				s.DB.R.Model(&models.Topup{}).Where("source = ? AND stripe_payment_intent_id IS NOT NULL", models.TopupAutoRecharge).Count(&stored)
+				return len(postCalls(front, "/v1/payment_intents")) == n && stored == int64(n)
+			}
+		}
+		waitFor(t, s, "a recharge payment intent", charged(1))
 		pis := postCalls(front, "/v1/payment_intents")
 		var rt models.Topup
 		s.DB.R.Where("source = ?", models.TopupAutoRecharge).Take(&rt)
@@ -662,7 +670,7 @@ func TestAutoRecharge(t *testing.T) {
 		// Another charge while still under: no second recharge for the same crossing.
 		v = s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "spend", "seconds": 6})
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.60
-		s.Payments.RunOnce(context.Background())
+		s.Payments.CheckBalances(context.Background())
 		if n := len(postCalls(front, "/v1/payment_intents")); n != 1 || available(t, s, u.AccountID) != 9_600_000 {
 			t.Fatalf("%d payment intents for one crossing; available %d (credited before the webhook?)", n, available(t, s, u.AccountID))
 		}
@@ -690,7 +698,7 @@ func TestAutoRecharge(t *testing.T) {
 		s.PostStripeEvent(t, testkit.StripeEvent("evt_re_auto", "charge.refunded", map[string]any{"id": "ch_auto", "object": "charge", "amount": 1020,
 			"amount_refunded": 1500, "currency": "usd", "payment_intent": "pi_" + top.ID, "refunds": map[string]any{"object": "list", "has_more": false,
 				"data": []any{map[string]any{"id": "re_auto", "object": "refund", "amount": 1500, "currency": "usd", "status": "succeeded", "charge": "ch_auto"}}}}))
-		s.Payments.RunOnce(context.Background())
+		s.Payments.CheckBalances(context.Background())
 		if n := len(postCalls(front, "/v1/payment_intents")); n != 1 || available(t, s, u.AccountID) != 9_400_000 {
 			t.Fatalf("after a dispute and a refund: %d payment intents, available %d", n, available(t, s, u.AccountID))
 		}
@@ -700,7 +708,7 @@ func TestAutoRecharge(t *testing.T) {
 		adjust(t, s, u.AccountID, "1") // 10.40: above, re-armed
 		v = s.CreateVideo(t, key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "spend", "seconds": 12})
 		s.WaitStatus(t, key, v["id"].(string), 20*time.Second, "completed") // 9.80
-		waitFor(t, s, "a second recharge payment intent", func() bool { return len(postCalls(front, "/v1/payment_intents")) == 2 })
+		waitFor(t, s, "a second recharge payment intent", charged(2))
 		var rt2 models.Topup
 		s.DB.R.Where("source = ? AND id <> ?", models.TopupAutoRecharge, rt.ID).Take(&rt2)
 		declined := map[string]any{"id": *rt2.StripePaymentIntentID, "object": "payment_intent", "amount": 2500, "currency": "usd", "status": "requires_payment_method",
@@ -742,20 +750,21 @@ func postCalls(front *testkit.StripeFront, prefix string) []testkit.StripeCall {
 	return out
 }
 
-// waitFor runs the payments job until cond holds (at most 30 s: a retry may be 10 s away).
+// waitFor looks at the balance crossings (the periodic balance_alerts job's work) until cond holds (at
+// most 30 s: a retry may be 10 s away).
 func waitFor(t *testing.T, s *testkit.Server, what string, cond func() bool) {
 	t.Helper()
 	testkit.Eventually(t, 30*time.Second, what, func() bool {
 		if cond() {
 			return true
 		}
-		s.Payments.RunOnce(context.Background())
+		s.Payments.CheckBalances(context.Background())
 		return false
 	})
 }
 
 // TestStripeWebhookAnswersInTimeWhenTheDatabaseIsSlow: a webhook waits at most STRIPE_WEBHOOK_TIMEOUT.
-// Recorded but not processed in time, it is answered 200 and the background job credits it once the
+// Recorded but not processed in time, it is answered 200 and the event's job credits it once the
 // database lets it; not even recorded, it is answered 503 so that Stripe sends it again.
 func TestStripeWebhookAnswersInTimeWhenTheDatabaseIsSlow(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
@@ -1121,6 +1130,10 @@ func TestStripeCreditAppliesOnlyItsOwnWaitingEvents(t *testing.T) {
 			}
 			return e
 		}
+		// A run of the other event would note it again ("waiting: …"): a note of the test's own shows none.
+		if err := s.DB.W.Exec("UPDATE stripe_events SET note = ? WHERE id = ?", "untouched", "evt_wait_other").Error; err != nil {
+			t.Fatal(err)
+		}
 		other := event("evt_wait_other")
 		if r := s.PostStripeEvent(t, testkit.StripeEvent("evt_pay_mine", "checkout.session.completed", sessionObject(mine, 5000, "paid"))); r.Status != 200 ||
 			!strings.Contains(string(r.Body), `"outcome":"credited"`) {
@@ -1132,7 +1145,7 @@ func TestStripeCreditAppliesOnlyItsOwnWaitingEvents(t *testing.T) {
 		if rs := ledgerKinds(t, s, u.AccountID, models.KindRefund); len(rs) != 1 || rs[0].DeltaAvailable != -10_000_000 || available(t, s, u.AccountID) != 40_000_000 {
 			t.Fatalf("refunds %+v, available %d", rs, available(t, s, u.AccountID))
 		}
-		if e := event("evt_wait_other"); e.State != models.EventPending || e.Attempts != other.Attempts || e.Note != other.Note {
+		if e := event("evt_wait_other"); e.State != models.EventPending || e.Note != other.Note {
 			t.Errorf("another payment's waiting event was run again: %+v, before %+v", e, other)
 		}
 	})

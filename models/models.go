@@ -510,9 +510,7 @@ type Topup struct {
 	Flag                  string // for staff: the credit differs from what was asked
 	Failure               string // why a payment failed, as Stripe said
 	ReceiptURL            string
-	ReceiptDue            bool
-	Attempts              int
-	NextAttemptAt         *time.Time
+	ReceiptDue            bool // credited, and its receipt (a job) not sent yet
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
 	CreditedAt            *time.Time
@@ -525,17 +523,16 @@ const (
 	EventIgnored   = "ignored"
 )
 
-// StripeEvent is one webhook event as received, kept so a replay is recognised and a deferred one retried.
+// StripeEvent is one webhook event as received, kept so a replay is recognised; a pending one's job
+// retries it (docs/jobs.md, "Payments").
 type StripeEvent struct {
 	ID            string `gorm:"primaryKey"`
 	Type          string
 	Payload       string
 	State         string
-	Note          string
-	Attempts      int
+	Note          string // what processing did, or why the event is still pending
 	StripeCreated time.Time
 	ReceivedAt    time.Time
-	NextAttemptAt *time.Time
 	ProcessedAt   *time.Time
 }
 

@@ -243,7 +243,8 @@ func sessionUSD(sess *stripe.CheckoutSession) (int64, stripe.Currency) {
 
 // creditTopup credits what Stripe collected for a top-up, once. The top-up row is the gate (only the
 // transaction that stamps credited_at credits), and the ledger's unique (kind, external_id) refuses a
-// second topup entry for the same session or PaymentIntent even if the gate were wrong. The top-up's flag
+// second topup entry for the same session or PaymentIntent even if the gate were wrong. The credit queues
+// the receipt's job in the same transaction. The top-up's flag
 // says what this credit found — set, or cleared when all agree — never what an earlier event did.
 func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, amountCents int64, currency stripe.Currency, pi *string, src source) (string, error) {
 	if t.CreditedAt != nil {
@@ -291,6 +292,10 @@ func (s *Service) creditTopup(tx *gorm.DB, t *models.Topup, externalID string, a
 	_, err = billing.Credit{AccountID: t.AccountID, Kind: models.KindTopup, Amount: amount, ExternalID: externalID,
 		Reason: "card top-up " + t.ID, Actor: "stripe", At: now}.ApplyIn(tx)
 	if err != nil {
+		return "", err
+	}
+	// The receipt is owed from this commit on, and only then.
+	if _, err := s.queue.InsertTx(tx, receiptArgs{TopupID: t.ID}, nil); err != nil {
 		return "", err
 	}
 	return outcomeCredited, nil

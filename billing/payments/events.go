@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
 	"gorm.io/gorm"
@@ -57,10 +58,10 @@ type Received struct {
 	Outcome   string // processed, ignored, deferred (waits for its payment), pending (will be retried)
 }
 
-// Record verifies a webhook delivery and records the event by its id; Process then applies it. Once it is
-// recorded the delivery succeeds whatever the processing does: an event that cannot be processed yet (its
-// payment is not known yet, the database is slow) stays pending and the background job tries it again,
-// so Stripe never needs to. An error means the event was not recorded: Stripe must retry.
+// Record verifies a webhook delivery and records the event by its id, with its job; Process then applies
+// it. Once it is recorded the delivery succeeds whatever the processing does: an event that cannot be
+// processed yet (its payment is not known yet, the database is slow) stays pending and its job tries it
+// again, so Stripe never needs to. An error means the event was not recorded: Stripe must retry.
 func (s *Service) Record(ctx context.Context, payload []byte, signature string) (*Received, error) {
 	ev, err := webhook.ConstructEvent(payload, signature, s.cfg.WebhookSecret)
 	if err != nil {
@@ -75,15 +76,25 @@ func (s *Service) Record(ctx context.Context, payload []byte, signature string) 
 	if strings.TrimSpace(ev.ID) == "" {
 		return nil, fmt.Errorf("%w (type %q)", ErrInvalidEvent, ev.Type)
 	}
-	// The background job takes the event only if this delivery has not finished it by then.
-	later := now.Add(10 * time.Second)
 	row := models.StripeEvent{ID: ev.ID, Type: string(ev.Type), Payload: string(payload), State: models.EventPending,
-		StripeCreated: time.Unix(ev.Created, 0).UTC(), ReceivedAt: now, NextAttemptAt: &later}
-	res := s.db.W.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
-	if res.Error != nil {
-		return nil, fmt.Errorf("record Stripe event %s: %w", ev.ID, res.Error)
+		StripeCreated: time.Unix(ev.Created, 0).UTC(), ReceivedAt: now}
+	duplicate := false
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+		if res.Error != nil {
+			return res.Error
+		}
+		if duplicate = res.RowsAffected == 0; duplicate {
+			return nil
+		}
+		// The event's job, its retry path, takes it only if this delivery has not finished it by then.
+		_, err := s.queue.InsertTx(tx, eventArgs{EventID: ev.ID}, &river.InsertOpts{ScheduledAt: now.Add(10 * time.Second)})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record Stripe event %s: %w", ev.ID, err)
 	}
-	return &Received{EventID: ev.ID, Type: string(ev.Type), Duplicate: res.RowsAffected == 0, Outcome: "pending"}, nil
+	return &Received{EventID: ev.ID, Type: string(ev.Type), Duplicate: duplicate, Outcome: "pending"}, nil
 }
 
 // signedAt reads the time a Stripe-Signature header was made at: its t= (the last one, as
@@ -130,12 +141,12 @@ func ignore(format string, args ...any) error { return ignoreError{fmt.Sprintf(f
 type effect func(tx *gorm.DB) (note string, err error)
 
 // ErrPanicked is returned by Process for an event whose processing panicked (a payload nothing here
-// foresaw). The event stays pending and is tried again with backoff: the panic must not end the process,
-// nor end it again each time the background job meets the event.
+// foresaw). The event stays pending and its job tries it again with backoff: the panic must not end the
+// process, nor end it again each time the job meets the event.
 var ErrPanicked = errors.New("processing the Stripe event panicked")
 
 // Process applies a recorded event once: the transaction that moves it out of 'pending' is the one that
-// applies it, so twenty deliveries at once, or the webhook and the background job at once, apply it once.
+// applies it, so twenty deliveries at once, or the webhook and the event's job at once, apply it once.
 func (s *Service) Process(ctx context.Context, eventID string) (outcome string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -179,7 +190,7 @@ func (s *Service) Process(ctx context.Context, eventID string) (outcome string, 
 }
 
 // recovered turns a panic while processing an event into ErrPanicked: logged with its stack for staff,
-// and the event postponed like any other failure. (A transaction it was in has been rolled back.)
+// and the event noted for a retry like any other failure. (A transaction it was in has been rolled back.)
 func (s *Service) recovered(ctx context.Context, eventID string, p any) error {
 	err := fmt.Errorf("%w: %v", ErrPanicked, p)
 	s.log.Error("Stripe event processing panicked; it stays pending", "event", eventID, "panic", p, "stack", string(debug.Stack()))
@@ -200,7 +211,7 @@ func (s *Service) finish(ctx context.Context, row *models.StripeEvent, state, no
 	err := s.tx(ctx, func(tx *gorm.DB) error {
 		// Claim the event first: a second delivery of it waits here for the first to commit, then finds
 		// it no longer pending and touches nothing.
-		res := tx.Exec("UPDATE stripe_events SET state = ?, processed_at = ?, next_attempt_at = NULL, attempts = attempts + 1 WHERE id = ? AND state = ?",
+		res := tx.Exec("UPDATE stripe_events SET state = ?, processed_at = ? WHERE id = ? AND state = ?",
 			state, now, row.ID, models.EventPending)
 		if res.Error != nil {
 			return fmt.Errorf("claim Stripe event %s: %w", row.ID, res.Error)
@@ -241,9 +252,6 @@ func (s *Service) finish(ctx context.Context, row *models.StripeEvent, state, no
 	} else {
 		s.log.Info("Stripe event processed", "event", row.ID, "type", row.Type, "note", note)
 	}
-	if outcome == outcomeCredited {
-		s.Wake() // a receipt is due
-	}
 	return outcome, nil
 }
 
@@ -252,7 +260,7 @@ var errAlreadyDone = errors.New("already processed")
 // retryingKey marks a context already applying waiting events, so a credit inside it does not start again.
 type retryingKey struct{}
 
-// deferWindow is how long an event about an unknown payment is kept trying before it is given up (and
+// deferWindow is how long an event about an unknown payment is kept waiting before it is given up (and
 // logged as an error for staff).
 const deferWindow = 72 * time.Hour
 
@@ -263,44 +271,24 @@ func (s *Service) deferEvent(ctx context.Context, row *models.StripeEvent, why s
 		_, err := s.finish(ctx, row, models.EventIgnored, "given up after 72 h: "+why, nil)
 		return err
 	}
-	return s.postpone(ctx, row, "waiting: "+why)
+	return s.note(ctx, row, "waiting: "+why)
 }
 
+// retryLater notes why a pending event failed, and returns the cause: its job tries it again (NextRetry).
 func (s *Service) retryLater(ctx context.Context, row *models.StripeEvent, cause error) error {
 	// The delivery's own time may be what ran out: noting the retry gets a moment of its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	if err := s.postpone(ctx, row, "will retry: "+cause.Error()); err != nil {
+	if err := s.note(ctx, row, "will retry: "+cause.Error()); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause
 }
 
-// postpone leaves a pending event for its next try, after the backoff its attempts call for.
-func (s *Service) postpone(ctx context.Context, row *models.StripeEvent, note string) error {
-	next := s.now().UTC().Add(backoff(row.Attempts))
-	return s.db.W.WithContext(ctx).Exec("UPDATE stripe_events SET attempts = attempts + 1, note = ?, next_attempt_at = ? WHERE id = ? AND state = ?",
-		note, next, row.ID, models.EventPending).Error
-}
-
-// backoff is 5 s doubling to at most an hour.
-func backoff(attempts int) time.Duration {
-	d := 5 * time.Second
-	for i := 0; i < attempts && d < time.Hour; i++ {
-		d *= 2
-	}
-	return min(d, time.Hour)
-}
-
-// processDue processes the pending events whose time has come.
-func (s *Service) processDue(ctx context.Context) {
-	var ids []string
-	if err := s.db.R.WithContext(ctx).Model(&models.StripeEvent{}).Where("state = ? AND next_attempt_at <= ?", models.EventPending, s.now().UTC()).
-		Order("stripe_created, id").Limit(100).Pluck("id", &ids).Error; err != nil {
-		s.log.Warn("list pending Stripe events", "err", err)
-		return
-	}
-	s.processEach(ctx, ids)
+// note says, for staff, why a pending event is still pending.
+func (s *Service) note(ctx context.Context, row *models.StripeEvent, note string) error {
+	return s.db.W.WithContext(ctx).Exec("UPDATE stripe_events SET note = ? WHERE id = ? AND state = ?",
+		note, row.ID, models.EventPending).Error
 }
 
 // waitingTypes are the events that can wait for their payment (errDefer).
@@ -308,7 +296,8 @@ var waitingTypes = []string{EvChargeRefunded, EvDisputeCreated, EvDisputeClosed}
 
 // processWaiting applies the pending events that name a payment just credited: a refund or a dispute
 // that came before it. Only those, not every pending event: this runs inside a webhook's time budget,
-// and other accounts' events keep their own schedule with the background job.
+// and other accounts' events keep their own jobs' schedule. (The waiting events' jobs, snoozed, then find
+// them processed.)
 func (s *Service) processWaiting(ctx context.Context, paymentIntent string) {
 	// The events are found by the quoted id in their payload: a PaymentIntent id is letters, digits and
 	// '_', and LIKE's wildcards in it are escaped.

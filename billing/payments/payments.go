@@ -23,6 +23,7 @@ import (
 
 	"videogen/internal/domain/notify"
 	"videogen/internal/infra/db"
+	"videogen/internal/infra/queue"
 	"videogen/internal/money"
 )
 
@@ -35,10 +36,14 @@ type Config struct {
 	// RechargeCap is how many automatic top-ups an account may have in 24 hours; the next crossing
 	// switches auto-recharge off instead of charging again (a loop guard).
 	RechargeCap int
-	// Owner names this instance in the daily reconciliation's claim, so one instance runs it.
-	Owner          string
-	ReconcileEvery time.Duration // 0: never in the background
-	JobEvery       time.Duration // how often the background job looks for work (default 5s)
+	// Owner names this instance (or command) in the reconciliation runs it records.
+	Owner string
+	// ReconcileEvery is how often one instance reconciles the last 72 hours in the background (a periodic
+	// job on River's elected leader); 0: never.
+	ReconcileEvery time.Duration
+	// AlertsEvery is how often the balance crossings that charges left due are turned into low-balance
+	// e-mails and auto-recharges (default 30s; docs/jobs.md, "Payments").
+	AlertsEvery time.Duration
 	// WebhookBudget bounds the answer to a webhook delivery (STRIPE_WEBHOOK_TIMEOUT; default 8s): Stripe
 	// stops waiting after about 10 s.
 	WebhookBudget time.Duration
@@ -46,7 +51,9 @@ type Config struct {
 
 // Deps are the parts payments uses.
 type Deps struct {
-	DB     *db.DB
+	DB *db.DB
+	// Queue takes the payments' jobs (docs/jobs.md, "Payments"); New registers their workers on it.
+	Queue  *queue.Queue
 	Stripe *client.API // nil: card payments are off on this installation
 	Notify *notify.Notifier
 	Log    *slog.Logger
@@ -57,26 +64,28 @@ type Deps struct {
 type Service struct {
 	cfg    Config
 	db     *db.DB
+	queue  *queue.Queue
 	stripe *client.API
 	notify *notify.Notifier
 	log    *slog.Logger
 	now    func() time.Time
-	wake   chan struct{}
 	live   bool // the secret key is a live one: only livemode events count
 }
 
-// New returns the payments service.
+// New returns the payments service, its job kinds registered on d.Queue (and, where they apply, the
+// periodic balance alerts and reconciliation).
 func New(cfg Config, d Deps) *Service {
-	if cfg.JobEvery <= 0 {
-		cfg.JobEvery = 5 * time.Second
+	if cfg.AlertsEvery <= 0 {
+		cfg.AlertsEvery = 30 * time.Second
 	}
 	if cfg.RechargeCap <= 0 {
 		cfg.RechargeCap = 3
 	}
-	s := &Service{cfg: cfg, db: d.DB, stripe: d.Stripe, notify: d.Notify, log: d.Log, now: d.Now, wake: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, db: d.DB, queue: d.Queue, stripe: d.Stripe, notify: d.Notify, log: d.Log, now: d.Now}
 	if d.Stripe != nil {
 		s.live = d.Stripe.Customers.Key != "" && (strings.HasPrefix(d.Stripe.Customers.Key, "sk_live_") || strings.HasPrefix(d.Stripe.Customers.Key, "rk_live_"))
 	}
+	s.addJobs()
 	return s
 }
 
@@ -143,14 +152,6 @@ func (s *Service) Enabled() bool { return s != nil && s.stripe != nil }
 
 // Bounds returns the smallest and largest top-up a customer may choose.
 func (s *Service) Bounds() (min, max money.Micros) { return s.cfg.MinTopup, s.cfg.MaxTopup }
-
-// Wake asks the background job to look for work now.
-func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
 
 // ErrNotConfigured is returned when card payments are off.
 var ErrNotConfigured = errors.New("card payments are not configured on this installation")

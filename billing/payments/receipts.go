@@ -13,41 +13,28 @@ import (
 	"videogen/models"
 )
 
-// sendReceipts e-mails a receipt for each credited top-up that has none yet. It first asks Stripe for the
-// payment (its receipt link, and the card when the customer chose to save it); if Stripe cannot be
-// reached for ten minutes the receipt goes without the link. One per top-up: the transaction that clears
-// receipt_due queues the e-mail.
-func (s *Service) sendReceipts(ctx context.Context) {
-	now := s.now().UTC()
-	var ts []models.Topup
-	if err := s.db.R.WithContext(ctx).Where("receipt_due AND next_attempt_at <= ?", now).Limit(20).Find(&ts).Error; err != nil {
-		s.log.Warn("list receipts to send", "err", err)
-		return
+// sendReceipt e-mails the receipt of a credited top-up, the work of its receipt job. It first asks
+// Stripe for the payment (its receipt link, and the card when the customer chose to save it); while
+// Stripe cannot be reached it fails, to be retried, and after ten minutes the receipt goes without the
+// link. One per top-up: the transaction that clears receipt_due queues the e-mail.
+func (s *Service) sendReceipt(ctx context.Context, topupID string) error {
+	var t models.Topup
+	if err := s.db.R.WithContext(ctx).Where("id = ?", topupID).Take(&t).Error; err != nil {
+		return fmt.Errorf("read top-up %s for its receipt: %w", topupID, err)
 	}
-	for i := range ts {
-		t := &ts[i]
-		if !s.claimTopup(ctx, t, now) {
-			continue
-		}
-		pi, err := s.payment(ctx, t)
-		if err != nil && t.CreditedAt != nil && now.Sub(*t.CreditedAt) < 10*time.Minute {
-			s.log.Warn("receipt waits for Stripe", "topup", t.ID, "err", err)
-			_ = topups.RetryReceipt(s.db.W.WithContext(ctx), t.ID, now.Add(backoff(t.Attempts)/2))
-			continue
-		}
-		if err := s.tx(ctx, func(tx *gorm.DB) error { return s.sendReceipt(tx, t, pi) }); err != nil {
-			s.log.Error("send receipt", "topup", t.ID, "err", err)
-			continue
-		}
-		s.notify.Wake()
+	if !t.ReceiptDue {
+		return nil // sent
 	}
-}
-
-// claimTopup takes a top-up's due work (a receipt, an auto-recharge charge) for a minute, so that two
-// instances never do it at once: the one whose UPDATE still finds the time it read wins.
-func (s *Service) claimTopup(ctx context.Context, t *models.Topup, now time.Time) bool {
-	claimed, err := topups.Claim(s.db.W.WithContext(ctx), t.ID, t.NextAttemptAt, now.Add(time.Minute))
-	return err == nil && claimed
+	pi, err := s.payment(ctx, &t)
+	if err != nil && t.CreditedAt != nil && s.now().Sub(*t.CreditedAt) < 10*time.Minute {
+		s.log.Warn("receipt waits for Stripe", "topup", t.ID, "err", err)
+		return err
+	}
+	if err := s.tx(ctx, func(tx *gorm.DB) error { return s.writeReceipt(tx, &t, pi) }); err != nil {
+		return fmt.Errorf("send the receipt of top-up %s: %w", t.ID, err)
+	}
+	s.notify.Wake()
+	return nil
 }
 
 // payment reads a top-up's PaymentIntent with its charge and payment method.
@@ -66,7 +53,8 @@ func (s *Service) payment(ctx context.Context, t *models.Topup) (*stripe.Payment
 	return pi, nil
 }
 
-func (s *Service) sendReceipt(tx *gorm.DB, t *models.Topup, pi *stripe.PaymentIntent) error {
+// writeReceipt records the receipt sent and queues its e-mail, in tx: nothing if it was sent already.
+func (s *Service) writeReceipt(tx *gorm.DB, t *models.Topup, pi *stripe.PaymentIntent) error {
 	receiptURL := ""
 	if pi != nil && pi.LatestCharge != nil {
 		receiptURL = pi.LatestCharge.ReceiptURL

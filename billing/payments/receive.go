@@ -21,15 +21,14 @@ type eventStore interface {
 
 // Receive takes one webhook delivery: it records the event (which must succeed for Stripe to be told
 // so), then processes it in what is left of the time budget (STRIPE_WEBHOOK_TIMEOUT); whatever is not
-// done by then the background job finishes. Stripe gives up after about 10 s and sends again later, so
+// done by then the event's job finishes. Stripe gives up after about 10 s and sends again later, so
 // the answer never waits past the budget, even when the database driver does not give up on time
 // (SQLite's busy wait): the work runs on its own goroutine, and a delivery not recorded by then is
 // ErrNotRecorded — should it be recorded afterwards, Stripe's retry is recognised as a replay.
 //
 // The errors: ErrBadSignature and ErrInvalidEvent (Stripe did not send this; nothing recorded),
 // ErrNotRecorded (send again), ErrPanicked (the work panicked — recovered here, outside any caller's
-// recover, where it would end the process; an event already recorded stays pending for the background
-// job). A processing failure is no error: the event is recorded, and its outcome is "pending".
+// recover, where it would end the process; an event already recorded stays pending for its job). A processing failure is no error: the event is recorded, and its outcome is "pending".
 func (s *Service) Receive(ctx context.Context, payload []byte, signature string) (*Received, error) {
 	return receive(ctx, s, s, payload, signature, s.cfg.WebhookBudget)
 }
@@ -98,12 +97,12 @@ func receive(ctx context.Context, s *Service, events eventStore, payload []byte,
 	}
 	switch {
 	case errors.Is(p.err, ErrPanicked):
-		// Recorded, and pending: the background job tries it again with backoff. Stripe's own retry is a
+		// Recorded, and pending: its job tries it again with backoff. Stripe's own retry is a
 		// replay, processed again too.
 		s.log.Error("Stripe event not processed: it panicked", "event", got.EventID, "type", got.Type, "err", p.err)
 		return got, p.err
 	case p.err != nil:
-		s.log.Warn("Stripe event left for the background job", "event", got.EventID, "type", got.Type, "err", p.err)
+		s.log.Warn("Stripe event left for its job", "event", got.EventID, "type", got.Type, "err", p.err)
 		p.outcome = "pending"
 	}
 	got.Outcome = p.outcome

@@ -23,7 +23,7 @@ func (b brokenEvents) Process(context.Context, string) (string, error)          
 // TestReceiveRecoversPanics: a delivery's work runs on its own goroutine, outside any caller's recover,
 // where a panic would end the whole process. A panic while recording or processing is logged and
 // returned as ErrPanicked (the webhook answers 500 and Stripe sends the event again); a processing
-// failure leaves the event pending; work past the budget is left to the background job.
+// failure leaves the event pending; work past the budget is left to the event's job.
 func TestReceiveRecoversPanics(t *testing.T) {
 	recorded := func() (*Received, error) {
 		return &Received{EventID: "evt_1", Type: "charge.refunded", Outcome: "pending"}, nil

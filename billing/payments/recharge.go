@@ -96,8 +96,19 @@ func (s *Service) failRecharge(tx *gorm.DB, t *models.Topup, reason string) erro
 		money.Micros(t.AmountMicros).USD(), strings.TrimSuffix(reason, ".")))
 }
 
-// startRecharges turns each due crossing into one auto-recharge top-up, unless the account had
-// RechargeCap of them in the last 24 hours: then auto-recharge switches off instead (a loop guard).
+// CheckBalances turns the balance crossings that charges left due into their low-balance e-mails and,
+// where card payments are on, their auto-recharges: the periodic balance_alerts job, which a test may
+// also run at once. Failures are logged; the next run tries again.
+func (s *Service) CheckBalances(ctx context.Context) {
+	s.warnLowBalances(ctx)
+	if s.Enabled() {
+		s.startRecharges(ctx)
+	}
+}
+
+// startRecharges turns each due crossing into one auto-recharge top-up and its charge job, unless the
+// account had RechargeCap of them in the last 24 hours: then auto-recharge switches off instead (a loop
+// guard).
 func (s *Service) startRecharges(ctx context.Context) {
 	var due []int64
 	if err := s.db.R.WithContext(ctx).Model(&models.BillingProfile{}).Where("recharge_due").Limit(50).Pluck("account_id", &due).Error; err != nil {
@@ -137,8 +148,13 @@ func (s *Service) startRecharges(ctx context.Context) {
 				s.log.Warn("auto-recharge cap reached", "account", acct, "in_24h", recent)
 				return s.switchRechargeOff(tx, acct, fmt.Sprintf("We tried to recharge your wallet %d times in 24 hours, the most we try automatically.", recent))
 			}
-			return topups.Create(tx, &models.Topup{ID: ids.NewTopupID(), AccountID: acct, Source: models.TopupAutoRecharge,
-				State: models.TopupPending, AmountMicros: p.RechargeAmountMicros, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now})
+			t := &models.Topup{ID: ids.NewTopupID(), AccountID: acct, Source: models.TopupAutoRecharge,
+				State: models.TopupPending, AmountMicros: p.RechargeAmountMicros, CreatedAt: now, UpdatedAt: now}
+			if err := topups.Create(tx, t); err != nil {
+				return err
+			}
+			_, err := s.queue.InsertTx(tx, rechargeArgs{TopupID: t.ID}, nil)
+			return err
 		})
 		if err != nil {
 			s.log.Error("start auto-recharge", "account", acct, "err", err)
@@ -146,35 +162,9 @@ func (s *Service) startRecharges(ctx context.Context) {
 	}
 }
 
-// chargeRecharges creates the off-session PaymentIntent of each new auto-recharge: one per top-up, by
-// its idempotency key, however often this is retried. The wallet is credited only by the
-// payment_intent.succeeded webhook.
-func (s *Service) chargeRecharges(ctx context.Context) {
-	var ts []models.Topup
-	now := s.now().UTC()
-	if err := s.db.R.WithContext(ctx).Where("source = ? AND state = ? AND stripe_payment_intent_id IS NULL AND next_attempt_at <= ?",
-		models.TopupAutoRecharge, models.TopupPending, now).Limit(20).Find(&ts).Error; err != nil {
-		s.log.Warn("list auto-recharges to charge", "err", err)
-		return
-	}
-	for i := range ts {
-		t := &ts[i]
-		// Two instances do not both call Stripe (the idempotency key would make that safe anyway).
-		if !s.claimTopup(ctx, t, now) {
-			continue
-		}
-		if err := s.chargeRecharge(ctx, t); err != nil {
-			s.log.Warn("auto-recharge charge will be retried", "topup", t.ID, "err", err)
-			next := s.now().UTC().Add(backoff(t.Attempts))
-			if t.Attempts >= 8 {
-				_ = s.tx(ctx, func(tx *gorm.DB) error { return s.failRecharge(tx, t, "Stripe could not be reached") })
-				continue
-			}
-			_ = topups.RetryCharge(s.db.W.WithContext(ctx), t.ID, next)
-		}
-	}
-}
-
+// chargeRecharge creates the off-session PaymentIntent of an auto-recharge, the work of its charge job:
+// one per top-up, by its idempotency key, however often it is retried. The wallet is credited only by
+// the payment_intent.succeeded webhook.
 func (s *Service) chargeRecharge(ctx context.Context, t *models.Topup) error {
 	p, err := s.Profile(ctx, t.AccountID)
 	if err != nil {
@@ -208,7 +198,7 @@ func (s *Service) chargeRecharge(ctx context.Context, t *models.Topup) error {
 	if err != nil {
 		return stripeFailure("create auto-recharge payment", err)
 	}
-	return topups.Charged(s.db.W.WithContext(ctx), t.ID, pi.ID, s.now().UTC())
+	return topups.LinkPayment(s.db.W.WithContext(ctx), t.ID, pi.ID, s.now().UTC())
 }
 
 // warnLowBalances sends each due low-balance warning once.

@@ -202,7 +202,6 @@ func (s *Service) reconcileOne(ctx context.Context, r *Report, stripeID string, 
 			if d.Applied {
 				d.Note += "; credited now"
 				s.log.Warn("reconciliation credited a payment whose webhook never arrived", "stripe_id", stripeID, "topup", t.ID)
-				s.Wake()
 			}
 		}
 		r.Differences = append(r.Differences, d)

@@ -13,6 +13,7 @@ import (
 	"videogen/internal/domain/accounts"
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/ids"
+	"videogen/internal/infra/queue"
 	"videogen/internal/money"
 	"videogen/internal/testkit"
 	"videogen/models"
@@ -35,10 +36,20 @@ func newRig(t *testing.T, dbURL string) *rig {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := payments.New(payments.Config{PublicBaseURL: "http://videogen.test", WebhookSecret: testkit.StripeWebhookSecret,
 		MinTopup: 5 * money.PerUSD, MaxTopup: 1000 * money.PerUSD, Owner: "payments-test"},
-		payments.Deps{DB: d, Stripe: payments.NewStripeClient(testkit.StripeKey, front.URL, log), Log: log, Now: time.Now})
+		payments.Deps{DB: d, Queue: idleQueue(t, d), Stripe: payments.NewStripeClient(testkit.StripeKey, front.URL, log), Log: log, Now: time.Now})
 	// Whatever a test did, the wallets and their ledger agree at its end.
 	t.Cleanup(func() { testkit.CheckLedger(t, d) })
 	return &rig{d: d, s: s, front: front}
+}
+
+// idleQueue is a queue that takes jobs and never works them: these tests drive Process themselves.
+func idleQueue(t *testing.T, d *db.DB) *queue.Queue {
+	t.Helper()
+	q, err := queue.New(d, queue.Config{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }
 
 // customer is a new account with one verified user, and nothing in its wallet.
@@ -73,8 +84,8 @@ func (r *rig) checkout(t *testing.T, c customer, usd int64) *models.Topup {
 	return &top
 }
 
-// recharge writes an auto-recharge of usd for c as the background job leaves it once it has created
-// its PaymentIntent (pi_<top-up id>) on Stripe: pending, waiting for the payment's webhook.
+// recharge writes an auto-recharge of usd for c as its charge job leaves it once it has created its
+// PaymentIntent (pi_<top-up id>) on Stripe: pending, waiting for the payment's webhook.
 func (r *rig) recharge(t *testing.T, c customer, usd int64) *models.Topup {
 	t.Helper()
 	now := time.Now().UTC()

@@ -64,26 +64,26 @@ func moved(res *gorm.DB, id, to string) (bool, error) {
 // Credit marks a top-up credited with what Stripe collected, once: only the call that stamps credited_at
 // may write the ledger's credit. flag is what the credit found for staff ("" when all agree): it replaces
 // any earlier flag, so the flag always says what the top-up's current state is. pi is the PaymentIntent
-// that paid, kept if none is recorded yet. The receipt becomes due now.
+// that paid, kept if none is recorded yet. The receipt becomes due: the caller queues its job in tx.
 func Credit(tx *gorm.DB, id string, credited int64, flag string, pi *string, now time.Time) (bool, error) {
 	res := tx.Exec(`UPDATE topups SET state = ?, credited_micros = ?, flag = ?,
-		stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), receipt_due = ?, attempts = 0,
-		next_attempt_at = ?, credited_at = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL AND state IN ?`,
-		Credited, credited, flag, pi, true, now, now, now, id, movesTo[Credited])
+		stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?), receipt_due = ?,
+		credited_at = ?, updated_at = ? WHERE id = ? AND credited_at IS NULL AND state IN ?`,
+		Credited, credited, flag, pi, true, now, now, id, movesTo[Credited])
 	return moved(res, id, Credited)
 }
 
 // Fail ends a top-up that was not paid (the payment failed, or Stripe could not be reached to start it),
 // saying why.
 func Fail(tx *gorm.DB, id, failure string, now time.Time) (bool, error) {
-	res := tx.Exec("UPDATE topups SET state = ?, failure = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND state IN ?",
+	res := tx.Exec("UPDATE topups SET state = ?, failure = ?, updated_at = ? WHERE id = ? AND state IN ?",
 		Failed, failure, now, id, movesTo[Failed])
 	return moved(res, id, Failed)
 }
 
 // Expire ends a top-up whose Checkout Session expired unpaid.
 func Expire(tx *gorm.DB, id string, now time.Time) (bool, error) {
-	res := tx.Exec("UPDATE topups SET state = ?, failure = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND state IN ?",
+	res := tx.Exec("UPDATE topups SET state = ?, failure = ?, updated_at = ? WHERE id = ? AND state IN ?",
 		Expired, "", now, id, movesTo[Expired])
 	return moved(res, id, Expired)
 }
@@ -124,47 +124,9 @@ func LinkPayment(tx *gorm.DB, id, paymentIntentID string, now time.Time) error {
 	return nil
 }
 
-// Charged records the PaymentIntent an auto-recharge was charged with. The webhook may have credited it
-// already and scheduled its receipt: that schedule stays.
-func Charged(tx *gorm.DB, id, paymentIntentID string, now time.Time) error {
-	if err := tx.Exec(`UPDATE topups SET stripe_payment_intent_id = COALESCE(stripe_payment_intent_id, ?),
-		next_attempt_at = CASE WHEN receipt_due THEN next_attempt_at ELSE NULL END, updated_at = ? WHERE id = ?`,
-		paymentIntentID, now, id).Error; err != nil {
-		return fmt.Errorf("record the charge of top-up %s: %w", id, err)
-	}
-	return nil
-}
-
-// Claim takes a top-up's due work (its receipt, an auto-recharge's charge) until until, so that two
-// instances never do it at once: of two claims made with the same reading of next_attempt_at (seen), one
-// wins.
-func Claim(tx *gorm.DB, id string, seen *time.Time, until time.Time) (bool, error) {
-	res := tx.Exec("UPDATE topups SET next_attempt_at = ?, attempts = attempts + 1 WHERE id = ? AND next_attempt_at = ?", until, id, seen)
-	if res.Error != nil {
-		return false, fmt.Errorf("claim top-up %s: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
-}
-
-// RetryReceipt puts a due receipt off until at.
-func RetryReceipt(tx *gorm.DB, id string, at time.Time) error {
-	if err := tx.Exec("UPDATE topups SET next_attempt_at = ? WHERE id = ? AND receipt_due", at, id).Error; err != nil {
-		return fmt.Errorf("put off the receipt of top-up %s: %w", id, err)
-	}
-	return nil
-}
-
-// RetryCharge puts an auto-recharge whose charge failed to start off until at.
-func RetryCharge(tx *gorm.DB, id string, at time.Time) error {
-	if err := tx.Exec("UPDATE topups SET next_attempt_at = ? WHERE id = ? AND stripe_payment_intent_id IS NULL", at, id).Error; err != nil {
-		return fmt.Errorf("put off the charge of top-up %s: %w", id, err)
-	}
-	return nil
-}
-
 // ReceiptSent records a receipt sent, once: false when another call sent it first.
 func ReceiptSent(tx *gorm.DB, id, receiptURL string, now time.Time) (bool, error) {
-	res := tx.Exec("UPDATE topups SET receipt_due = ?, receipt_url = ?, next_attempt_at = NULL, updated_at = ? WHERE id = ? AND receipt_due",
+	res := tx.Exec("UPDATE topups SET receipt_due = ?, receipt_url = ?, updated_at = ? WHERE id = ? AND receipt_due",
 		false, receiptURL, now, id)
 	if res.Error != nil {
 		return false, fmt.Errorf("record the receipt of top-up %s: %w", id, res.Error)

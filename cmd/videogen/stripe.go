@@ -17,6 +17,7 @@ import (
 	"videogen/billing/payments"
 	"videogen/internal/infra/config"
 	"videogen/internal/infra/db"
+	"videogen/internal/infra/queue"
 )
 
 // exitTrouble is `videogen stripe reconcile`'s exit status when it has no answer (bad usage, no Stripe
@@ -132,15 +133,20 @@ func stripeReconcile(ctx context.Context, out io.Writer, period time.Duration, a
 		return 0, err
 	}
 	log := newLogger(cfg)
-	// Notify stays nil: reconciliation queues no e-mail. Crediting (creditTopup) only marks the top-up
-	// receipt_due in the same transaction, and a running server's background job sends the receipt; the
-	// notifier is used only by that job, auto-recharge and low-balance warnings, none of which run here.
-	// Building the server's mail outbox would need APP_SECRET (in development, generating DATA_DIR/
-	// app_secret) for nothing. Should a future reconciliation path reach the notifier, the nil pointer
-	// panics inside its transaction, which rolls back: loud, never a half-done credit.
+	// The queues are only inserted into here, never started: a credit queues its receipt's job in its own
+	// transaction, and a running server works it (docs/jobs.md, "Payments").
+	q, err := queue.New(d, queue.Config{ID: cfg.WorkerID, Now: time.Now, Log: log})
+	if err != nil {
+		return 0, err
+	}
+	// Notify stays nil: reconciliation queues no e-mail itself; the notifier is used only by the receipt,
+	// auto-recharge and low-balance jobs, none of which run here. Building the server's mail outbox would
+	// need APP_SECRET (in development, generating DATA_DIR/app_secret) for nothing. Should a future
+	// reconciliation path reach the notifier, the nil pointer panics inside its transaction, which rolls
+	// back: loud, never a half-done credit.
 	svc := payments.New(payments.Config{PublicBaseURL: cfg.PublicBaseURL, WebhookSecret: cfg.StripeWebhookSecret,
 		MinTopup: lo, MaxTopup: hi, RechargeCap: cfg.RechargeCap, Owner: cfg.WorkerID},
-		payments.Deps{DB: d, Stripe: payments.NewStripeClient(cfg.StripeSecretKey, cfg.StripeAPIBase, log.With("part", "stripe")),
+		payments.Deps{DB: d, Queue: q, Stripe: payments.NewStripeClient(cfg.StripeSecretKey, cfg.StripeAPIBase, log.With("part", "stripe")),
 			Log: log.With("part", "payments"), Now: time.Now})
 	// Whole seconds: Stripe's created[gte] is in seconds, and the period of our own top-ups is then the
 	// same instant.

@@ -245,7 +245,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s.Payments = payments.New(payments.Config{PublicBaseURL: cfg.PublicBaseURL, WebhookSecret: cfg.StripeWebhookSecret,
 		MinTopup: topupMin, MaxTopup: topupMax, RechargeCap: cfg.RechargeCap, Owner: cfg.WorkerID, ReconcileEvery: cfg.ReconcileEvery,
 		WebhookBudget: cfg.StripeWebhookTimeout},
-		payments.Deps{DB: d, Stripe: stripeAPI, Notify: notifier, Log: log.With("part", "payments"), Now: clock})
+		payments.Deps{DB: d, Queue: s.Queue, Stripe: stripeAPI, Notify: notifier, Log: log.With("part", "payments"), Now: clock})
 	s.Auth = &auth.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL,
 		Throttle: auth.NewThrottles(s.limits), Now: clock, Secrets: cfg.Secrets(), Queue: s.Queue}
 	queue.Add(s.Queue, s.Auth.ResetWorker())
@@ -316,7 +316,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	// hand is finished with the mailer, the fetcher and the database still there.
 	s.parts.Add("job queues", s.Queue)
 	s.parts.Add("upstream watch", s.upstreamWatch(seen))
-	s.parts.Add("payments", s.Payments.Job())
 	s.parts.Add("media retention", jan.RetentionJob())
 	s.parts.Add("storage sweep", jan.OrphanJob())
 	s.parts.Add("call-log retention", callSweep.Job())
