@@ -117,8 +117,8 @@ type Options struct {
 // HTTP. It opens and migrates the database, then builds each part in dependency order, each given
 // everything it needs when it is made: storage and the upstream pool, the task store, media, the poll
 // cache, the worker (which tells the poll cache of its changes), the videos service (which wakes the
-// worker), mail, accounts, the HTTP app, and the list of background parts (e-mail delivery, the jobs
-// and janitors on every instance, the worker where WORKERS is on). One clock (time.Now, or Options.Now)
+// worker), mail, accounts, the HTTP app, and the list of background parts (the job queues with the
+// periodic chores, e-mail delivery, the jobs on every instance, the worker where WORKERS is on). One clock (time.Now, or Options.Now)
 // and one logger are given to every part.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
@@ -278,14 +278,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		Metrics: s.Metrics, Webhooks: s.Webhooks,
 		Members: &members.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL, Now: clock, Notices: s.Auth.Throttle.Notices},
 	})
-	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
-		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
-	// The call log's retention is swept on the janitor's schedule, by one instance per interval.
-	callSweep := calllog.NewSweeper(calllog.RetentionConfig{Owner: cfg.WorkerID, Retention: cfg.CallLogRetention, Every: cfg.MediaSweepEvery},
-		calllog.RetentionDeps{DB: d, Log: log.With("part", "janitor"), Now: clock})
-	ledgerCheck := ledgercheck.New(ledgercheck.Config{Owner: cfg.WorkerID, Every: cfg.LedgerCheckEvery},
+	// The periodic chores: River jobs of the chores queue, scheduled by the elected leader and worked by
+	// any instance (docs/jobs.md, "Periodic chores"). The call log's retention is swept on the janitor's
+	// schedule.
+	janitor.New(janitor.Config{RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
+		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock}).Schedule(s.Queue)
+	calllog.NewSweeper(calllog.RetentionConfig{Retention: cfg.CallLogRetention, Every: cfg.MediaSweepEvery},
+		calllog.RetentionDeps{DB: d, Log: log.With("part", "janitor"), Now: clock}).Schedule(s.Queue)
+	ledgercheck.New(ledgercheck.Config{Owner: cfg.WorkerID, Every: cfg.LedgerCheckEvery},
 		ledgercheck.Deps{DB: d, Log: log.With("part", "ledger-check"), Now: clock,
-			OnResult: func(r ledgercheck.Result) { s.Metrics.LedgerChecked(r.Drift()) }})
+			OnResult: func(r ledgercheck.Result) { s.Metrics.LedgerChecked(r.Drift()) }}).Schedule(s.Queue)
 
 	if cfg.PprofAddr != "" {
 		mux := http.NewServeMux()
@@ -316,12 +318,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	s.parts.Add("webhook delivery", runner.Func(s.Webhooks.Run))
 	s.parts.Add("upstream watch", s.upstreamWatch(seen))
 	s.parts.Add("payments", s.Payments.Job())
-	s.parts.Add("media retention", jan.RetentionJob())
-	s.parts.Add("storage sweep", jan.OrphanJob())
-	s.parts.Add("call-log retention", callSweep.Job())
-	if job, on := ledgerCheck.Job(); on {
-		s.parts.Add("ledger check", job)
-	}
 	s.parts.Add("password resets", s.Auth.ResetJob(time.Second, log.With("part", "auth")))
 	if cfg.Workers {
 		s.parts.Add("worker", runner.Func(func(ctx context.Context) error { s.Worker.Run(ctx); return nil }))
@@ -419,9 +415,10 @@ func simSecrets(dir string, n int) ([]string, error) {
 	return secrets, nil
 }
 
-// Start runs the background parts New built: the simulator and /metrics servers, e-mail delivery, the
-// upstream watch, the payments job, the janitors, the ledger check, password resets and, where WORKERS
-// is on, the worker. Serve starts them if nobody has; a second Start, or one after Close, does nothing.
+// Start runs the background parts New built: the simulator and /metrics servers, the job queues (the
+// periodic chores among their jobs), e-mail delivery, the upstream watch, the payments job, password
+// resets and, where WORKERS is on, the worker. Serve starts them if nobody has; a second Start, or one
+// after Close, does nothing.
 func (s *Server) Start() {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
