@@ -20,7 +20,7 @@ import (
 // whole cluster (docs/jobs.md, "Periodic chores"). With two instances on one database sweeping the call
 // log every 300 ms, rows past CALL_LOG_RETENTION are deleted again and again — a schedule, not a sweep
 // at start — each sweep is a call_log_retention job of the chores queue that completed, and the sweeps
-// come one per interval for the two instances, not one per instance.
+// come about one per interval for the two instances, not one per instance.
 func TestChoresOnTheLeader(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		const every = 300 * time.Millisecond
@@ -42,37 +42,42 @@ func TestChoresOnTheLeader(t *testing.T) {
 			})
 		}
 
-		res, err := a.Queue.Client().JobList(context.Background(),
-			river.NewJobListParams().Kinds(calllog.RetentionArgs{}.Kind()).First(10_000))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// River records a job completed just after its work returns (its completer batches them), so the
+		// jobs are read until the three sweeps' are.
+		var jobs []*rivertype.JobRow
 		completed := 0
+		testkit.Eventually(t, 10*time.Second, "three sweeps recorded completed", func() bool {
+			res, err := a.Queue.Client().JobList(context.Background(),
+				river.NewJobListParams().Kinds(calllog.RetentionArgs{}.Kind()).First(10_000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, completed = res.Jobs, 0
+			for _, j := range jobs {
+				if j.State == rivertype.JobStateCompleted {
+					completed++
+				}
+			}
+			return completed >= 3
+		}, func() string { return fmt.Sprintf("%d completed", completed) })
 		var at []time.Time
-		for _, j := range res.Jobs {
+		for _, j := range jobs {
 			if j.Queue != queue.Chores {
 				t.Errorf("job %d in queue %q, want %q", j.ID, j.Queue, queue.Chores)
 			}
 			switch j.State {
-			case rivertype.JobStateCompleted:
-				completed++
-			case rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRunning:
+			case rivertype.JobStateCompleted, rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRunning:
 			default:
 				t.Errorf("job %d %s: %v", j.ID, j.State, j.Errors)
 			}
 			at = append(at, j.ScheduledAt)
 		}
-		if completed < 3 {
-			t.Fatalf("%d sweeps completed, want at least 3 (one per deleted row)", completed)
-		}
-		// One scheduler: the jobs are an interval apart. Two instances each scheduling would interleave
-		// theirs.
+		// One scheduler: about one job per interval over the span of the test, where two instances each
+		// scheduling would make twice as many. (A change of leader adds one, at the new leader's start.)
 		slices.SortFunc(at, time.Time.Compare)
-		for i := 1; i < len(at); i++ {
-			if gap := at[i].Sub(at[i-1]); gap < every/2 {
-				t.Errorf("sweeps scheduled %s apart (at %s and %s), want one per %s for the cluster",
-					gap, at[i-1].Format(time.RFC3339Nano), at[i].Format(time.RFC3339Nano), every)
-			}
+		span := at[len(at)-1].Sub(at[0])
+		if most := int(span/every) + 3; len(at) > most {
+			t.Errorf("%d sweeps scheduled in %s, want at most %d: one per %s for the cluster", len(at), span, most, every)
 		}
 	})
 }
