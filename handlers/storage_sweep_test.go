@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,7 +88,9 @@ func TestStorageSweep(t *testing.T) {
 }
 
 // TestRetentionWithoutWorkers: an instance that runs no task workers still deletes videos whose
-// retention has ended (here the instance with workers sweeps only hourly, so the other must do it).
+// retention has ended. The retention sweep is a periodic job: the elected leader schedules it and any
+// instance works it, so here the instance with workers makes the video and stops, and the other, alone,
+// becomes the leader and deletes it (docs/jobs.md, "Periodic chores").
 func TestRetentionWithoutWorkers(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
@@ -97,11 +100,17 @@ func TestRetentionWithoutWorkers(t *testing.T) {
 		id := a.CreateVideo(t, acct.Key, map[string]any{"model": "videogen-2.0-mini-480p", "prompt": "short-lived"})["id"].(string)
 		a.WaitStatus(t, acct.Key, id, 20*time.Second, "completed")
 		stored := filepath.Join(dir, "blobs", filepath.FromSlash(*testkit.Task(t, a.DB, id).OutputKey))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := a.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
 		// The sweep deletes the file and then forgets its key, so both are awaited: reading the row the
-		// moment the file went raced that second step.
+		// moment the file went raced that second step. b is elected once a's leadership is seen to be
+		// gone, within River's election interval (5 s).
 		var stillStored bool
 		var task models.Task
-		testkit.Eventually(t, 10*time.Second, "an instance without workers deletes the expired video and forgets its key", func() bool {
+		testkit.Eventually(t, 30*time.Second, "an instance without workers deletes the expired video and forgets its key", func() bool {
 			_, err := os.Stat(stored)
 			stillStored = !os.IsNotExist(err)
 			task = testkit.Task(t, b.DB, id)

@@ -13,8 +13,8 @@ import (
 )
 
 // TestKilledUploadLeavesNothingForLong: an upload cut by SIGKILL leaves its half-written file under
-// data/media; once that file is older than the longest upload, the restarted server's janitor deletes
-// it.
+// data/media; once that file is older than the longest upload, the restarted server's storage sweep
+// deletes it.
 func TestKilledUploadLeavesNothingForLong(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"STORAGE_SWEEP_INTERVAL": "200ms", "WORKERS": "false"}
@@ -55,7 +55,9 @@ func TestKilledUploadLeavesNothingForLong(t *testing.T) {
 	if err := os.Chtimes(left[0], old, old); err != nil {
 		t.Fatal(err)
 	}
+	// The sweep is a periodic job of the elected leader; the killed process held the leadership, which
+	// lapses within River's leadership TTL (15 s) before the restarted one takes it (docs/jobs.md).
 	p = serve(t, dir, env)
-	testkit.Eventually(t, 10*time.Second, left[0]+" swept", func() bool { return len(temps()) == 0 },
+	testkit.Eventually(t, 40*time.Second, left[0]+" swept", func() bool { return len(temps()) == 0 },
 		func() string { return p.stderr.String() })
 }

@@ -117,9 +117,9 @@ type Options struct {
 // HTTP. It opens and migrates the database, then builds each part in dependency order, each given
 // everything it needs when it is made: storage and the upstream pool, the task store, media, the poll
 // cache, the worker (which tells the poll cache of its changes), the videos service (which wakes the
-// worker), mail, accounts, the HTTP app, and the list of background parts (the job queues, which deliver
-// e-mail and handle password resets, the jobs and janitors on every instance, the worker where WORKERS
-// is on). One clock (time.Now, or Options.Now)
+// worker), mail, accounts, the HTTP app, and the list of background parts (the job queues — e-mail,
+// password resets, webhook deliveries, payments' work and the periodic chores, docs/jobs.md — the
+// upstream watch, the worker where WORKERS is on). One clock (time.Now, or Options.Now)
 // and one logger are given to every part.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
@@ -281,14 +281,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 		WebhookSends: s.limits.Limiter("videogen:hooksend:", ratelimit.Rate{Events: web.WebhookSendsPerMinute, Per: time.Minute, Burst: web.WebhookSendsPerMinute}),
 		Members:      &members.Service{DB: d, Notify: notifier, BaseURL: cfg.PublicBaseURL, Now: clock, Notices: s.Auth.Throttle.Notices},
 	})
-	jan := janitor.New(janitor.Config{Owner: cfg.WorkerID, RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
-		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock})
-	// The call log's retention is swept on the janitor's schedule, by one instance per interval.
-	callSweep := calllog.NewSweeper(calllog.RetentionConfig{Owner: cfg.WorkerID, Retention: cfg.CallLogRetention, Every: cfg.MediaSweepEvery},
-		calllog.RetentionDeps{DB: d, Log: log.With("part", "janitor"), Now: clock})
-	ledgerCheck := ledgercheck.New(ledgercheck.Config{Owner: cfg.WorkerID, Every: cfg.LedgerCheckEvery},
+	// The periodic chores: River jobs of the chores queue, scheduled by the elected leader and worked by
+	// any instance (docs/jobs.md, "Periodic chores"). The call log's retention is swept on the janitor's
+	// schedule.
+	janitor.New(janitor.Config{RetentionEvery: cfg.MediaSweepEvery, OrphanEvery: cfg.StorageSweepEvery},
+		janitor.Deps{DB: d, Tasks: s.Tasks, Media: s.Media, Outputs: blobs, Log: log.With("part", "janitor"), Now: clock}).Schedule(s.Queue)
+	calllog.NewSweeper(calllog.RetentionConfig{Retention: cfg.CallLogRetention, Every: cfg.MediaSweepEvery},
+		calllog.RetentionDeps{DB: d, Log: log.With("part", "janitor"), Now: clock}).Schedule(s.Queue)
+	ledgercheck.New(ledgercheck.Config{Owner: cfg.WorkerID, Every: cfg.LedgerCheckEvery},
 		ledgercheck.Deps{DB: d, Log: log.With("part", "ledger-check"), Now: clock,
-			OnResult: func(r ledgercheck.Result) { s.Metrics.LedgerChecked(r.Drift()) }})
+			OnResult: func(r ledgercheck.Result) { s.Metrics.LedgerChecked(r.Drift()) }}).Schedule(s.Queue)
 
 	if cfg.PprofAddr != "" {
 		mux := http.NewServeMux()
@@ -316,12 +318,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts ...Opti
 	// hand is finished with the mailer, the fetcher and the database still there.
 	s.parts.Add("job queues", s.Queue)
 	s.parts.Add("upstream watch", s.upstreamWatch(seen))
-	s.parts.Add("media retention", jan.RetentionJob())
-	s.parts.Add("storage sweep", jan.OrphanJob())
-	s.parts.Add("call-log retention", callSweep.Job())
-	if job, on := ledgerCheck.Job(); on {
-		s.parts.Add("ledger check", job)
-	}
 	if cfg.Workers {
 		s.parts.Add("worker", runner.Func(func(ctx context.Context) error { s.Worker.Run(ctx); return nil }))
 	}
@@ -418,9 +414,9 @@ func simSecrets(dir string, n int) ([]string, error) {
 	return secrets, nil
 }
 
-// Start runs the background parts New built: the simulator and /metrics servers, the job queues (e-mail,
-// password resets), the upstream watch, the payments job, the janitors, the ledger check and, where
-// WORKERS is on, the worker. Serve starts them if nobody has; a second Start, or one after Close, does nothing.
+// Start runs the background parts New built: the simulator and /metrics servers, the job queues
+// (docs/jobs.md), the upstream watch and, where WORKERS is on, the worker. Serve starts them if nobody
+// has; a second Start, or one after Close, does nothing.
 func (s *Server) Start() {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()

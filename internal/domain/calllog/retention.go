@@ -6,23 +6,25 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"videogen/internal/infra/db"
-	"videogen/internal/infra/runner"
+	"videogen/internal/infra/queue"
 )
 
 // RetentionBatch is how many rows one DELETE removes: each is its own short statement, so the call log's writer
 // and every other writer get their turn between batches (SQLite has one writer at a time).
 const RetentionBatch = 5000
 
-// The call log is kept to its retention (CALL_LOG_RETENTION): rows older than it are deleted, by one
-// instance at a time, in small batches so that neither engine holds a long lock on a table every API
-// request writes to. Only call_logs is touched: the ledger and the audit log are kept for good.
+// The call log is kept to its retention (CALL_LOG_RETENTION): rows older than it are deleted by a
+// periodic job of the chores queue (docs/jobs.md, "Periodic chores"), in small batches so that neither
+// engine holds a long lock on a table every API request writes to. Only call_logs is touched: the ledger
+// and the audit log are kept for good.
 
 // RetentionConfig tunes the sweep.
 type RetentionConfig struct {
-	Owner     string        // this instance's name, noted on the sweeps it runs
 	Retention time.Duration // CALL_LOG_RETENTION
-	Every     time.Duration // how often instances ask whether a sweep is due (MEDIA_SWEEP_INTERVAL)
+	Every     time.Duration // how often it is swept (MEDIA_SWEEP_INTERVAL)
 	Batch     int           // rows per DELETE (0: RetentionBatch)
 }
 
@@ -47,32 +49,50 @@ func NewSweeper(cfg RetentionConfig, d RetentionDeps) *Sweeper {
 	return &Sweeper{RetentionDeps: d, cfg: cfg}
 }
 
-// Job sweeps at start, then once per interval on whichever instance claims the turn. It asks twice per
-// interval, so a turn is never missed by a tick arriving a hair early.
-func (s *Sweeper) Job() runner.Every {
-	return runner.Every{Interval: max(s.cfg.Every/2, time.Millisecond), AtStart: true, Job: func(ctx context.Context) {
-		if n, err := s.SweepIfDue(ctx); err != nil && ctx.Err() == nil {
-			s.Log.Error("call-log retention", "err", err)
-		} else if n > 0 {
-			s.Log.Info("deleted call-log rows past their retention", "rows", n, "retention", s.cfg.Retention)
-		}
-	}}
+// RetentionArgs is the job of one call-log retention sweep.
+type RetentionArgs struct{}
+
+// Kind implements river.JobArgs.
+func (RetentionArgs) Kind() string { return "call_log_retention" }
+
+// InsertOpts: a sweep is not retried; the next interval's is (docs/jobs.md).
+func (RetentionArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Chores, MaxAttempts: 1}
 }
 
-// SweepIfDue runs Sweep when no instance has in the last interval (db.ClaimRun: of several instances
-// asking at once, one sweeps) and returns how many rows it deleted.
-func (s *Sweeper) SweepIfDue(ctx context.Context) (int64, error) {
-	now := s.Now().UTC().Truncate(time.Microsecond)
-	claimed, err := s.DB.ClaimRun(ctx, "call_log_retention", s.cfg.Owner, s.cfg.Every, now)
-	if err != nil || !claimed {
-		return 0, err
+// Schedule registers the sweep's worker with q and runs it on the leader every interval, and when a
+// leader starts.
+func (s *Sweeper) Schedule(q *queue.Queue) {
+	queue.Add(q, &retentionWorker{s: s})
+	q.Every(s.cfg.Every, func() river.JobArgs { return RetentionArgs{} })
+}
+
+type retentionWorker struct {
+	river.WorkerDefaults[RetentionArgs]
+	s *Sweeper
+}
+
+// Timeout: a backlog (the first sweep after the retention was shortened) is deleted a turn at a time,
+// each until the next is due and at least a minute; the batches already deleted stay deleted.
+func (w *retentionWorker) Timeout(*river.Job[RetentionArgs]) time.Duration {
+	return max(w.s.cfg.Every, time.Minute)
+}
+
+func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[RetentionArgs]) error {
+	s := w.s
+	n, err := s.Sweep(ctx, s.Now())
+	if n > 0 {
+		s.Log.Info("deleted call-log rows past their retention", "rows", n, "retention", s.cfg.Retention)
 	}
-	return s.Sweep(ctx, now)
+	if err != nil && ctx.Err() == nil {
+		s.Log.Error("call-log retention", "err", err)
+	}
+	return err
 }
 
 // Sweep deletes every call-log row older than the retention at now, a batch at a time (oldest first,
-// by the call_logs_at index), until none is left or ctx ends. Deleting twice is harmless, so an instance
-// that overruns its turn does no damage.
+// by the call_logs_at index), until none is left or ctx ends. Deleting twice is harmless, so a sweep
+// that overruns its turn, beside the next, does no damage.
 func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (int64, error) {
 	cutoff := now.UTC().Add(-s.cfg.Retention)
 	var total int64

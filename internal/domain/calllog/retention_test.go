@@ -2,10 +2,10 @@ package calllog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +29,7 @@ func TestSweepBatches(t *testing.T) {
 		if err := d.W.CreateInBatches(rows, 100).Error; err != nil {
 			t.Fatal(err)
 		}
-		s := calllog.NewSweeper(calllog.RetentionConfig{Owner: "a", Retention: 24 * time.Hour, Every: time.Minute, Batch: 100},
+		s := calllog.NewSweeper(calllog.RetentionConfig{Retention: 24 * time.Hour, Every: time.Minute, Batch: 100},
 			calllog.RetentionDeps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 		n, err := s.Sweep(context.Background(), now)
 		if err != nil || n != 250 {
@@ -43,40 +43,33 @@ func TestSweepBatches(t *testing.T) {
 	})
 }
 
-// TestSweepOneInstance: of several instances asking at once, one sweeps per interval.
-func TestSweepOneInstance(t *testing.T) {
+// TestSweepStopsAtContextEnd: a sweep whose time is up (River cancels a job at its timeout, or at a hard
+// stop) stops between or inside its batches, says why, and leaves the rest to the next sweep.
+func TestSweepStopsAtContextEnd(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, url string) {
 		d := open(t, url)
 		now := time.Now().UTC().Truncate(time.Microsecond)
-		if err := d.W.Create(&models.CallLog{At: now.Add(-48 * time.Hour), RequestID: "req_old", Method: "GET", Path: "/", Status: 200}).Error; err != nil {
+		var rows []models.CallLog
+		for i := range 30 {
+			rows = append(rows, models.CallLog{At: now.Add(-time.Duration(30+i) * time.Hour), RequestID: fmt.Sprintf("req_old%d", i), Method: "GET", Path: "/", Status: 200})
+		}
+		if err := d.W.Create(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		swept := map[string]int64{}
-		for i := range 4 {
-			owner := fmt.Sprintf("instance-%d", i)
-			s := calllog.NewSweeper(calllog.RetentionConfig{Owner: owner, Retention: 24 * time.Hour, Every: time.Hour},
-				calllog.RetentionDeps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }})
-			wg.Go(func() {
-				n, err := s.SweepIfDue(context.Background())
-				if err != nil {
-					t.Error(err)
-				}
-				mu.Lock()
-				swept[owner] = n
-				mu.Unlock()
-			})
+		s := calllog.NewSweeper(calllog.RetentionConfig{Retention: 24 * time.Hour, Every: time.Minute, Batch: 10},
+			calllog.RetentionDeps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if n, err := s.Sweep(ctx, now); !errors.Is(err, context.Canceled) || n != 0 {
+			t.Fatalf("a sweep out of time deleted %d rows (%v), want none and context.Canceled", n, err)
 		}
-		wg.Wait()
-		var claimed []string
-		d.R.Table("janitor_runs").Where("name = ?", "call_log_retention").Pluck("owner", &claimed)
-		total := int64(0)
-		for _, n := range swept {
-			total += n
+		var left int64
+		d.R.Model(&models.CallLog{}).Count(&left)
+		if left != 30 {
+			t.Fatalf("%d rows left, want the 30 for the next sweep", left)
 		}
-		if len(claimed) != 1 || total != 1 || swept[claimed[0]] != 1 {
-			t.Fatalf("claims %v, rows swept per instance %v: want one instance to sweep the one row", claimed, swept)
+		if n, err := s.Sweep(context.Background(), now); err != nil || n != 30 {
+			t.Fatalf("the next sweep deleted %d rows (%v), want 30", n, err)
 		}
 	})
 }

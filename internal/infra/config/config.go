@@ -93,7 +93,7 @@ type Config struct {
 
 	MediaURLTTL       time.Duration `env:"MEDIA_URL_TTL" envDefault:"24h" help:"how long a signed media URL from an upload or import stays valid"`
 	MediaRetention    time.Duration `env:"MEDIA_RETENTION" envDefault:"48h" help:"uploaded and imported files are deleted this long after they arrive (kept while an unfinished task uses them)"`
-	MediaSweepEvery   time.Duration `env:"MEDIA_SWEEP_INTERVAL" envDefault:"1m" help:"how often the janitor (on every instance) deletes input media and videos past their retention; one instance per interval deletes call-log rows past CALL_LOG_RETENTION"`
+	MediaSweepEvery   time.Duration `env:"MEDIA_SWEEP_INTERVAL" envDefault:"1m" help:"how often one instance (a periodic job of the elected leader) deletes input media and videos past their retention, and call-log rows past CALL_LOG_RETENTION"`
 	StorageSweepEvery time.Duration `env:"STORAGE_SWEEP_INTERVAL" envDefault:"1h" help:"how often one instance lists the storage and deletes files no row names (left by a crash mid-write) that are over an hour old"`
 	CallLogRetention  time.Duration `env:"CALL_LOG_RETENTION" envDefault:"2160h" help:"call-log rows are deleted this long after the call (90 days; at least 24h, there is no keep-forever); the ledger and the audit log are never deleted"`
 	LedgerCheckEvery  time.Duration `env:"LEDGER_CHECK_INTERVAL" envDefault:"1h" help:"how often one instance checks every balance against the sum of its ledger entries and every finished task's reservation; drift is logged as an error, shown on /support and counted in /metrics (0 = never)"`

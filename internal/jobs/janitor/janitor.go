@@ -1,22 +1,27 @@
-// Package janitor keeps the platform's storage to its promises, on every instance whether or not it runs
-// task workers: input media and generated videos are deleted when their retention ends, files that no
-// row names — what a crash leaves mid-write — are swept, and idempotency keys past their window go.
+// Package janitor keeps the platform's storage to its promises: input media and generated videos are
+// deleted when their retention ends, files that no row names — what a crash leaves mid-write — are
+// swept, and idempotency keys past their window go. Both sweeps are periodic jobs of the chores queue
+// (docs/jobs.md, "Periodic chores"): River's elected leader inserts them, any instance works them, task
+// workers or not.
 package janitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"videogen/internal/domain/media"
 	"videogen/internal/domain/tasks"
 	"videogen/internal/domain/videos"
 	"videogen/internal/infra/blob"
 	"videogen/internal/infra/db"
-	"videogen/internal/infra/runner"
+	"videogen/internal/infra/queue"
 	"videogen/models"
 )
 
@@ -28,11 +33,9 @@ const OrphanGrace = time.Hour
 
 // Config tunes the janitor.
 type Config struct {
-	Owner string // this instance's name, noted on the orphan sweep it runs
 	// RetentionEvery is how often files past their retention are looked for (MEDIA_SWEEP_INTERVAL).
 	RetentionEvery time.Duration
-	// OrphanEvery is how often the whole storage is listed for unnamed files (STORAGE_SWEEP_INTERVAL);
-	// one instance does it per interval.
+	// OrphanEvery is how often the whole storage is listed for unnamed files (STORAGE_SWEEP_INTERVAL).
 	OrphanEvery time.Duration
 }
 
@@ -59,43 +62,121 @@ func New(cfg Config, d Deps) *Janitor {
 
 func (j *Janitor) clock() time.Time { return j.Now().UTC().Truncate(time.Microsecond) }
 
-// RetentionJob sweeps input media and idempotency keys past their retention: at start, then every
-// RetentionEvery.
-func (j *Janitor) RetentionJob() runner.Every {
-	return runner.Every{Interval: j.cfg.RetentionEvery, AtStart: true, Job: j.sweepRetention}
+// RetentionArgs is the job of the retention sweep: input media, generated videos and idempotency keys
+// past their time.
+type RetentionArgs struct{}
+
+// Kind implements river.JobArgs.
+func (RetentionArgs) Kind() string { return "media_retention" }
+
+// InsertOpts: a chore is not retried; its next run is (docs/jobs.md).
+func (RetentionArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Chores, MaxAttempts: 1}
 }
 
-// OrphanJob asks every minute (at most OrphanEvery) whether the storage sweep is due; the database says
-// whose turn it is, so one instance sweeps per OrphanEvery.
-func (j *Janitor) OrphanJob() runner.Every {
-	return runner.Every{Interval: min(j.cfg.OrphanEvery, time.Minute), Job: func(ctx context.Context) {
-		if n, err := j.SweepOrphansIfDue(ctx); err != nil && ctx.Err() == nil {
-			j.Log.Error("storage sweep", "err", err)
-		} else if n > 0 {
-			j.Log.Info("storage sweep deleted files no row names", "files", n)
-		}
-	}}
+// OrphanArgs is the job of the storage sweep: files no row names.
+type OrphanArgs struct{}
+
+// Kind implements river.JobArgs.
+func (OrphanArgs) Kind() string { return "storage_sweep" }
+
+// InsertOpts: a chore is not retried; its next run is (docs/jobs.md).
+func (OrphanArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Chores, MaxAttempts: 1}
 }
 
-func (j *Janitor) sweepRetention(ctx context.Context) {
+// Schedule registers both sweeps' workers with q and runs them on the leader: the retention sweep every
+// RetentionEvery, the storage sweep every OrphanEvery, each also when a leader starts.
+func (j *Janitor) Schedule(q *queue.Queue) {
+	queue.Add(q, &retentionWorker{j: j})
+	queue.Add(q, &orphanWorker{j: j})
+	q.Every(j.cfg.RetentionEvery, func() river.JobArgs { return RetentionArgs{} })
+	q.Every(j.cfg.OrphanEvery, func() river.JobArgs { return OrphanArgs{} })
+}
+
+// runFor bounds a run of a chore repeated every `every`: until the next is due, and at least a minute,
+// so a backlog is worked in slices and a run never outlasts its turn by much.
+func runFor(every time.Duration) time.Duration { return max(every, time.Minute) }
+
+type retentionWorker struct {
+	river.WorkerDefaults[RetentionArgs]
+	j *Janitor
+}
+
+func (w *retentionWorker) Timeout(*river.Job[RetentionArgs]) time.Duration {
+	return runFor(w.j.cfg.RetentionEvery)
+}
+
+func (w *retentionWorker) Work(ctx context.Context, _ *river.Job[RetentionArgs]) error {
+	return w.j.SweepRetention(ctx)
+}
+
+type orphanWorker struct {
+	river.WorkerDefaults[OrphanArgs]
+	j *Janitor
+}
+
+func (w *orphanWorker) Timeout(*river.Job[OrphanArgs]) time.Duration {
+	return runFor(w.j.cfg.OrphanEvery)
+}
+
+func (w *orphanWorker) Work(ctx context.Context, _ *river.Job[OrphanArgs]) error {
+	n, err := w.j.SweepOrphans(ctx, w.j.clock())
+	if n > 0 {
+		w.j.Log.Info("storage sweep deleted files no row names", "files", n)
+	}
+	if err != nil && ctx.Err() == nil {
+		w.j.Log.Error("storage sweep", "err", err)
+	}
+	return err
+}
+
+// SweepRetention deletes input media and generated videos past their retention, and idempotency keys
+// past their window, batch after batch until none is left or ctx ends: one instance does it for the
+// whole platform. A step that fails is logged and the others still run; the errors are returned.
+func (j *Janitor) SweepRetention(ctx context.Context) error {
 	now := j.clock()
-	if n, err := j.Media.Sweep(ctx, now); err != nil && ctx.Err() == nil {
-		j.Log.Error("media retention", "err", err)
+	var errs []error
+	fail := func(what string, err error) {
+		if ctx.Err() == nil {
+			j.Log.Error(what, "err", err)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", what, err))
+	}
+	if n, err := drain(ctx, func() (int, error) { return j.Media.Sweep(ctx, now) }); err != nil {
+		fail("media retention", err)
 	} else if n > 0 {
 		j.Log.Info("deleted input media past their retention", "files", n)
 	}
-	if err := videos.PruneIdempotencyKeys(ctx, j.DB, now); err != nil && ctx.Err() == nil {
-		j.Log.Error("idempotency keys", "err", err)
+	if err := videos.PruneIdempotencyKeys(ctx, j.DB, now); err != nil {
+		fail("idempotency keys", err)
 	}
-	if n, err := j.ExpireOutputs(ctx, now); err != nil && ctx.Err() == nil {
-		j.Log.Error("output retention", "err", err)
+	if n, err := drain(ctx, func() (int, error) { return j.ExpireOutputs(ctx, now) }); err != nil {
+		fail("output retention", err)
 	} else if n > 0 {
 		j.Log.Info("deleted videos past their retention", "files", n)
 	}
+	return errors.Join(errs...)
 }
 
-// ExpireOutputs deletes generated videos whose expires_at has passed and forgets their key. Several
-// instances may do it at once: deleting twice is harmless and the row update is guarded.
+// drain repeats a batch step while it does something, until ctx ends, and returns what it did in all.
+func drain(ctx context.Context, step func() (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := step()
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}
+
+// ExpireOutputs deletes up to a hundred generated videos whose expires_at has passed and forgets their
+// keys, and returns how many. Two runs may overlap (a leader's change, a run past its turn): deleting
+// twice is harmless and the row update is guarded.
 func (j *Janitor) ExpireOutputs(ctx context.Context, now time.Time) (int, error) {
 	var expired []models.Task
 	if err := j.DB.R.WithContext(ctx).Select("id", "output_key", "thumbnail_key", "spritesheet_key", "last_frame_key").
@@ -120,20 +201,9 @@ expired:
 	return n, nil
 }
 
-// SweepOrphansIfDue runs SweepOrphans when no instance has in the last OrphanEvery, and returns how many
-// files it deleted.
-func (j *Janitor) SweepOrphansIfDue(ctx context.Context) (int, error) {
-	now := j.clock()
-	claimed, err := j.DB.ClaimRun(ctx, "orphans", j.cfg.Owner, j.cfg.OrphanEvery, now)
-	if err != nil || !claimed {
-		return 0, err // or another instance swept recently
-	}
-	return j.SweepOrphans(ctx, now)
-}
-
 // SweepOrphans lists both stores and deletes every file older than OrphanGrace that no row names: a
 // half-written ".put-*" file, a video copied whose completion never committed, an upload whose row is
-// gone. Only the platform's own prefixes are listed.
+// gone. Only the platform's own prefixes are listed. It stops when ctx ends; the next run starts over.
 func (j *Janitor) SweepOrphans(ctx context.Context, now time.Time) (int, error) {
 	outputs, err := j.sweepStore(ctx, j.Outputs, "outputs/", now, j.namedOutputs)
 	if err != nil {
@@ -163,6 +233,9 @@ func (j *Janitor) sweepStore(ctx context.Context, store blob.Store, prefix strin
 			if names[key] {
 				continue
 			}
+			if err := ctx.Err(); err != nil {
+				return err // the run's time is up: the next run lists again
+			}
 			if err := store.Delete(ctx, key); err != nil {
 				j.Log.Warn("delete an unnamed file; retrying next sweep", "key", key, "err", err)
 				continue
@@ -176,6 +249,9 @@ func (j *Janitor) sweepStore(ctx context.Context, store blob.Store, prefix strin
 	// Listing and deleting are apart: deleting while a folder is walked would disturb the walk.
 	var old []string
 	err := store.List(ctx, prefix, func(o blob.Object) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if now.Sub(o.ModTime) >= OrphanGrace {
 			old = append(old, o.Key)
 		}

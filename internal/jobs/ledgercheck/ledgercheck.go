@@ -2,8 +2,8 @@
 // reserved balances against the sums of its entries' deltas, each task's entries against its billing
 // state (a finished task's reservation resolved exactly once), the counters the task store keeps — and
 // records every run as a ledger_checks row, which the staff overview shows and /metrics exports. A
-// running server does it on one instance per LEDGER_CHECK_INTERVAL; `videogen ledger check` does it by
-// hand.
+// running server does it as a periodic job of the chores queue every LEDGER_CHECK_INTERVAL (docs/jobs.md,
+// "Periodic chores"); `videogen ledger check` does it by hand.
 package ledgercheck
 
 import (
@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"videogen/internal/domain/tasks"
 	"videogen/internal/infra/db"
-	"videogen/internal/infra/runner"
+	"videogen/internal/infra/queue"
 	"videogen/models"
 )
 
@@ -38,8 +40,8 @@ const maxDetail = 100
 // Check runs the check once at now() on one consistent snapshot, records the result (owner says who ran
 // it) and returns it. A check that could not run records nothing: no row means no answer.
 func Check(ctx context.Context, d *db.DB, owner string, now func() time.Time) (Result, error) {
-	start := now().UTC().Truncate(time.Microsecond)
-	began := time.Now()
+	began := now()
+	start := began.UTC().Truncate(time.Microsecond)
 	problems, err := tasks.Audit(ctx, d)
 	if err != nil {
 		return Result{}, fmt.Errorf("ledger check: %w", err)
@@ -62,7 +64,7 @@ func Check(ctx context.Context, d *db.DB, owner string, now func() time.Time) (R
 	}
 	res := Result{Problems: problems, Accounts: accounts, Row: models.LedgerCheck{
 		At: start, Owner: owner, Problems: len(problems), Accounts: strings.Join(ids, ","),
-		Detail: strings.Join(lines, "\n"), DurationMs: time.Since(began).Milliseconds(),
+		Detail: strings.Join(lines, "\n"), DurationMs: now().Sub(began).Milliseconds(),
 	}}
 	if err := d.W.WithContext(ctx).Create(&res.Row).Error; err != nil {
 		return res, fmt.Errorf("record the ledger check: %w", err)
@@ -102,8 +104,8 @@ func accountsOf(ctx context.Context, d *db.DB, problems []tasks.Problem) ([]int6
 
 // Config tunes the background check.
 type Config struct {
-	Owner string        // this instance's name, recorded with its checks
-	Every time.Duration // LEDGER_CHECK_INTERVAL: one check per interval over all instances; 0 = never
+	Owner string        // this instance's name, recorded with the checks it works
+	Every time.Duration // LEDGER_CHECK_INTERVAL: one check per interval, on the leader's schedule; 0 = never
 }
 
 // Deps are what the background check reads and tells.
@@ -126,43 +128,55 @@ func New(cfg Config, d Deps) *Checker {
 	return &Checker{Deps: d, cfg: cfg}
 }
 
-// Job checks when due: every instance asks at least once a minute, and twice per interval (so a tick
-// arriving a hair early misses no turn); the database says whose turn it is (db.ClaimRun), so one
-// instance checks per interval however many run. The first check comes a tick after start, not during
-// it. ok is false when the check is off (LEDGER_CHECK_INTERVAL=0).
-func (c *Checker) Job() (job runner.Every, ok bool) {
-	if c.cfg.Every <= 0 {
-		return runner.Every{}, false
-	}
-	return runner.Every{Interval: min(c.cfg.Every/2, time.Minute), Job: func(ctx context.Context) { c.CheckIfDue(ctx) }}, true
+// Args is the job of one background check.
+type Args struct{}
+
+// Kind implements river.JobArgs.
+func (Args) Kind() string { return "ledger_check" }
+
+// InsertOpts: a check is not retried; the next interval's is (docs/jobs.md). A check that could not run
+// records nothing, so the staff overview and /metrics show the last one that did.
+func (Args) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queue.Chores, MaxAttempts: 1}
 }
 
-// CheckIfDue runs the check when no instance has in the last interval, logs what it found — each
-// problem as an error — and returns whether it ran.
-func (c *Checker) CheckIfDue(ctx context.Context) bool {
-	claimed, err := c.DB.ClaimRun(ctx, "ledger_check", c.cfg.Owner, c.cfg.Every, c.Now().UTC())
-	if err != nil {
-		if ctx.Err() == nil {
-			c.Log.Error("claim the ledger check", "err", err)
-		}
-		return false
+// Schedule registers the check's worker with q and, unless the check is off (LEDGER_CHECK_INTERVAL=0),
+// runs it on the leader every interval and when a leader starts. The worker is there either way, so a
+// check another instance's schedule inserts is worked here too.
+func (c *Checker) Schedule(q *queue.Queue) {
+	queue.Add(q, &worker{c: c})
+	if c.cfg.Every > 0 {
+		q.Every(c.cfg.Every, func() river.JobArgs { return Args{} })
 	}
-	if !claimed {
-		return false // another instance checked recently
-	}
+}
+
+type worker struct {
+	river.WorkerDefaults[Args]
+	c *Checker
+}
+
+// Timeout: a check reads one snapshot of the whole ledger, which takes seconds on a large database; it
+// may take until the next is due (and at least ten minutes).
+func (w *worker) Timeout(*river.Job[Args]) time.Duration { return max(w.c.cfg.Every, 10*time.Minute) }
+
+func (w *worker) Work(ctx context.Context, _ *river.Job[Args]) error { return w.c.Run(ctx) }
+
+// Run runs the check, tells OnResult, and logs what it found — each problem as an error. Drift is no
+// error of Run's: the check ran and recorded it.
+func (c *Checker) Run(ctx context.Context) error {
 	res, err := Check(ctx, c.DB, c.cfg.Owner, c.Now)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.Log.Error("ledger check could not run", "err", err)
 		}
-		return false
+		return err
 	}
 	if c.OnResult != nil {
 		c.OnResult(res)
 	}
 	if !res.Drift() {
 		c.Log.Info("ledger check: every balance equals its ledger entries", "duration_ms", res.Row.DurationMs)
-		return true
+		return nil
 	}
 	for _, p := range res.Problems {
 		attrs := []any{"problem", p.What}
@@ -177,5 +191,5 @@ func (c *Checker) CheckIfDue(ctx context.Context) bool {
 		c.Log.Error("ledger drift", attrs...)
 	}
 	c.Log.Error("ledger check found drift", "problems", len(res.Problems), "accounts", res.Row.Accounts, "check", res.Row.ID)
-	return true
+	return nil
 }
