@@ -33,7 +33,6 @@ func (s *Service) sendReceipt(ctx context.Context, topupID string) error {
 	if err := s.tx(ctx, func(tx *gorm.DB) error { return s.writeReceipt(tx, &t, pi) }); err != nil {
 		return fmt.Errorf("send the receipt of top-up %s: %w", t.ID, err)
 	}
-	s.notify.Wake()
 	return nil
 }
 

@@ -234,8 +234,6 @@ func (s *Service) warnLowBalances(ctx context.Context) {
 		})
 		if err != nil {
 			s.log.Error("send low-balance warning", "account", acct, "err", err)
-		} else {
-			s.notify.Wake()
 		}
 	}
 }

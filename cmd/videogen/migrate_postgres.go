@@ -35,6 +35,8 @@ PostgreSQL database --to names, which it migrates first and which must hold no r
     to them, in one read transaction of the source and one write transaction of the target (a failed
     copy leaves the target empty: run it again);
   - the ids as they are, then every sequence moved past the highest id;
+  - the jobs not finished yet (e-mails, webhook deliveries, payments' work) queued again in PostgreSQL,
+    each as it was; River's other tables describe the instances that ran, and start empty;
   - then each table's row count compared, and the ledger audited as videogen audit does.
 
 Stop the server first (the command refuses while the SQLite file is open elsewhere): rows written after
@@ -143,6 +145,10 @@ func migrateToPostgres(ctx context.Context, cfg *config.Config, to string, w io.
 			return err
 		}
 	}
+	jobs, err := copyJobs(ctx, stx, dstSQL, ttx)
+	if err != nil {
+		return err
+	}
 	if err := resetSequences(ctx, ttx); err != nil {
 		return err
 	}
@@ -173,6 +179,7 @@ func migrateToPostgres(ctx context.Context, cfg *config.Config, to string, w io.
 		return fmt.Errorf("row counts differ in %s", strings.Join(differ, ", "))
 	}
 	fmt.Fprintf(w, "copied %d tables from %s to %s in %.1fs\n", len(names), srcPath, shown, time.Since(start).Seconds())
+	fmt.Fprintf(w, "queued %d unfinished jobs (e-mails, webhook deliveries, payments' work) in PostgreSQL\n", jobs)
 
 	problems, err := tasks.Audit(ctx, dst)
 	if err != nil {
@@ -201,8 +208,9 @@ func planCopy(ctx context.Context, src *sql.Tx, dst *sql.DB) ([]tableCopy, error
 	if err != nil {
 		return nil, err
 	}
-	srcTables = slices.DeleteFunc(srcTables, func(t string) bool { return t == gooseTable })
-	dstTables = slices.DeleteFunc(dstTables, func(t string) bool { return t == gooseTable })
+	skip := func(t string) bool { return t == gooseTable || isRiverTable(t) }
+	srcTables = slices.DeleteFunc(srcTables, skip)
+	dstTables = slices.DeleteFunc(dstTables, skip)
 	if !slices.Equal(srcTables, dstTables) {
 		return nil, fmt.Errorf("the two schemas differ: SQLite has tables %v, PostgreSQL %v", srcTables, dstTables)
 	}

@@ -140,8 +140,15 @@ func TestMigrateToPostgres(t *testing.T) {
 			t.Fatalf("%s: %v", stmt.sql, err)
 		}
 	}
+	// A job not done yet (a webhook delivery's retry, due tomorrow): it is queued again in PostgreSQL,
+	// River's own tables are not copied row by row.
+	due := time.Now().UTC().Add(24 * time.Hour).Truncate(time.Millisecond)
+	if err := d.W.Exec(`INSERT INTO river_job (args, kind, queue, priority, max_attempts, attempt, state, scheduled_at)
+		VALUES (jsonb('{"delivery_id":1,"before":1}'), 'webhook_delivery', 'webhooks', 1, 10, 1, 'retryable', ?)`, due.Format("2006-01-02 15:04:05.000")).Error; err != nil {
+		t.Fatal(err)
+	}
 	var tables []string
-	if err := d.R.Raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' AND name <> 'goose_db_version' ORDER BY name").Scan(&tables).Error; err != nil {
+	if err := d.R.Raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' AND name <> 'goose_db_version' AND name NOT LIKE 'river%' ORDER BY name").Scan(&tables).Error; err != nil {
 		t.Fatal(err)
 	}
 	for _, table := range tables {
@@ -176,6 +183,15 @@ func TestMigrateToPostgres(t *testing.T) {
 		if !slices.Equal(want, got) {
 			t.Errorf("%s differs after the copy:\nSQLite     %v\nPostgreSQL %v", table, want, got)
 		}
+	}
+	var job struct {
+		Args        string
+		MaxAttempts int
+		At          time.Time
+	}
+	if err := pgDB.QueryRow(`SELECT args::text, max_attempts, scheduled_at FROM river_job WHERE kind = 'webhook_delivery' AND state = 'scheduled'`).
+		Scan(&job.Args, &job.MaxAttempts, &job.At); err != nil || !strings.Contains(job.Args, `"delivery_id": 1`) || job.MaxAttempts != 9 || !job.At.Equal(due) {
+		t.Errorf("the unfinished job in PostgreSQL: %+v, %v; want delivery 1's, 9 attempts left, due %s", job, err, due)
 	}
 	// Closed now: an open connection, even this read-only one, makes the command refuse the file.
 	_ = sqliteDB.Close()

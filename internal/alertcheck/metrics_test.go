@@ -349,13 +349,11 @@ func TestMetricsMailOutbox(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		s.Outbox.Wake()
 		testkit.Eventually(t, 10*time.Second, "a delivery attempt", func() bool { return sender.attempts.Load() > 0 })
 		clock.Advance(10 * time.Minute)
 		check("ten minutes later, undelivered", 1, 600, 660)
 
 		sender.deliver.Store(true)
-		s.Outbox.Wake()
 		testkit.Eventually(t, 20*time.Second, "the e-mail is delivered", func() bool {
 			v, _ := value(families(t, s), "videogen_outbox_pending", "outbox", "mail")
 			return v == 0

@@ -154,24 +154,24 @@ type wallClockUse struct{ file, fn, call string }
 // wallClockAllowed are the uses of the wall clock in wallClockDirs, each for its reason: measuring how
 // long something took in this process, bounding a wait in this process (a deadline, a timer, a poll), or
 // reading what a remote party dated by its own clock. Anything stored, compared with what is stored, or
-// that a test must move takes the injected clock. "queue rewrite in progress": code another change moves
-// onto River's queues; its entries go with that code.
+// that a test must move takes the injected clock.
 var wallClockAllowed = map[wallClockUse]string{
 	// Latency measurement.
-	{"internal/domain/videos/service.go", "Service.create", "Since"}:          "latency of the create call, recorded in its call-log row",
-	{"internal/domain/upstream/pool.go", "Pool.Submit", "Now"}:                "when the call was sent, in this process: a refusal sent before a reload is stale (note)",
-	{"internal/domain/upstream/pool.go", "Pool.Poll", "Now"}:                  "when the call was sent, in this process: a refusal sent before a reload is stale (note)",
-	{"internal/domain/upstream/pool.go", "Pool.Download", "Now"}:              "when the call was sent, in this process: a refusal sent before a reload is stale (note)",
-	{"internal/domain/upstream/pool.go", "Pool.Sync", "Now"}:                  "when this process reloaded, against the calls' send times above",
-	{"internal/domain/apikeys/apikeys.go", "NewAuthenticator", "Since"}:       "the key cache's age of entries, in this process",
-	{"internal/domain/apikeys/apikeys.go", "Authenticator.load", "Now"}:       "when the key cache read the row, in this process (its entries' age)",
-	{"internal/domain/apikeys/apikeys.go", "Authenticator.touch", "Now"}:      "the last-use cache's age of entries, in this process; the row is stamped by the injected clock",
-	{"internal/domain/videos/service.go", "Service.Poll", "Now"}:              "the poll cache's freshness in this process: a test holding its clock still must not make a cached poll last for ever",
-	{"internal/domain/calllog/writer.go", "Writer.Record", "Now"}:             "the age of a batch of the group commit, in this process",
-	{"internal/domain/calllog/writer.go", "Writer.commit", "Now"}:             "the deadline of a batch's retries, in this process",
-	{"internal/domain/upstream/ark/errors.go", "classify", "Now"}:             "a Retry-After HTTP date is the provider's wall clock",
-	{"internal/domain/upstream/openai/openai.go", "classify", "Now"}:          "a Retry-After HTTP date is the provider's wall clock",
-	{"internal/domain/upstream/gemini/status.go", "parseRetryAfter", "Until"}: "a Retry-After HTTP date is the provider's wall clock",
+	{"internal/domain/videos/service.go", "Service.create", "Since"}:        "latency of the create call, recorded in its call-log row",
+	{"internal/domain/upstream/pool.go", "Pool.Submit", "Now"}:              "when the call was sent, in this process: a refusal sent before a reload is stale (note)",
+	{"internal/domain/upstream/pool.go", "Pool.Poll", "Now"}:                "when the call was sent, in this process: a refusal sent before a reload is stale (note)",
+	{"internal/domain/upstream/pool.go", "Pool.Download", "Now"}:            "when the call was sent, in this process: a refusal sent before a reload is stale (note)",
+	{"internal/domain/upstream/pool.go", "Pool.Sync", "Now"}:                "when this process reloaded, against the calls' send times above",
+	{"internal/domain/apikeys/apikeys.go", "NewAuthenticator", "Since"}:     "the key cache's age of entries, in this process",
+	{"internal/domain/apikeys/apikeys.go", "Authenticator.load", "Now"}:     "when the key cache read the row, in this process (its entries' age)",
+	{"internal/domain/apikeys/apikeys.go", "Authenticator.touch", "Now"}:    "the last-use cache's age of entries, in this process; the row is stamped by the injected clock",
+	{"internal/domain/videos/service.go", "Service.Poll", "Now"}:            "the poll cache's freshness in this process: a test holding its clock still must not make a cached poll last for ever",
+	{"internal/domain/calllog/writer.go", "Writer.Record", "Now"}:           "the age of a batch of the group commit, in this process",
+	{"internal/domain/calllog/writer.go", "Writer.commit", "Now"}:           "the deadline of a batch's retries, in this process",
+	{"internal/domain/upstream/ark/errors.go", "classify", "Now"}:           "a Retry-After HTTP date is the provider's wall clock",
+	{"internal/domain/upstream/openai/openai.go", "classify", "Now"}:        "a Retry-After HTTP date is the provider's wall clock",
+	{"internal/domain/upstream/gemini/status.go", "classify", "Now"}:        "a Retry-After HTTP date is the provider's wall clock",
+	{"internal/domain/upstream/gemini/gemini.go", "Client.Download", "Now"}: "a Retry-After HTTP date is the provider's wall clock",
 	// Deadlines and waits in this process.
 	{"internal/domain/videos/cancel.go", "Service.Cancel", "Now"}:          "how long a cancel waits for a worker's hold, in this process",
 	{"internal/domain/videos/cancel.go", "sleep", "NewTimer"}:              "a wait that ends with its context",
@@ -182,12 +182,6 @@ var wallClockAllowed = map[wallClockUse]string{
 	{"internal/domain/worker/worker.go", "Worker.Run", "Since"}:            "the spacing of claims, in this process",
 	{"internal/domain/worker/worker.go", "Worker.Run", "After"}:            "the spacing of claims, in this process",
 	{"internal/domain/worker/worker.go", "Worker.keepLease", "NewTicker"}:  "the lease's renewal, every third of it",
-	// To fix: a time stored by the wall clock. Left to the upstream pool's own change; reported.
-	{"internal/domain/upstream/pool.go", "Pool.note", "Now"}: "stamps auth_error_at by the wall clock: to take the pool's clock (its Health's), as the refusal's mark in memory does",
-	// Moved onto River by another change.
-	{"internal/domain/webhooks/deliver.go", "Service.Run", "NewTicker"}: "queue rewrite in progress",
-	{"internal/domain/webhooks/deliver.go", "Service.Run", "Since"}:     "queue rewrite in progress",
-	{"internal/domain/webhooks/deliver.go", "Service.Run", "Now"}:       "queue rewrite in progress",
 }
 
 // wallClockFinding is one use of the wall clock, where it is.

@@ -73,11 +73,9 @@ func (e *TooManySent) Error() string {
 	return fmt.Sprintf("this account sent %d invitations in the last 24 hours; the next may go out at %s", e.Sent, e.Next.UTC().Format(time.RFC3339))
 }
 
-// Notifier queues the invitation e-mail inside the transaction that issues its link, and is woken once
-// that transaction commits.
+// Notifier queues the invitation e-mail inside the transaction that issues its link.
 type Notifier interface {
 	Invitation(tx *gorm.DB, to, inviter, account, role, roleSummary, link string, expires time.Time) error
-	Wake()
 }
 
 // Service changes an account's members.
@@ -260,7 +258,6 @@ func (s *Service) Invite(ctx context.Context, by *models.User, email, role strin
 	if err != nil {
 		return nil, err
 	}
-	s.Notify.Wake()
 	inv.InviterEmail = by.Email
 	return inv, nil
 }

@@ -18,12 +18,6 @@ type Notifier struct {
 	Outbox *mail.Outbox
 }
 
-// Wake does nothing: queued mail is a River job, which the mail queue finds by itself once the
-// transaction that queued it commits.
-//
-// Deprecated: kept only while callers outside the mail code still call it; to be removed.
-func (n *Notifier) Wake() {}
-
 func (n *Notifier) queue(tx *gorm.DB, to, subject, heading, body, button, link, after, kind string) error {
 	var html bytes.Buffer
 	if err := email.EmailAction(heading, body, button, link, after).Render(tx.Statement.Context, &html); err != nil {

@@ -420,7 +420,7 @@ func (p *Pool) note(ctx context.Context, cred Credential, sent time.Time, err er
 	// The database first, then this instance's memory: Publish, reading the database, never clears a
 	// mark it has not seen.
 	if p.db != nil {
-		now := time.Now().UTC()
+		now := p.Health.cfg.Now().UTC() // the service's clock: the mark is stored and compared with stored times
 		msg, _ := storetext.Clip(err.Error(), 500)
 		if dbErr := p.db.W.WithContext(context.WithoutCancel(ctx)).Model(&models.UpstreamCredential{}).Where("id = ?", cred.ID).
 			Updates(map[string]any{"auth_error": msg, "auth_error_at": now, "auth_error_key": KeyDigest(cred.Secret), "auth_error_kind": kind}).Error; dbErr != nil {

@@ -113,11 +113,6 @@ func (o *Outbox) Enqueue(tx *gorm.DB, m Message) error {
 // sealedFor is the additional data a body is sealed with: it opens only on its own row, to its recipient.
 func sealedFor(key, recipient string) []byte { return []byte(key + "\x00" + recipient) }
 
-// Wake does nothing: the queue polls for new jobs itself (JOBS_POLL_INTERVAL).
-//
-// Deprecated: kept only while callers outside the mail code still call it; to be removed.
-func (o *Outbox) Wake() {}
-
 // attemptTimeout bounds one call to the provider (any Sender); the job's own timeout (Timeout) leaves
 // room to record the outcome.
 const attemptTimeout = 20 * time.Second

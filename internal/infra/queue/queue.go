@@ -125,12 +125,14 @@ func New(d *db.DB, cfg Config) (*Queue, error) {
 // clock is River's view of the service's clock.
 type clock struct{ now func() time.Time }
 
-func (c clock) Now() time.Time { return c.now() }
+// Now is in microseconds, PostgreSQL's precision: a job stamped with a time the database rounds up
+// would never come due on a clock that stands still (a test's).
+func (c clock) Now() time.Time { return c.now().Truncate(time.Microsecond) }
 
 // NowOrNil is always the service's clock's time, so River's SQL compares with the same clock the
 // service stamps its rows by (a test's moved clock included), never the database's now().
 func (c clock) NowOrNil() *time.Time {
-	t := c.now()
+	t := c.Now()
 	return &t
 }
 
@@ -258,17 +260,25 @@ func (q *Queue) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run works the queues until ctx ends, then stops: jobs in hand are finished (each bounded by its own
-// timeout); those not started stay for the next start or another instance. It is a runner part.
+// softStop is how long a stop waits for the jobs in hand before cancelling them: an e-mail's call or a
+// webhook's attempt ends well inside it (and finishes even when cancelled); a long chore is cut and
+// runs again at its next interval.
+const softStop = 15 * time.Second
+
+// Run works the queues until ctx ends, then stops: jobs in hand are finished, for softStop at most; those
+// not started stay for the next start or another instance. It is a runner part.
 func (q *Queue) Run(ctx context.Context) error {
 	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	<-ctx.Done()
-	return q.Stop(context.Background())
+	sctx, cancel := context.WithTimeout(context.Background(), softStop)
+	defer cancel()
+	return q.Stop(sctx)
 }
 
-// Stop stops fetching and waits for the jobs in hand until ctx ends, then cancels them.
+// Stop stops fetching and waits for the jobs in hand until ctx ends, then cancels them and waits for
+// them to return.
 func (q *Queue) Stop(ctx context.Context) error {
 	if !q.started {
 		return nil

@@ -1,5 +1,5 @@
-// Package runner runs the service's long-lived parts — the worker, the job queues, e-mail delivery, the
-// payments job, small HTTP servers — as one group: started in order, stopped in reverse order, each
+// Package runner runs the service's long-lived parts — the worker, the job queues, the upstream watch,
+// small HTTP servers — as one group: started in order, stopped in reverse order, each
 // given the time it needs to finish what it holds. It also has the periodic loop of the parts that run
 // on every instance (the periodic chores are River's, docs/jobs.md).
 package runner

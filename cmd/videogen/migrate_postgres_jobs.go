@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+)
+
+// River's tables are not copied row by row: their JSON columns are SQLite's binary JSONB on one side and
+// PostgreSQL's jsonb on the other, and most of them (the leader, the clients, the queues, finished jobs)
+// describe the instances that ran, not the installation. What the installation owes — the jobs not yet
+// finished: e-mails to send, deliveries to make, events to process — is inserted into PostgreSQL by
+// River itself, each with its kind, queue, arguments, priority, attempts left and due time
+// (docs/backups.md, "Moving to PostgreSQL").
+
+// isRiverTable reports whether a table is River's (copied by copyJobs, not copyTable).
+func isRiverTable(name string) bool { return strings.HasPrefix(name, "river_") }
+
+// rawJob is a job's arguments as stored: River inserts them as they are, under their kind.
+type rawJob struct {
+	kind string
+	args json.RawMessage
+}
+
+func (j rawJob) Kind() string                 { return j.kind }
+func (j rawJob) MarshalJSON() ([]byte, error) { return j.args, nil }
+
+// riverTimeLayout is how River's SQLite driver stores times (UTC).
+const riverTimeLayout = "2006-01-02 15:04:05.000"
+
+// riverTime reads a time of River's SQLite tables as the driver hands it over.
+func riverTime(v any) (time.Time, error) {
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC(), nil
+	case string:
+		for _, layout := range []string{riverTimeLayout, time.RFC3339Nano} {
+			if at, err := time.Parse(layout, t); err == nil {
+				return at.UTC(), nil
+			}
+		}
+		return time.Time{}, fmt.Errorf("%q is not a time", t)
+	}
+	return time.Time{}, fmt.Errorf("%T is not a time", v)
+}
+
+// copyJobs inserts the source's unfinished River jobs into the target's transaction and returns how many.
+func copyJobs(ctx context.Context, src *sql.Tx, dst *sql.DB, ttx *sql.Tx) (int, error) {
+	rows, err := src.QueryContext(ctx, `SELECT json(args), kind, queue, priority, max_attempts, attempt, scheduled_at
+		FROM river_job WHERE state NOT IN ('completed', 'cancelled', 'discarded') ORDER BY id`)
+	if err != nil {
+		return 0, fmt.Errorf("read the unfinished jobs: %w", err)
+	}
+	defer rows.Close()
+	var params []river.InsertManyParams
+	for rows.Next() {
+		var (
+			args, kind, queue          string
+			at                         any // SQLite's driver reads a timestamp column as a time, or as text
+			priority, maxAttempts, did int
+		)
+		if err := rows.Scan(&args, &kind, &queue, &priority, &maxAttempts, &did, &at); err != nil {
+			return 0, fmt.Errorf("read an unfinished job: %w", err)
+		}
+		due, err := riverTime(at)
+		if err != nil {
+			return 0, fmt.Errorf("a %s job's due time: %w", kind, err)
+		}
+		params = append(params, river.InsertManyParams{Args: rawJob{kind: kind, args: json.RawMessage(args)}, InsertOpts: &river.InsertOpts{
+			Queue: queue, Priority: priority, MaxAttempts: max(1, maxAttempts-did), ScheduledAt: due}})
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read the unfinished jobs: %w", err)
+	}
+	if len(params) == 0 {
+		return 0, nil
+	}
+	// An insert-only client: no queues, no workers, so no kind needs to be known here.
+	client, err := river.NewClient(riverdatabasesql.New(dst), &river.Config{})
+	if err != nil {
+		return 0, fmt.Errorf("insert the unfinished jobs: %w", err)
+	}
+	if _, err := client.InsertManyTx(ctx, ttx, params); err != nil {
+		return 0, fmt.Errorf("insert the unfinished jobs: %w", err)
+	}
+	return len(params), nil
+}
