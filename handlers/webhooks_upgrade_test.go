@@ -10,9 +10,9 @@ import (
 	"videogen/internal/infra/db"
 	"videogen/internal/infra/mediafetch"
 	"videogen/internal/infra/queue"
+	"videogen/internal/server"
 	"videogen/internal/testkit"
 	"videogen/models"
-	"videogen/internal/server"
 )
 
 // TestWebhookDeliveriesSurviveTheUpgrade: deliveries pending in the delivery loop's table before the move

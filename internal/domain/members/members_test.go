@@ -66,7 +66,6 @@ func (l *links) Invitation(_ *gorm.DB, to, _, _, _, _, link string, _ time.Time)
 	return nil
 }
 
-
 func (l *links) token(t *testing.T, to string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
