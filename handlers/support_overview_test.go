@@ -38,7 +38,8 @@ func TestSupportOverview(t *testing.T) {
 		}
 		p.contains(t, "Platform overview", `action="/support/search"`, `name="q"`,
 			"The ledger self-check has not run yet", "Nothing is queued.", "No tasks were created in the last 30 days.",
-			"Nothing was charged in the last 30 days", "No API calls in the last hour.")
+			"Nothing was charged in the last 30 days", "No API calls in the last hour.",
+			"Job queues", "<code>mail</code>", "<code>webhooks</code>", "<code>payments</code>", "<code>chores</code>", "No job is retrying or given up.")
 		var creds []models.UpstreamCredential
 		s.DB.R.Order("label").Find(&creds)
 		if len(creds) != 2 {

@@ -17,6 +17,7 @@ import (
 	"videogen/internal/jobs/ledgercheck"
 	"videogen/internal/server"
 	"videogen/internal/staff/metrics"
+	"videogen/internal/staff/ops"
 	"videogen/internal/testkit"
 	"videogen/models"
 )
@@ -323,25 +324,32 @@ func (f *failingMail) Send(ctx context.Context, m mail.Message) error {
 	return nil
 }
 
-// TestMetricsMailOutbox: an e-mail the provider keeps failing is pending in the mail outbox, and its age
-// grows with the clock; once delivered, the outbox is empty again.
-func TestMetricsMailOutbox(t *testing.T) {
+// TestMetricsJobs: every queue and state is exported from the start, at zero; an e-mail the provider
+// keeps failing is a retryable job of the mail queue (what VideogenMailFailing reads); once delivered it
+// is counted no more, and no job waits for a worker.
+func TestMetricsJobs(t *testing.T) {
 	testkit.EachDB(t, func(t *testing.T, dbURL string) {
-		clock := &aheadClock{}
 		sender := &failingMail{}
 		s := testkit.StartWith(t, dbURL, map[string]string{"METRICS_ADDR": "127.0.0.1:0", "WORKERS": "false"},
-			server.Options{Now: clock.Now, Mail: sender})
-		check := func(when string, pending float64, minAge, maxAge float64) {
-			t.Helper()
-			fams := families(t, s)
-			if v, ok := value(fams, "videogen_outbox_pending", "outbox", "mail"); !ok || v != pending {
-				t.Errorf("%s: videogen_outbox_pending{outbox=\"mail\"} = %v (found %v), want %v", when, v, ok, pending)
+			server.Options{Mail: sender})
+		fams := families(t, s)
+		for _, q := range ops.JobQueues {
+			for _, st := range ops.JobStates {
+				if _, ok := value(fams, "videogen_jobs", "queue", q, "state", st); !ok {
+					t.Errorf("no videogen_jobs{queue=%q,state=%q} in the first scrape", q, st)
+				}
 			}
-			if v, ok := value(fams, "videogen_outbox_oldest_age_seconds", "outbox", "mail"); !ok || v < minAge || v > maxAge {
-				t.Errorf("%s: videogen_outbox_oldest_age_seconds{outbox=\"mail\"} = %v (found %v), want %v to %v", when, v, ok, minAge, maxAge)
+			if v, ok := value(fams, "videogen_jobs_waiting_seconds", "queue", q); !ok || v != 0 {
+				t.Errorf("videogen_jobs_waiting_seconds{queue=%q} = %v (found %v), want 0", q, v, ok)
 			}
 		}
-		check("nothing queued", 0, 0, 0)
+		retrying := func() float64 {
+			v, _ := value(families(t, s), "videogen_jobs", "queue", "mail", "state", "retryable")
+			return v
+		}
+		if v := retrying(); v != 0 {
+			t.Errorf("nothing queued: %v e-mails retrying", v)
+		}
 
 		// Queued as every e-mail is, in the transaction of what it is about.
 		if err := s.DB.Tx(context.Background(), func(tx *gorm.DB) error {
@@ -349,16 +357,19 @@ func TestMetricsMailOutbox(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Eventually(t, 10*time.Second, "a delivery attempt", func() bool { return sender.attempts.Load() > 0 })
-		clock.Advance(10 * time.Minute)
-		check("ten minutes later, undelivered", 1, 600, 660)
-
+		testkit.Eventually(t, 10*time.Second, "the failed e-mail retrying", func() bool { return retrying() == 1 })
 		sender.deliver.Store(true)
-		testkit.Eventually(t, 20*time.Second, "the e-mail is delivered", func() bool {
-			v, _ := value(families(t, s), "videogen_outbox_pending", "outbox", "mail")
-			return v == 0
+		testkit.Eventually(t, 30*time.Second, "the e-mail delivered", func() bool {
+			var sent int64
+			s.DB.R.Model(&models.MailOutbox{}).Where("sent_at IS NOT NULL").Count(&sent)
+			return sent == 1
 		})
-		check("delivered", 0, 0, 0)
+		fams = families(t, s)
+		for _, st := range ops.JobStates {
+			if v, _ := value(fams, "videogen_jobs", "queue", "mail", "state", st); v != 0 {
+				t.Errorf("after delivery: %v e-mails %s", v, st)
+			}
+		}
 	})
 }
 

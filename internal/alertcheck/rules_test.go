@@ -26,7 +26,7 @@ var rulesDir = filepath.Join("..", "..", "deploy", "prometheus")
 var alertNames = []string{
 	"VideogenLedgerDrift", "VideogenLedgerCheckStale", "VideogenQueueBacklogOld", "VideogenTasksOverdue",
 	"VideogenUpstreamBreakerOpen", "VideogenUpstreamKeyRefused", "VideogenUpstreamOutOfCredit", "VideogenHigh5xxRate",
-	"VideogenMailOutboxBacklog", "VideogenWebhookDeliveryStalled", "VideogenStripeReconcileDifferences", "VideogenStorageErrors",
+	"VideogenMailFailing", "VideogenJobsNotWorked", "VideogenStripeReconcileDifferences", "VideogenStorageErrors",
 	"VideogenDatabaseUnavailable", "VideogenRateLimitsNotShared", "VideogenMetricsDatabaseDown", "VideogenInstanceDown",
 }
 

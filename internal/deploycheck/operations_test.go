@@ -14,7 +14,7 @@ import (
 var alertNames = []string{
 	"VideogenLedgerDrift", "VideogenLedgerCheckStale", "VideogenQueueBacklogOld", "VideogenTasksOverdue",
 	"VideogenUpstreamBreakerOpen", "VideogenUpstreamKeyRefused", "VideogenUpstreamOutOfCredit",
-	"VideogenHigh5xxRate", "VideogenMailOutboxBacklog", "VideogenWebhookDeliveryStalled", "VideogenStripeReconcileDifferences",
+	"VideogenHigh5xxRate", "VideogenMailFailing", "VideogenJobsNotWorked", "VideogenStripeReconcileDifferences",
 	"VideogenStorageErrors", "VideogenDatabaseUnavailable", "VideogenRateLimitsNotShared",
 	"VideogenMetricsDatabaseDown", "VideogenInstanceDown",
 }

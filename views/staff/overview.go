@@ -183,3 +183,27 @@ func ClosedRouteLines(r status.Row) []string {
 	}
 	return out
 }
+
+// JobWait is a queue's longest wait for a worker, as the overview shows it: "—" when none waits.
+func JobWait(d time.Duration) string {
+	if d <= 0 {
+		return "—"
+	}
+	return d.Round(time.Second).String()
+}
+
+// JobState says a job's state in words.
+func JobState(s string) string {
+	if s == "discarded" {
+		return "given up"
+	}
+	return "retrying"
+}
+
+// jobErrorWhen is ", at <time>" for an error with a time, else nothing.
+func jobErrorWhen(v views.Viewer, e ops.JobError) string {
+	if e.At.IsZero() {
+		return ""
+	}
+	return ", " + v.When(e.At)
+}

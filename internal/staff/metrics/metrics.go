@@ -1,7 +1,7 @@
 // Package metrics exports the platform's figures for Prometheus (docs/support.md): every HTTP request by
 // route and status, counted by the handlers' middleware; the figures of the staff overview — the task
 // queue, the upstream credentials' load and health, the ledger self-check's last result, tasks overdue,
-// the outboxes' backlog, the last Stripe reconciliation — read from the database when Prometheus
+// the job queues, the last Stripe reconciliation — read from the database when Prometheus
 // scrapes, through the same functions as the overview (internal/staff/ops); the limits the alert rules
 // compare them with (deploy/prometheus/alerts.yml); and the drift and faults this instance met. It is
 // served on METRICS_ADDR, a listener of its own, never on the public port.
@@ -234,10 +234,10 @@ var (
 		"1 when a live instance reports the upstream credential's circuit breaker open (it takes no new task), else 0.", []string{"credential", "label"}, nil)
 	refusedDesc = prometheus.NewDesc("videogen_credential_refused",
 		"1 when the provider refused the credential's key (reason key) or its account is out of credit (reason credit): it takes no new task until a reload.", []string{"credential", "label", "reason"}, nil)
-	outboxPendingDesc = prometheus.NewDesc("videogen_outbox_pending",
-		"Messages of the outbox neither delivered nor given up yet.", []string{"outbox"}, nil)
-	outboxAgeDesc = prometheus.NewDesc("videogen_outbox_oldest_age_seconds",
-		"Age of the outbox's oldest pending message, in seconds (0 when none is pending).", []string{"outbox"}, nil)
+	jobsDesc = prometheus.NewDesc("videogen_jobs",
+		"Jobs of the queue (mail, webhooks, payments, chores) by state: available (due, waiting for a worker), running, retryable (failed, waiting for their retry), scheduled (due later), discarded (given up, kept 30 days).", []string{"queue", "state"}, nil)
+	jobsWaitingDesc = prometheus.NewDesc("videogen_jobs_waiting_seconds",
+		"How long the queue's longest-due available job has waited for a worker, in seconds (0 when none waits): minutes mean no instance works the queue.", []string{"queue"}, nil)
 	reconcileDiffDesc = prometheus.NewDesc("videogen_stripe_reconcile_differences",
 		"Differences between Stripe and the credited top-ups the newest completed reconciliation left (any instance, or videogen stripe reconcile); 0 before the first; no series without Stripe (STRIPE_SECRET_KEY).", nil, nil)
 	reconcileTimeDesc = prometheus.NewDesc("videogen_stripe_reconcile_timestamp_seconds",
@@ -248,8 +248,8 @@ var (
 
 func (p *platform) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{tasksDesc, waitingDesc, queueAgeDesc, inFlightDesc, capacityDesc, enabledDesc,
-		driftAccountsDesc, checkProblemsDesc, checkTimeDesc, overdueDesc, breakerOpenDesc, refusedDesc, outboxPendingDesc,
-		outboxAgeDesc, reconcileDiffDesc, reconcileTimeDesc, upDesc} {
+		driftAccountsDesc, checkProblemsDesc, checkTimeDesc, overdueDesc, breakerOpenDesc, refusedDesc, jobsDesc,
+		jobsWaitingDesc, reconcileDiffDesc, reconcileTimeDesc, upDesc} {
 		ch <- d
 	}
 }
@@ -321,12 +321,16 @@ func (p *platform) Collect(ch chan<- prometheus.Metric) {
 			gauge(refusedDesc, flag(u.State == status.StateNoCredit), u.ID, u.Name, upstream.MarkCredit)
 		}
 	}
-	if boxes, err := ops.Outboxes(ctx, p.db, now); err != nil {
-		failed("the outboxes", err)
+	if qs, err := ops.JobQueuesNow(ctx, p.db); err != nil {
+		failed("the job queues", err)
 	} else {
-		for _, b := range boxes {
-			gauge(outboxPendingDesc, float64(b.Pending), b.Name)
-			gauge(outboxAgeDesc, b.OldestAge(now).Seconds(), b.Name)
+		// Every queue and state, zeros included: a rule on a series that appears only once a job failed
+		// could not fire where none ever did.
+		for _, q := range qs {
+			for _, st := range ops.JobStates {
+				gauge(jobsDesc, float64(q.States[st]), q.Name, st)
+			}
+			gauge(jobsWaitingDesc, q.Waiting(now).Seconds(), q.Name)
 		}
 	}
 	// As for the ledger check, a reconciliation that never ran reads 0 at time 0. Without Stripe there is

@@ -1,6 +1,6 @@
 // Package ops reads the platform's operating figures for staff: the task queue now, tasks and charges
 // per day, the upstream credentials' load and health, API errors per endpoint, the ledger self-check's
-// last result, tasks overdue, the outboxes' backlog and the last Stripe reconciliation.
+// last result, tasks overdue, the job queues (docs/jobs.md) and the last Stripe reconciliation.
 // The staff overview (/support) and the Prometheus collector (/metrics) both read them here, so the two
 // never disagree. Every read is an aggregate over an index, bounded by what it shows, never by the size
 // of the tables: it runs on each page view and each scrape.
@@ -123,7 +123,13 @@ type Overview struct {
 	// EndpointsLeftOut is how many more endpoints had calls in the last hour than Endpoints lists.
 	EndpointsLeftOut int
 	LastCheck        *models.LedgerCheck // nil: the self-check never ran
+	// Jobs is each job queue now, and JobErrors the newest errors of jobs retrying or given up.
+	Jobs      []JobQueue
+	JobErrors []JobError
 }
+
+// MaxJobErrors is how many of the jobs' last errors the overview lists.
+const MaxJobErrors = 8
 
 // MaxEndpoints is how many endpoints the overview lists; scanners probing random paths must not make
 // the page endless.
@@ -150,6 +156,12 @@ func Read(ctx context.Context, d *db.DB, now time.Time) (*Overview, error) {
 		o.Endpoints = o.Endpoints[:MaxEndpoints]
 	}
 	if o.LastCheck, err = LastLedgerCheck(ctx, d); err != nil {
+		return nil, err
+	}
+	if o.Jobs, err = JobQueuesNow(ctx, d); err != nil {
+		return nil, err
+	}
+	if o.JobErrors, err = LastJobErrors(ctx, d, MaxJobErrors); err != nil {
 		return nil, err
 	}
 	return o, nil

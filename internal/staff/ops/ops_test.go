@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,52 +193,77 @@ func TestSignals(t *testing.T) {
 			t.Errorf("OverdueTasks = %d, %v; want 2", got, err)
 		}
 
-		boxes, err := ops.Outboxes(ctx, d, now)
-		if err != nil || len(boxes) != 2 || boxes[0].Name != "mail" || boxes[0].Pending != 0 || boxes[0].OldestAge(now) != 0 ||
-			boxes[1].Name != "webhook" || boxes[1].Pending != 0 || boxes[1].OldestAge(now) != 0 {
-			t.Fatalf("empty outboxes: %+v, %v", boxes, err)
+		qs, err := ops.JobQueuesNow(ctx, d)
+		if err != nil || len(qs) != 4 || qs[0].Name != "mail" || qs[0].States["available"] != 0 || qs[0].Waiting(now) != 0 {
+			t.Fatalf("empty queues: %+v, %v", qs, err)
 		}
-		mail := func(created time.Time, sent, failed *time.Time) {
-			n++
-			if err := d.W.Create(&models.MailOutbox{Kind: "verify", Recipient: "a@example.com", Subject: "s", IdempotencyKey: fmt.Sprintf("k%d", n),
-				CreatedAt: created, SentAt: sent, FailedAt: failed}).Error; err != nil {
+		// River's rows as its drivers write them: times as text on SQLite, errors a JSON array there and an
+		// array of jsonb on PostgreSQL.
+		job := func(queue, state string, due time.Time, attempted *time.Time, errText string) {
+			at, att := any(due), any(nil)
+			if attempted != nil {
+				att = *attempted
+			}
+			errs, fin := any(nil), any(nil)
+			if state == "completed" || state == "discarded" {
+				fin = now
+			}
+			if !d.Postgres {
+				at = due.UTC().Format("2006-01-02 15:04:05.000")
+				if attempted != nil {
+					att = attempted.UTC().Format("2006-01-02 15:04:05.000")
+				}
+				if fin != nil {
+					fin = now.UTC().Format("2006-01-02 15:04:05.000")
+				}
+			}
+			q := "INSERT INTO river_job (args, kind, queue, state, scheduled_at, attempted_at, finalized_at, attempt, max_attempts, errors) VALUES (jsonb('{}'), 'test_kind', ?, ?, ?, ?, ?, 1, 5, "
+			if errText != "" {
+				errs = `{"at":"2026-01-01T00:00:00Z","attempt":1,"error":"` + errText + `","trace":""}`
+				if d.Postgres {
+					q += "ARRAY[CAST(? AS jsonb)])"
+				} else {
+					q += "jsonb('[' || ? || ']'))"
+				}
+			} else {
+				q += "?)"
+			}
+			if d.Postgres {
+				q = strings.Replace(q, "jsonb('{}')", "'{}'::jsonb", 1)
+				q = strings.Replace(q, "?, ?, ?, ?, ?", "?, CAST(? AS river_job_state), ?, ?, ?", 1)
+			}
+			if err := d.W.Exec(q, queue, state, at, att, fin, errs).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
-		mail(now.Add(-3*time.Hour), &now, nil) // sent
-		mail(now.Add(-2*time.Hour), nil, &now) // given up
-		mail(now.Add(-20*time.Minute), nil, nil)
-		mail(now.Add(-time.Minute), nil, nil)
-		// Webhook deliveries: only those due now, to enabled endpoints, are ours to be
-		// late with; a customer's endpoint waiting for its next retry is not.
-		for _, ep := range []models.WebhookEndpoint{{ID: "we_on", Enabled: true}, {ID: "we_off"}} {
-			ep.AccountID, ep.URL, ep.Events, ep.SecretSealed, ep.SecretHint, ep.CreatedAt, ep.UpdatedAt = acct.ID, "https://h.example.com/", "video.completed", []byte{1}, "h", now, now
-			if err := d.W.Create(&ep).Error; err != nil {
-				t.Fatal(err)
-			}
+		early, late := now.Add(-7*time.Minute), now.Add(-time.Minute)
+		job("mail", "available", late, nil, "")
+		job("mail", "available", early, nil, "")
+		job("mail", "completed", early, &early, "") // done: not counted
+		job("webhooks", "retryable", now.Add(time.Hour), &late, "answered 500")
+		job("payments", "discarded", early, &early, "stripe unreachable")
+		job("chores", "scheduled", now.Add(time.Hour), nil, "")
+		if qs, err = ops.JobQueuesNow(ctx, d); err != nil {
+			t.Fatal(err)
 		}
-		hook := func(ep string, due *time.Time) {
-			n++
-			ev := fmt.Sprintf("evt_signal%04d", n)
-			if err := d.W.Create(&models.WebhookEvent{ID: ev, AccountID: acct.ID, Type: "video.completed", SubjectID: "video_x", Payload: "{}", CreatedAt: now.Add(-time.Hour)}).Error; err != nil {
-				t.Fatal(err)
-			}
-			if err := d.W.Create(&models.WebhookDelivery{EventID: ev, EndpointID: ep, CreatedAt: now.Add(-time.Hour), NextAttemptAt: due}).Error; err != nil {
-				t.Fatal(err)
-			}
+		got := map[string]map[string]int64{}
+		for _, q := range qs {
+			got[q.Name] = q.States
 		}
-		late, soon := now.Add(-7*time.Minute), now.Add(time.Hour)
-		hook("we_on", &late)
-		hook("we_on", &past)
-		hook("we_on", &soon)  // waiting for its retry
-		hook("we_on", nil)    // delivered or given up
-		hook("we_off", &late) // its endpoint is disabled
-		boxes, err = ops.Outboxes(ctx, d, now)
-		if err != nil || len(boxes) != 2 || boxes[0].Pending != 2 || boxes[0].OldestAge(now) != 20*time.Minute {
-			t.Errorf("mail outbox: %+v (oldest %v), %v; want 2 pending, the oldest 20 minutes old", boxes, boxes[0].OldestAge(now), err)
+		if got["mail"]["available"] != 2 || got["mail"]["completed"] != 0 || got["webhooks"]["retryable"] != 1 ||
+			got["payments"]["discarded"] != 1 || got["chores"]["scheduled"] != 1 {
+			t.Errorf("jobs by queue and state: %v", got)
 		}
-		if err != nil || len(boxes) != 2 || boxes[1].Pending != 2 || boxes[1].OldestAge(now) != 7*time.Minute {
-			t.Errorf("webhook outbox: %+v, %v; want 2 due, the oldest 7 minutes late", boxes, err)
+		if w := qs[0].Waiting(now); w < 7*time.Minute || w > 7*time.Minute+time.Millisecond {
+			t.Errorf("the mail queue's longest wait: %s, want 7m", w)
+		}
+		if w := qs[1].Waiting(now); w != 0 {
+			t.Errorf("the webhooks queue's wait: %s, want 0 (its job waits for its retry, not for a worker)", w)
+		}
+		errs, err := ops.LastJobErrors(ctx, d, 5)
+		if err != nil || len(errs) != 2 || errs[0].Error != "answered 500" || errs[0].Queue != "webhooks" || errs[0].At.Sub(late).Abs() > time.Millisecond ||
+			errs[1].Error != "stripe unreachable" || errs[1].State != "discarded" {
+			t.Errorf("the last errors: %+v, %v", errs, err)
 		}
 
 		if run, err := ops.LastReconcile(ctx, d); err != nil || run != nil {
