@@ -116,7 +116,6 @@ func TestMigrateToPostgres(t *testing.T) {
 		{"INSERT INTO control_signals (name, seq, updated_at) VALUES (?, ?, ?)", []any{"upstreams_reload", 3, now}},
 		{"INSERT INTO upstream_reload_acks (instance, seq, error, at) VALUES (?, ?, ?, ?)", []any{"gone-1", 3, "", now}},
 		// Only the Stripe reconciliation still claims its turns here (the other chores are River's periodic jobs).
-		{"INSERT INTO janitor_runs (name, started_at, owner) VALUES (?, ?, ?)", []any{"stripe_reconcile", now, "gone-1"}},
 		{"INSERT INTO stripe_reconcile_runs (at, owner, since, sessions, payment_intents, differences, applied, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 			[]any{now, "gone-1", now.Add(-72 * time.Hour), 4, 1, 1, 0, "cs_1 paid but not credited"}},
 		{"UPDATE tasks SET rendered_seconds = ?, rendered_fps = ? WHERE id = ?", []any{4.04, 24, done}},
