@@ -80,8 +80,16 @@ type deliveryWorker struct {
 }
 
 // NextRetry is the schedule: the wait after the delivery's n-th failed attempt (docs/webhooks.md#retries).
+// An attempt the delivery has no record of was cut by a crash, not failed (River's rescuer asks too, for
+// the job of an instance that died): it is made again at once.
 func (w *deliveryWorker) NextRetry(job *river.Job[deliveryArgs]) time.Time {
-	return w.s.now().Add(w.s.wait(job.Args.Before + job.Attempt))
+	now := w.s.now()
+	var d models.WebhookDelivery
+	if err := w.s.db.R.Select("attempts").Where("id = ?", job.Args.DeliveryID).Take(&d).Error; err == nil &&
+		d.Attempts < job.Args.Before+job.Attempt {
+		return now
+	}
+	return now.Add(w.s.wait(job.Args.Before + job.Attempt))
 }
 
 // Timeout bounds a job: one attempt and its record, inside the lease.
