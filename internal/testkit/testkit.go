@@ -129,11 +129,14 @@ func Env(t testing.TB, dbURL string, over map[string]string) map[string]string {
 		"POLL_INTERVAL_MIN":  "10ms",
 		"POLL_INTERVAL_MAX":  "100ms",
 		"JOBS_POLL_INTERVAL": "50ms",
-		"RATE_LIMIT_RPS":     "100000",
-		"RATE_LIMIT_BURST":   "100000",
-		"LOG_LEVEL":          "error",
-		"WORKER_ID":          "test-" + randHex(4),
-		"SHUTDOWN_TIMEOUT":   "10s",
+		// One secret for every instance of a test, as in production: any instance works a job another
+		// queued, and opens what it sealed (an e-mail's body).
+		"APP_SECRET":       "testkit-app-secret-of-every-instance-0123456789abcdef",
+		"RATE_LIMIT_RPS":   "100000",
+		"RATE_LIMIT_BURST": "100000",
+		"LOG_LEVEL":        "error",
+		"WORKER_ID":        "test-" + randHex(4),
+		"SHUTDOWN_TIMEOUT": "10s",
 	}
 	for k, v := range over {
 		env[k] = v
@@ -169,6 +172,15 @@ func StartWith(t testing.TB, dbURL string, over map[string]string, opts server.O
 	return StartConfig(t, cfg, opts)
 }
 
+// recorders is the mail recorder of each test database: any instance of a database may send an e-mail
+// another queued (docs/jobs.md), as instances share one Resend account, so they share one recorder.
+var recorders sync.Map // database URL → *mail.Recorder
+
+func recorderOf(databaseURL string) *mail.Recorder {
+	r, _ := recorders.LoadOrStore(databaseURL, mail.NewRecorder())
+	return r.(*mail.Recorder)
+}
+
 // StartConfig runs a server with cfg.
 func StartConfig(t testing.TB, cfg *config.Config, opts ...server.Options) *Server {
 	t.Helper()
@@ -182,7 +194,7 @@ func StartConfig(t testing.TB, cfg *config.Config, opts ...server.Options) *Serv
 	level := slog.LevelError
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	mails := mail.NewRecorder()
+	mails := recorderOf(cfg.DatabaseURL)
 	opt := server.Options{}
 	if len(opts) > 0 {
 		opt = opts[0]
