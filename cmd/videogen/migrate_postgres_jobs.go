@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+
+	"videogen/internal/infra/queue"
 )
 
 // River's tables are not copied row by row: their JSON columns are SQLite's binary JSONB on one side and
@@ -31,25 +32,6 @@ type rawJob struct {
 func (j rawJob) Kind() string                 { return j.kind }
 func (j rawJob) MarshalJSON() ([]byte, error) { return j.args, nil }
 
-// riverTimeLayout is how River's SQLite driver stores times (UTC).
-const riverTimeLayout = "2006-01-02 15:04:05.000"
-
-// riverTime reads a time of River's SQLite tables as the driver hands it over.
-func riverTime(v any) (time.Time, error) {
-	switch t := v.(type) {
-	case time.Time:
-		return t.UTC(), nil
-	case string:
-		for _, layout := range []string{riverTimeLayout, time.RFC3339Nano} {
-			if at, err := time.Parse(layout, t); err == nil {
-				return at.UTC(), nil
-			}
-		}
-		return time.Time{}, fmt.Errorf("%q is not a time", t)
-	}
-	return time.Time{}, fmt.Errorf("%T is not a time", v)
-}
-
 // copyJobs inserts the source's unfinished River jobs into the target's transaction and returns how many.
 func copyJobs(ctx context.Context, src *sql.Tx, dst *sql.DB, ttx *sql.Tx) (int, error) {
 	rows, err := src.QueryContext(ctx, `SELECT json(args), kind, queue, priority, max_attempts, attempt, scheduled_at
@@ -61,19 +43,19 @@ func copyJobs(ctx context.Context, src *sql.Tx, dst *sql.DB, ttx *sql.Tx) (int, 
 	var params []river.InsertManyParams
 	for rows.Next() {
 		var (
-			args, kind, queue          string
+			args, kind, queueName      string
 			at                         any // SQLite's driver reads a timestamp column as a time, or as text
 			priority, maxAttempts, did int
 		)
-		if err := rows.Scan(&args, &kind, &queue, &priority, &maxAttempts, &did, &at); err != nil {
+		if err := rows.Scan(&args, &kind, &queueName, &priority, &maxAttempts, &did, &at); err != nil {
 			return 0, fmt.Errorf("read an unfinished job: %w", err)
 		}
-		due, err := riverTime(at)
+		due, err := queue.TimeOf(at)
 		if err != nil {
 			return 0, fmt.Errorf("a %s job's due time: %w", kind, err)
 		}
 		params = append(params, river.InsertManyParams{Args: rawJob{kind: kind, args: json.RawMessage(args)}, InsertOpts: &river.InsertOpts{
-			Queue: queue, Priority: priority, MaxAttempts: max(1, maxAttempts-did), ScheduledAt: due}})
+			Queue: queueName, Priority: priority, MaxAttempts: max(1, maxAttempts-did), ScheduledAt: due}})
 	}
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("read the unfinished jobs: %w", err)

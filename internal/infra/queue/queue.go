@@ -293,3 +293,30 @@ func (q *Queue) Stop(ctx context.Context) error {
 
 // Client is River's client, for what this package does not wrap (tests' subscriptions, the staff's view).
 func (q *Queue) Client() *river.Client[*sql.Tx] { return q.client }
+
+// riverTimeLayout is how River's SQLite driver writes times (UTC).
+const riverTimeLayout = "2006-01-02 15:04:05.000"
+
+// TimeOf reads a time of River's tables as the database drivers hand it over: a time (PostgreSQL, and
+// SQLite's driver for a column it recognises as a timestamp) or River's text on SQLite; nil is no time.
+func TimeOf(v any) (time.Time, error) {
+	var s string
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC(), nil
+	case nil:
+		return time.Time{}, nil
+	case string:
+		s = t
+	case []byte:
+		s = string(t)
+	default:
+		return time.Time{}, fmt.Errorf("%T is not a time", v)
+	}
+	for _, layout := range []string{riverTimeLayout, time.RFC3339Nano, "2006-01-02 15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time", s)
+}

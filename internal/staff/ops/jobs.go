@@ -69,7 +69,7 @@ func JobQueuesNow(ctx context.Context, d *db.DB) ([]JobQueue, error) {
 			return nil, fmt.Errorf("find the longest-due %s job: %w", qs[i].Name, err)
 		}
 		if len(at) == 1 {
-			t, err := riverTime(at[0])
+			t, err := queue.TimeOf(at[0])
 			if err != nil {
 				return nil, fmt.Errorf("the longest-due %s job: %w", qs[i].Name, err)
 			}
@@ -103,37 +103,9 @@ func LastJobErrors(ctx context.Context, d *db.DB, limit int) ([]JobError, error)
 		if err := rows.Scan(&e.Queue, &e.Kind, &e.State, &e.Attempt, &at, &msg); err != nil {
 			return nil, fmt.Errorf("read a job's last error: %w", err)
 		}
-		e.At, _ = riverTime(at) // an unreadable time shows none
+		e.At, _ = queue.TimeOf(at) // an unreadable time shows none
 		e.Error = msg.String
 		out = append(out, e)
 	}
 	return out, rows.Err()
-}
-
-// riverTimeLayout is how River's SQLite driver writes times (UTC).
-const riverTimeLayout = "2006-01-02 15:04:05.000"
-
-// riverTime reads a time of River's tables as the drivers hand it over: a time (PostgreSQL, and SQLite's
-// driver for a timestamp column it recognises) or River's text.
-func riverTime(v any) (time.Time, error) {
-	switch t := v.(type) {
-	case time.Time:
-		return t.UTC(), nil
-	case string:
-		return parseRiverTime(t)
-	case []byte:
-		return parseRiverTime(string(t))
-	case nil:
-		return time.Time{}, nil
-	}
-	return time.Time{}, fmt.Errorf("%T is not a time", v)
-}
-
-func parseRiverTime(s string) (time.Time, error) {
-	for _, layout := range []string{riverTimeLayout, time.RFC3339Nano, "2006-01-02 15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time", s)
 }
