@@ -34,8 +34,8 @@ type eventData struct {
 // same way (one task's, or the task store's group-committed completions: video i of accountIDs[i]), it
 // writes for each a video.completed or video.failed event, and a delivery of it to each enabled endpoint
 // of its account that receives that type; the accounts' endpoints are read in one query. With no such
-// endpoint it writes nothing. The caller calls Wake once the transaction has committed; if it never does
-// (a crash), the loop finds the deliveries on its next look.
+// endpoint it writes nothing. The deliveries' jobs are inserted in the same transaction, so they are
+// worked once it commits, and never if it rolls back.
 func (s *Service) TasksEnded(tx *gorm.DB, accountIDs []int64, videoIDs []string, completed bool, at time.Time) error {
 	if len(accountIDs) == 0 {
 		return nil
