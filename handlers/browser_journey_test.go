@@ -365,6 +365,14 @@ func TestBrowserJourney(t *testing.T) {
 		t.Fatalf("download in the browser: %q %v", download, err)
 	}
 
+	// The client reads its finished task eight times: with the create's calls, the call log has more than
+	// a screen of rows, however few polls the machine's speed let WaitStatus make below.
+	for range 8 {
+		if r := s.Do(t, "GET", "/v1/videos/"+id, secret, nil); r.Status != 200 {
+			t.Fatalf("read the task: %d", r.Status)
+		}
+	}
+
 	// A video that fails: its row shows the amount released.
 	failed := s.CreateVideo(t, secret, map[string]any{"model": "videogen-2.0-fast-1080p", "prompt": "a storm over the harbour [sim:fail]", "seconds": 8})["id"].(string)
 	s.WaitStatus(t, secret, failed, 60*time.Second, "failed")

@@ -63,9 +63,10 @@ var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
 // post sends a form the way the page at from would: with that page's CSRF token.
 func (b *browser) post(from, path string, form url.Values) *page {
 	b.t.Helper()
-	m := csrfRE.FindStringSubmatch(b.get(from).Body)
+	fromPage := b.get(from)
+	m := csrfRE.FindStringSubmatch(fromPage.Body)
 	if m == nil {
-		b.t.Fatalf("no CSRF token on %s", from)
+		b.t.Fatalf("no CSRF token on %s (status %d, Location %q):\n%s", from, fromPage.Status, fromPage.location(), trimPage(fromPage.Body))
 	}
 	form.Set("_csrf", html.UnescapeString(m[1]))
 	return b.postRaw(path, form)

@@ -303,11 +303,11 @@ func (s *slowContent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(rec.Code)
 		body := rec.Body.Bytes()
-		for i := 0; i < 15; i++ { // ~2.5 s in fifteen slices, well past the 1 s lease
+		for i := 0; i < 15; i++ { // ~5 s in fifteen slices, past two of the test's 2 s leases
 			lo, hi := i*len(body)/15, (i+1)*len(body)/15
 			_, _ = w.Write(body[lo:hi])
 			w.(http.Flusher).Flush()
-			time.Sleep(170 * time.Millisecond)
+			time.Sleep(330 * time.Millisecond)
 		}
 		return
 	}
@@ -326,7 +326,9 @@ func TestLeaseRenewedDuringSlowWork(t *testing.T) {
 	hs := httptest.NewServer(slow)
 	defer hs.Close()
 	dbURL := testkit.SQLiteURL(t)
-	env := map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": secrets[0], "LEASE_DURATION": "1s", "POLL_INTERVAL_MIN": "20ms"}
+	env := map[string]string{"UPSTREAM_BASE_URL": hs.URL, "UPSTREAM_API_KEYS": secrets[0], "LEASE_DURATION": "2s", "POLL_INTERVAL_MIN": "20ms"}
+	// A 2 s lease, renewed every 0.67 s: a renewal on a busy machine (two instances' queues polling one
+	// SQLite file) may wait over a second for the write lock and still be in time.
 	one := testkit.Start(t, dbURL, env)
 	two := testkit.Start(t, dbURL, env)
 	acct := one.NewAccount(t, "10")
