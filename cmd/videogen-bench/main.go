@@ -58,7 +58,8 @@ func main() {
 		runs     = flag.Int("runs", 3, "measured runs per case (the median is reported)")
 		conns    = flag.Int("conns", 64, "concurrent connections of the load process")
 		nAcct    = flag.Int("accounts", 100, "funded accounts the load is spread over")
-		engines  = flag.String("engines", "sqlite,postgres,worker,bytes,memory", "what to measure: sqlite, postgres (with the create ceiling), worker, bytes (copies and downloads of realistic videos), memory (the server's RSS under load); scale (make bench-scale, not by default)")
+		engines  = flag.String("engines", "sqlite,postgres,worker,bytes,memory,queues", "what to measure: sqlite, postgres (with the create ceiling), worker, bytes (copies and downloads of realistic videos), memory (the server's RSS under load), queues (e-mails and webhook deliveries per second, against the tree before River); scale (make bench-scale, not by default)")
+		nQueued  = flag.Int("queue-items", 1000, "e-mails and webhook events each queues run sends")
 		nTasks   = flag.Int("worker-tasks", 4000, "tasks the worker run completes")
 	)
 	flag.Parse()
@@ -103,6 +104,11 @@ func main() {
 	}
 	if strings.Contains(*engines, "memory") {
 		b.measureMemory(*pgURL)
+	}
+	if strings.Contains(*engines, "queues") {
+		if err := writeRegion(*out, "bench-queues", b.measureQueues(*pgURL, *nQueued)); err != nil {
+			log.Fatal(err)
+		}
 	}
 
 	report := b.report(results)

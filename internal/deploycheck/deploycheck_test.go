@@ -77,7 +77,8 @@ func videogenBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		out := filepath.Join(tmpRoot, "videogen")
-		cmd := exec.Command("go", "build", "-race", "-gcflags=modernc.org/...=-d=checkptr=0", "-o", out, "./cmd/videogen")
+		cmd := exec.Command("go", "build", "-race", "-gcflags=modernc.org/...=-d=checkptr=0 -race=false",
+			"-gcflags=golang.org/x/crypto/argon2=-race=false", "-o", out, "./cmd/videogen")
 		cmd.Dir = repoRoot(t)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build videogen: %v\n%s", err, b)

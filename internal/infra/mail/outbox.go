@@ -32,7 +32,7 @@ type OutboxConfig struct {
 // a message (its row in mail_outbox) and its River job in the caller's transaction — the one that records
 // the event the mail is about — so a crash loses nothing and a rollback sends nothing. The job (SendArgs,
 // queue.Mail) sends it through the Sender with the row's idempotency key on every attempt, so the provider
-// delivers once, and records it sent in the transaction that completes the job (docs/jobs.md, "E-mail").
+// delivers once, and records it sent; a job run again after that finds it sent (docs/jobs.md, "E-mail").
 //
 // Answers never wait for the provider: a page takes the same time whether or not an e-mail went out,
 // which would otherwise tell a visitor which addresses have accounts.
@@ -134,10 +134,10 @@ func (w *sendWorker) NextRetry(job *river.Job[SendArgs]) time.Time {
 	return w.o.now().Add(retryAfter(job.Attempt))
 }
 
-// Work sends the e-mail and records it sent in the transaction that completes the job, so a crash after
-// that commit never sends it again, and one before it leaves both undone: the next attempt (River rescues
-// the job of an instance that died) sends it again with the same idempotency key, which the provider
-// drops as a repeat. A failed attempt is retried on NextRetry's schedule until the message is a day old
+// Work sends the e-mail and records it sent; River then completes the job with others in one write (its
+// batch completer). A crash after the record leaves at most a job that finds the message sent and does
+// nothing; one before it leaves the message unsent: the next attempt (River rescues the job of an
+// instance that died) sends it again with the same idempotency key, which the provider drops as a repeat. A failed attempt is retried on NextRetry's schedule until the message is a day old
 // (GiveUp), then the message is marked failed and its job cancelled.
 func (w *sendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 	o := w.o
@@ -162,13 +162,8 @@ func (w *sendWorker) Work(ctx context.Context, job *river.Job[SendArgs]) error {
 	// The outcome is recorded even if the job's time ran out meanwhile: the send may have landed.
 	rctx := context.WithoutCancel(ctx)
 	if err == nil {
-		err := o.db.Tx(rctx, func(tx *gorm.DB) error {
-			if err := tx.Model(&models.MailOutbox{}).Where("id = ?", row.ID).
-				Updates(map[string]any{"sent_at": o.now(), "sealed_body": nil, "last_error": ""}).Error; err != nil {
-				return fmt.Errorf("record e-mail %d as sent: %w", row.ID, err)
-			}
-			return queue.CompleteTx(tx, job)
-		})
+		err := o.db.W.WithContext(rctx).Model(&models.MailOutbox{}).Where("id = ?", row.ID).
+			Updates(map[string]any{"sent_at": o.now(), "sealed_body": nil, "last_error": ""}).Error
 		if err != nil {
 			// The next attempt sends it again with the same key; the provider drops the repeat.
 			log.Error("record e-mail as sent", "err", err)
