@@ -68,7 +68,7 @@ test-deps:
 		echo "installing the OpenAI Node SDK into $(OPENAI_NODE_DIR) (test-only)"; \
 		npm ci --prefix "$(OPENAI_NODE_DIR)" --no-audit --no-fund --loglevel=error; }
 
-bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler; rewrites its part of docs/performance.md and prints every figure against its limit
+bench: build ## load test: SQLite and PostgreSQL beside a bare Fiber handler, and the job queues against the tree before River (a git worktree of it); rewrites its parts of docs/performance.md and prints every figure against its limit
 	@command -v wrk >/dev/null || { echo "installing wrk (the load generator)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
 	$(GO) build -o bin/videogen-bench ./cmd/videogen-bench

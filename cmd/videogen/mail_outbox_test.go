@@ -109,7 +109,7 @@ func TestQueuedMailSurvivesACrash(t *testing.T) {
 	if got := fake.deliveredTo(email); len(got) != 1 || got[0] != firstKey {
 		t.Fatalf("delivered with keys %v; want exactly the key of the attempt cut by the crash, %q", got, firstKey)
 	}
-	// Recorded sent with its job's completion, so no later round sends it again.
+	// Recorded sent, so no later round sends it again (a repeat of its job finds it sent).
 	signUpThroughForm(t, p.url, "someone-else@example.com")
 	testkit.Eventually(t, 20*time.Second, "a later e-mail delivered", func() bool {
 		return len(fake.deliveredTo("someone-else@example.com")) > 0
